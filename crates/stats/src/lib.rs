@@ -1,1 +1,8 @@
-//! placeholder
+//! Statistics for rpcarena's benchmark samples. Pure: no I/O, no clock; randomized methods take a
+//! seed from the caller.
+
+mod error;
+pub mod summary;
+
+pub use error::StatsError;
+pub use summary::{Outliers, Summary, median, percentile};
