@@ -88,6 +88,19 @@ pub(crate) fn check_len(
     Ok(())
 }
 
+/// Checks that `value` lies strictly between 0 and 1.
+pub(crate) fn check_unit_open(name: &'static str, value: f64) -> Result<(), StatsError> {
+    if value > 0.0 && value < 1.0 {
+        Ok(())
+    } else {
+        Err(StatsError::OutOfRange {
+            name,
+            value,
+            range: "the open interval (0, 1)",
+        })
+    }
+}
+
 /// A sorted copy; callers have already rejected NaN, so `total_cmp` orders like `<`.
 pub(crate) fn sorted(values: &[f64]) -> Vec<f64> {
     let mut v = values.to_vec();

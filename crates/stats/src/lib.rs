@@ -2,7 +2,9 @@
 //! seed from the caller.
 
 mod error;
+pub mod interval;
 pub mod summary;
 
 pub use error::StatsError;
+pub use interval::{DEFAULT_CONFIDENCE, MedianInterval, median_interval};
 pub use summary::{Outliers, Summary, median, percentile};
