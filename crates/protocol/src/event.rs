@@ -1,0 +1,456 @@
+//! Events a peer writes to stdout, and commands the controller writes to its stdin.
+//!
+//! Every event is one line of JSON with two envelope fields, `protocol` (the version, always
+//! first) and `event` (the kind). Unknown fields are ignored so that a later minor addition does
+//! not break an older controller; a different `protocol` value is refused with a message that
+//! says which side to rebuild.
+
+use crate::PROTOCOL_VERSION;
+use crate::counter;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The role a peer process plays in one sample.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Runs the load against a server and reports the sample.
+    Client,
+    /// Serves the workload until it is told to shut down.
+    Server,
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Role::Client => "client",
+            Role::Server => "server",
+        })
+    }
+}
+
+/// One event on a peer's stdout.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    /// Answer to the `capabilities` command.
+    Capabilities(Capabilities),
+    /// A server listens and accepts connections.
+    Ready(Ready),
+    /// A client is connected, validated, warmed up, and waits for `START`.
+    Armed(Armed),
+    /// A client's measurement.
+    Sample(SampleReport),
+    /// Something went wrong; the peer exits non-zero after it.
+    Error(PeerError),
+    /// The peer shut down cleanly after `SHUTDOWN` (or end of stdin) and is about to exit 0.
+    Stopped(Stopped),
+}
+
+impl Event {
+    /// The event's name as it appears in the `event` field.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::Capabilities(_) => "capabilities",
+            Event::Ready(_) => "ready",
+            Event::Armed(_) => "armed",
+            Event::Sample(_) => "sample",
+            Event::Error(_) => "error",
+            Event::Stopped(_) => "stopped",
+        }
+    }
+
+    /// The event as one line of JSON (without the newline), `protocol` first.
+    pub fn to_line(&self) -> String {
+        // Serializing our own plain data types cannot fail.
+        let body = serde_json::to_string(self).unwrap_or_else(|e| {
+            format!(r#"{{"event":"error","phase":"internal","code":"internal","message":"{e}"}}"#)
+        });
+        format!(r#"{{"protocol":{PROTOCOL_VERSION},{}"#, &body[1..])
+    }
+}
+
+/// What a peer offers, per role.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Capabilities {
+    /// The peer's name, e.g. `rpcarena-peer-rust`.
+    pub peer: String,
+    /// Implementation language, e.g. `rust`, `go`, `javascript`.
+    pub language: String,
+    /// The peer's own version.
+    pub version: String,
+    /// Stacks offered when acting as a client and as a server.
+    pub roles: Roles,
+}
+
+/// Capabilities per role.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Roles {
+    /// Stacks this peer can drive as a client.
+    #[serde(default)]
+    pub client: Vec<StackCapability>,
+    /// Stacks this peer can serve.
+    #[serde(default)]
+    pub server: Vec<StackCapability>,
+}
+
+impl Roles {
+    /// The capability for `stack` in `role`, if offered.
+    pub fn stack(&self, role: Role, stack: &str) -> Option<&StackCapability> {
+        let list = match role {
+            Role::Client => &self.client,
+            Role::Server => &self.server,
+        };
+        list.iter().find(|s| s.stack == stack)
+    }
+}
+
+/// One stack a peer offers in one role.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct StackCapability {
+    /// Stack name: `grpc`, `quic` or `tcp` (see docs/stacks.md).
+    pub stack: String,
+    /// Shapes offered: `unary`, `client_stream`, `server_stream`, `bidi`.
+    pub shapes: Vec<String>,
+    /// Load models offered (clients only), e.g. `closed`.
+    #[serde(default)]
+    pub load_models: Vec<String>,
+    /// Library name to version, e.g. `{"tonic": "0.14.9"}`.
+    #[serde(default)]
+    pub libraries: BTreeMap<String, String>,
+}
+
+/// A server is listening.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Ready {
+    /// Always `server` in v1.
+    pub role: Role,
+    /// `host:port` the server accepts connections on (the port it actually bound).
+    pub address: String,
+    /// The peer's process id.
+    pub pid: u32,
+}
+
+/// A client is ready to measure.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Armed {
+    /// Concurrency lanes armed.
+    pub lanes: u32,
+    /// Transport connections opened to the server.
+    pub connections: u32,
+    /// Time to establish all connections, including TLS handshakes, in nanoseconds.
+    #[serde(default, with = "counter::option", skip_serializing_if = "Option::is_none")]
+    pub connect_ns: Option<u64>,
+    /// Operations completed during the untimed warmup.
+    #[serde(with = "counter")]
+    pub warmup_completed: u64,
+}
+
+/// A client's measurement of one sample. Counts cover operations admitted during the window.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct SampleReport {
+    /// Operations admitted in the window that completed and validated.
+    #[serde(with = "counter")]
+    pub completed: u64,
+    /// Operations admitted in the window that failed, were invalid, or did not finish the drain.
+    #[serde(with = "counter")]
+    pub failed: u64,
+    /// Request messages sent by completed operations.
+    #[serde(with = "counter")]
+    pub requests: u64,
+    /// Response messages received by completed operations.
+    #[serde(with = "counter")]
+    pub responses: u64,
+    /// Request payload bytes sent by completed operations.
+    #[serde(with = "counter")]
+    pub request_bytes: u64,
+    /// Response payload bytes received by completed operations.
+    #[serde(with = "counter")]
+    pub response_bytes: u64,
+    /// Length of the admission window actually run, in nanoseconds.
+    #[serde(with = "counter")]
+    pub window_ns: u64,
+    /// Time from the end of the window until the last admitted operation finished, in nanoseconds.
+    #[serde(with = "counter")]
+    pub drain_ns: u64,
+    /// Latency of every completed operation: HdrHistogram V2 compressed, base64, nanoseconds.
+    pub histogram: String,
+    /// Failed operations by error code.
+    #[serde(default, with = "counter::map", skip_serializing_if = "BTreeMap::is_empty")]
+    pub failures: BTreeMap<String, u64>,
+    /// The first failure's message, for the report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
+}
+
+/// An error a peer reports before exiting non-zero.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PeerError {
+    /// Where it happened: see [`phase`].
+    pub phase: String,
+    /// What kind of error: see [`code`].
+    pub code: String,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl fmt::Display for PeerError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} error during {}: {}", self.code, self.phase, self.message)
+    }
+}
+
+/// The peer is shutting down cleanly.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Stopped {
+    /// Counters the peer wants to report, e.g. a server's `rpcs` handled.
+    #[serde(default, with = "counter::map", skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// Values of [`PeerError::phase`].
+pub mod phase {
+    /// Parsing arguments, loading certificates.
+    pub const STARTUP: &str = "startup";
+    /// Binding and listening (server).
+    pub const LISTEN: &str = "listen";
+    /// Connecting and handshaking (client).
+    pub const CONNECT: &str = "connect";
+    /// The single validation RPC before warmup.
+    pub const VALIDATE: &str = "validate";
+    /// The untimed warmup.
+    pub const WARMUP: &str = "warmup";
+    /// Waiting for `START`.
+    pub const ARMED: &str = "armed";
+    /// The admission window.
+    pub const MEASURE: &str = "measure";
+    /// Draining admitted operations after the window.
+    pub const DRAIN: &str = "drain";
+    /// Serving (server).
+    pub const SERVE: &str = "serve";
+    /// After `SHUTDOWN`.
+    pub const SHUTDOWN: &str = "shutdown";
+}
+
+/// Values of [`PeerError::code`] and keys of [`SampleReport::failures`].
+pub mod code {
+    /// Bad arguments or unsupported configuration.
+    pub const CONFIG: &str = "config";
+    /// A TLS handshake or certificate verification failed.
+    pub const TLS: &str = "tls";
+    /// A transport connection could not be made or broke.
+    pub const CONNECT: &str = "connect";
+    /// The RPC returned a non-OK status.
+    pub const RPC: &str = "rpc";
+    /// A response had the wrong sequence, length, contents or count.
+    pub const INVALID: &str = "invalid";
+    /// An operation did not finish within its bound.
+    pub const TIMEOUT: &str = "timeout";
+    /// The controller sent something the peer did not understand.
+    pub const PROTOCOL: &str = "protocol";
+    /// A bug or unexpected condition in the peer.
+    pub const INTERNAL: &str = "internal";
+}
+
+/// Why an event line was refused.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum EventError {
+    /// The line is not a JSON object.
+    #[error("not a JSON object: {0}")]
+    NotJson(String),
+    /// The `protocol` field is missing.
+    #[error("event has no \"protocol\" field; every event of peer protocol v{PROTOCOL_VERSION} must carry \"protocol\":{PROTOCOL_VERSION}")]
+    MissingVersion,
+    /// Another protocol version.
+    #[error("peer speaks protocol version {found} but this controller speaks version {PROTOCOL_VERSION}; rebuild the peer against docs/peer-protocol.md v{PROTOCOL_VERSION} or use a matching rpcarena")]
+    WrongVersion {
+        /// The version the peer sent.
+        found: String,
+    },
+    /// The `event` field is missing or names no known event.
+    #[error("unknown event {0:?}; v1 events are capabilities, ready, armed, sample, error, stopped")]
+    UnknownEvent(String),
+    /// A known event with missing or malformed fields.
+    #[error("malformed {event} event: {detail}")]
+    Malformed {
+        /// The event kind.
+        event: String,
+        /// What serde said.
+        detail: String,
+    },
+}
+
+/// Parses one stdout line into an event, checking the protocol version first.
+pub fn parse_event(line: &str) -> Result<Event, EventError> {
+    let value: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| EventError::NotJson(e.to_string()))?;
+    let object = value
+        .as_object()
+        .ok_or_else(|| EventError::NotJson(format!("expected an object, got {value}")))?;
+    match object.get("protocol") {
+        None => return Err(EventError::MissingVersion),
+        Some(v) if v.as_u64() == Some(u64::from(PROTOCOL_VERSION)) => {}
+        Some(v) => return Err(EventError::WrongVersion { found: v.to_string() }),
+    }
+    let name = match object.get("event").and_then(|e| e.as_str()) {
+        Some(n) => n.to_string(),
+        None => return Err(EventError::UnknownEvent(String::new())),
+    };
+    if ![
+        "capabilities",
+        "ready",
+        "armed",
+        "sample",
+        "error",
+        "stopped",
+    ]
+    .contains(&name.as_str())
+    {
+        return Err(EventError::UnknownEvent(name));
+    }
+    serde_json::from_value(value).map_err(|e| EventError::Malformed {
+        event: name,
+        detail: e.to_string(),
+    })
+}
+
+/// A command on a peer's stdin, one per line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// Client: begin the admission window now.
+    Start,
+    /// Both: stop, emit `stopped`, exit 0. End of stdin means the same.
+    Shutdown,
+}
+
+impl Command {
+    /// The line to write, without the newline.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Command::Start => "START",
+            Command::Shutdown => "SHUTDOWN",
+        }
+    }
+
+    /// Parses a stdin line (surrounding whitespace ignored).
+    pub fn parse(line: &str) -> Result<Command, String> {
+        match line.trim() {
+            "START" => Ok(Command::Start),
+            "SHUTDOWN" => Ok(Command::Shutdown),
+            other => Err(format!(
+                "unknown command {other:?}; expected START or SHUTDOWN"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> SampleReport {
+        SampleReport {
+            completed: 9_007_199_254_740_993,
+            failed: 0,
+            requests: 10,
+            responses: 10,
+            request_bytes: 2560,
+            response_bytes: 2560,
+            window_ns: 5_000_000_000,
+            drain_ns: 1_000,
+            histogram: "HISTFAAAA".into(),
+            failures: BTreeMap::new(),
+            first_failure: None,
+        }
+    }
+
+    #[test]
+    fn events_round_trip_with_version_first_and_counters_as_strings() {
+        let line = Event::Sample(sample()).to_line();
+        assert!(line.starts_with(r#"{"protocol":1,"event":"sample","#), "{line}");
+        assert!(line.contains(r#""completed":"9007199254740993""#), "{line}");
+        assert_eq!(parse_event(&line), Ok(Event::Sample(sample())));
+    }
+
+    #[test]
+    fn every_event_kind_round_trips() {
+        let events = vec![
+            Event::Capabilities(Capabilities {
+                peer: "p".into(),
+                language: "rust".into(),
+                version: "1".into(),
+                roles: Roles {
+                    client: vec![StackCapability {
+                        stack: "grpc".into(),
+                        shapes: vec!["unary".into()],
+                        load_models: vec!["closed".into()],
+                        libraries: BTreeMap::from([("tonic".into(), "0.14".into())]),
+                    }],
+                    server: vec![],
+                },
+            }),
+            Event::Ready(Ready {
+                role: Role::Server,
+                address: "127.0.0.1:1".into(),
+                pid: 3,
+            }),
+            Event::Armed(Armed {
+                lanes: 4,
+                connections: 1,
+                connect_ns: Some(5),
+                warmup_completed: 6,
+            }),
+            Event::Error(PeerError {
+                phase: phase::CONNECT.into(),
+                code: code::TLS.into(),
+                message: "bad".into(),
+            }),
+            Event::Stopped(Stopped {
+                counters: BTreeMap::from([("rpcs".into(), 12)]),
+            }),
+        ];
+        for event in events {
+            assert_eq!(parse_event(&event.to_line()).as_ref(), Ok(&event));
+        }
+    }
+
+    #[test]
+    fn other_versions_are_refused_with_a_clear_message() {
+        let err = parse_event(r#"{"protocol":2,"event":"ready"}"#).unwrap_err();
+        assert!(matches!(err, EventError::WrongVersion { .. }));
+        assert!(err.to_string().contains("protocol version 2"));
+        assert_eq!(
+            parse_event(r#"{"event":"ready"}"#),
+            Err(EventError::MissingVersion)
+        );
+    }
+
+    #[test]
+    fn malformed_lines_are_named() {
+        assert!(matches!(parse_event("hello"), Err(EventError::NotJson(_))));
+        assert!(matches!(
+            parse_event(r#"{"protocol":1,"event":"bogus"}"#),
+            Err(EventError::UnknownEvent(_))
+        ));
+        // a counter as a JSON number is refused: the protocol says decimal string
+        let err = parse_event(
+            r#"{"protocol":1,"event":"armed","lanes":1,"connections":1,"warmup_completed":5}"#,
+        )
+        .unwrap_err();
+        assert!(matches!(err, EventError::Malformed { .. }), "{err}");
+    }
+
+    #[test]
+    fn unknown_fields_are_ignored_for_forward_compatibility() {
+        let line = r#"{"protocol":1,"event":"ready","role":"server","address":"a:1","pid":1,"extra":true}"#;
+        assert!(matches!(parse_event(line), Ok(Event::Ready(_))));
+    }
+
+    #[test]
+    fn commands_parse_and_refuse_others() {
+        assert_eq!(Command::parse("START\n"), Ok(Command::Start));
+        assert_eq!(Command::parse(" SHUTDOWN "), Ok(Command::Shutdown));
+        assert!(Command::parse("start").is_err());
+    }
+}
