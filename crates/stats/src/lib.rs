@@ -3,8 +3,10 @@
 
 mod error;
 pub mod interval;
+pub mod mann_whitney;
 pub mod summary;
 
 pub use error::StatsError;
 pub use interval::{DEFAULT_CONFIDENCE, MedianInterval, median_interval};
+pub use mann_whitney::{MannWhitney, PValueMethod, mann_whitney, min_two_sided_p};
 pub use summary::{Outliers, Summary, median, percentile};
