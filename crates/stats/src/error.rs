@@ -101,6 +101,17 @@ pub(crate) fn check_unit_open(name: &'static str, value: f64) -> Result<(), Stat
     }
 }
 
+pub(crate) fn check_positive(what: &'static str, values: &[f64]) -> Result<(), StatsError> {
+    match values.iter().position(|v| *v <= 0.0) {
+        Some(index) => Err(StatsError::NonPositiveReference {
+            what,
+            index,
+            value: values[index],
+        }),
+        None => Ok(()),
+    }
+}
+
 /// A sorted copy; callers have already rejected NaN, so `total_cmp` orders like `<`.
 pub(crate) fn sorted(values: &[f64]) -> Vec<f64> {
     let mut v = values.to_vec();

@@ -1,11 +1,16 @@
 //! Statistics for rpcarena's benchmark samples. Pure: no I/O, no clock; randomized methods take a
 //! seed from the caller.
 
+pub mod compare;
 mod error;
 pub mod interval;
 pub mod mann_whitney;
 pub mod summary;
 
+pub use compare::{
+    Change, CompareOptions, Comparison, MetricKind, RatioInterval, Side, Verdict, Warning, compare,
+    paired_ratio_median,
+};
 pub use error::StatsError;
 pub use interval::{DEFAULT_CONFIDENCE, MedianInterval, median_interval};
 pub use mann_whitney::{MannWhitney, PValueMethod, mann_whitney, min_two_sided_p};
