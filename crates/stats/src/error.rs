@@ -58,6 +58,14 @@ pub enum StatsError {
         /// The value itself.
         value: f64,
     },
+    /// A relative change was asked for against a mean that is zero or negative.
+    #[error("{what} is {value}; a relative change needs a positive reference")]
+    NonPositiveMean {
+        /// Which mean.
+        what: &'static str,
+        /// Its value.
+        value: f64,
+    },
 }
 
 /// Rejects NaN and infinities up front, so that sorting and arithmetic downstream can assume a
