@@ -273,6 +273,14 @@ mod tests {
     }
 
     #[test]
+    fn serializes_missing_values_as_null() {
+        let json = serde_json::to_value(Summary::of(&[0.0]).unwrap()).unwrap();
+        assert_eq!(json["n"], 1);
+        assert!(json["sd"].is_null() && json["spread"].is_null());
+        assert_eq!(json["outliers"]["high_severe"], 0);
+    }
+
+    #[test]
     fn nearest_rank_percentile() {
         let v = [15.0, 20.0, 35.0, 40.0, 50.0];
         // The textbook example of the nearest-rank method.
