@@ -1,1 +1,33 @@
-//! placeholder
+//! The data of rpcarena: campaigns, sample configurations, the schedule, and what a run records.
+//!
+//! Everything here is pure: serde types and functions of them, no I/O and no clock. The runner
+//! turns these into processes and files; the report reads them back.
+//!
+//! ```
+//! use rpcarena_model::{campaign::Campaign, matrix, schedule};
+//! let text = r#"
+//! name = "demo"
+//! seed = 1
+//! [[peers]]
+//! id = "rust"
+//! command = ["rpcarena-peer-rust"]
+//! [[cells]]
+//! id = "rust-quic"
+//! client = "rust"
+//! server = "rust"
+//! stack = "quic"
+//! [workload]
+//! concurrency = [4]
+//! "#;
+//! let campaign = Campaign::parse(text, "demo.toml").unwrap();
+//! let configs = matrix::expand(&campaign);
+//! assert_eq!(configs.len(), 4); // four shapes
+//! let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
+//! assert_eq!(slots.len(), 12); // three rounds by default
+//! ```
+
+pub mod campaign;
+pub mod duration;
+pub mod matrix;
+pub mod record;
+pub mod schedule;

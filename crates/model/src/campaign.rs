@@ -1,0 +1,631 @@
+//! Campaign files: what to compare, on which workload, how often.
+//!
+//! A campaign is TOML (see `campaigns/quick.toml` and the README). Parsing goes in two steps, both
+//! pure: serde reads the structure (unknown keys and wrong types are refused with their field
+//! path), then [`Campaign::validate`] checks the meaning (ids, references, ranges) and reports
+//! every problem at once, each with its field path.
+
+use crate::duration;
+use rpcarena_protocol::workload::Shape;
+use serde::de::{self, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// A validated campaign.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Campaign {
+    /// Short name, used in the default output directory and the report title.
+    pub name: String,
+    /// One paragraph for the report: the question this campaign answers.
+    #[serde(default)]
+    pub description: String,
+    /// Seed of the schedule's random order (and of anything else random in a run).
+    pub seed: u64,
+    /// Repetition rounds; each round runs every sample configuration once.
+    #[serde(default = "default_repetitions")]
+    pub repetitions: u32,
+    /// The cell every other cell is compared with in the report (default: the first cell).
+    #[serde(default)]
+    pub baseline: Option<String>,
+    /// Where client and server talk.
+    #[serde(default)]
+    pub network: Network,
+    /// Peer executables.
+    pub peers: Vec<Peer>,
+    /// What is compared: a client peer, a server peer and a stack.
+    pub cells: Vec<Cell>,
+    /// The workload every cell runs.
+    pub workload: Workload,
+    /// Warmup, window and drain.
+    #[serde(default)]
+    pub timing: Timing,
+    /// Bounds on every step of a sample.
+    #[serde(default)]
+    pub timeouts: Timeouts,
+}
+
+fn default_repetitions() -> u32 {
+    3
+}
+
+/// A peer executable and how to start it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Peer {
+    /// Identifier referenced by cells.
+    pub id: String,
+    /// Argument vector; the role and its arguments are appended. A bare program name is looked
+    /// up next to the `rpcarena` executable first, then on `PATH`; a relative path is relative to
+    /// the campaign file.
+    pub command: Vec<String>,
+}
+
+/// One compared implementation: who is client, who is server, over which stack.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Cell {
+    /// Identifier, used in sample ids and reports.
+    pub id: String,
+    /// Peer id of the client.
+    pub client: String,
+    /// Peer id of the server.
+    pub server: String,
+    /// Stack name as peers advertise it: `grpc`, `quic`, `tcp`.
+    pub stack: String,
+}
+
+/// The workload matrix: every combination of the listed values is a sample configuration.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Workload {
+    /// RPC shapes (default: all four).
+    #[serde(default = "all_shapes")]
+    pub shapes: Vec<Shape>,
+    /// Concurrency levels (lanes).
+    pub concurrency: Vec<u32>,
+    /// Request payload sizes in bytes.
+    #[serde(default = "default_size")]
+    pub request_size: Vec<u32>,
+    /// Response payload sizes in bytes.
+    #[serde(default = "default_size")]
+    pub response_size: Vec<u32>,
+    /// Messages in each streamed direction of a streaming operation.
+    #[serde(default = "default_messages_per_stream")]
+    pub messages_per_stream: u32,
+    /// Load models.
+    #[serde(default = "default_load")]
+    pub load: Vec<LoadModel>,
+}
+
+fn all_shapes() -> Vec<Shape> {
+    Shape::ALL.to_vec()
+}
+fn default_size() -> Vec<u32> {
+    vec![256]
+}
+fn default_messages_per_stream() -> u32 {
+    128
+}
+fn default_load() -> Vec<LoadModel> {
+    vec![LoadModel::Closed]
+}
+
+/// How the client offers load.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum LoadModel {
+    /// `concurrency` lanes, each with one operation in flight.
+    Closed,
+}
+
+impl LoadModel {
+    /// The name used in campaigns, peer arguments and artifacts.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LoadModel::Closed => "closed",
+        }
+    }
+}
+
+impl fmt::Display for LoadModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Warmup, admission window and drain bound.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Timing {
+    /// Untimed warmup after connecting.
+    #[serde(default = "default_warmup", with = "duration")]
+    pub warmup: Duration,
+    /// Fixed admission window: no operation starts after it.
+    #[serde(default = "default_window", with = "duration")]
+    pub window: Duration,
+    /// How long admitted operations may take to finish after the window.
+    #[serde(default = "default_drain", with = "duration")]
+    pub drain: Duration,
+}
+
+fn default_warmup() -> Duration {
+    Duration::from_secs(1)
+}
+fn default_window() -> Duration {
+    Duration::from_secs(5)
+}
+fn default_drain() -> Duration {
+    Duration::from_secs(5)
+}
+
+impl Default for Timing {
+    fn default() -> Timing {
+        Timing {
+            warmup: default_warmup(),
+            window: default_window(),
+            drain: default_drain(),
+        }
+    }
+}
+
+/// Bounds on every step of a sample; a peer that misses one fails the sample and is killed.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Timeouts {
+    /// From spawning the server to its `ready` event.
+    #[serde(default = "default_ready", with = "duration")]
+    pub ready: Duration,
+    /// From spawning the client to its `armed` event, on top of the warmup.
+    #[serde(default = "default_armed", with = "duration")]
+    pub armed: Duration,
+    /// From `START` to the `sample` event, on top of window and drain.
+    #[serde(default = "default_sample", with = "duration")]
+    pub sample: Duration,
+    /// From `SHUTDOWN` to `stopped` and exit.
+    #[serde(default = "default_shutdown", with = "duration")]
+    pub shutdown: Duration,
+}
+
+fn default_ready() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_armed() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_sample() -> Duration {
+    Duration::from_secs(10)
+}
+fn default_shutdown() -> Duration {
+    Duration::from_secs(5)
+}
+
+impl Default for Timeouts {
+    fn default() -> Timeouts {
+        Timeouts {
+            ready: default_ready(),
+            armed: default_armed(),
+            sample: default_sample(),
+            shutdown: default_shutdown(),
+        }
+    }
+}
+
+/// Where client and server talk.
+///
+/// Written either as a name (`network = "loopback"`) or as a table (`[network]` with `backend`).
+#[derive(Serialize, Debug, Clone, PartialEq, Default)]
+pub struct Network {
+    /// The backend.
+    pub backend: NetworkBackend,
+}
+
+/// Network backends.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum NetworkBackend {
+    /// Both peers in the controller's namespace, on 127.0.0.1.
+    #[default]
+    Loopback,
+    /// Client and server in two namespaces joined by a veth pair, no emulation.
+    Netns,
+    /// Two namespaces joined by an emulated link.
+    Emulated,
+}
+
+impl NetworkBackend {
+    /// The name used in campaigns.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            NetworkBackend::Loopback => "loopback",
+            NetworkBackend::Netns => "netns",
+            NetworkBackend::Emulated => "emulated",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NetworkTable {
+    backend: NetworkBackend,
+}
+
+impl<'de> Deserialize<'de> for Network {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Network, D::Error> {
+        struct NetworkVisitor;
+        impl<'de> Visitor<'de> for NetworkVisitor {
+            type Value = Network;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a backend name (\"loopback\", \"netns\", \"emulated\") or a [network] table")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Network, E> {
+                let backend = NetworkBackend::deserialize(de::value::StrDeserializer::<E>::new(v))?;
+                Ok(Network { backend })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Network, A::Error> {
+                let table = NetworkTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
+                Ok(Network {
+                    backend: table.backend,
+                })
+            }
+        }
+        deserializer.deserialize_any(NetworkVisitor)
+    }
+}
+
+/// One problem in a campaign, at a field path such as `cells[1].client`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// Dotted field path with indices.
+    pub path: String,
+    /// What is wrong and what was expected.
+    pub message: String,
+}
+
+/// Why a campaign file was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum CampaignError {
+    /// The file is not valid TOML, or a field has the wrong type or name.
+    #[error("{origin}:{line}:{column}: {path}: {message}")]
+    Syntax {
+        /// The file the text came from.
+        origin: String,
+        /// 1-based line of the offending text (0 when unknown).
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// Field path (`.` at the top level).
+        path: String,
+        /// What the parser expected.
+        message: String,
+    },
+    /// The structure is fine but the meaning is not; every problem is listed.
+    #[error("{}", render_problems(origin, problems))]
+    Invalid {
+        /// The file the text came from.
+        origin: String,
+        /// Every problem found.
+        problems: Vec<Problem>,
+    },
+}
+
+fn render_problems(origin: &str, problems: &[Problem]) -> String {
+    problems
+        .iter()
+        .map(|p| format!("{origin}: {}: {}", p.path, p.message))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+impl Campaign {
+    /// Parses and validates campaign text; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<Campaign, CampaignError> {
+        let syntax = |path: String, err: toml::de::Error| {
+            let (line, column) = err.span().map_or((0, 0), |s| line_column(text, s.start));
+            CampaignError::Syntax {
+                origin: origin.to_string(),
+                line,
+                column,
+                path,
+                message: err.message().trim().to_string(),
+            }
+        };
+        let deserializer =
+            toml::Deserializer::parse(text).map_err(|e| syntax(".".to_string(), e))?;
+        let campaign: Campaign = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+            let path = e.path().to_string();
+            syntax(path, e.into_inner())
+        })?;
+        let problems = campaign.validate();
+        if problems.is_empty() {
+            Ok(campaign)
+        } else {
+            Err(CampaignError::Invalid {
+                origin: origin.to_string(),
+                problems,
+            })
+        }
+    }
+
+    /// Checks ids, references and ranges; returns every problem found.
+    pub fn validate(&self) -> Vec<Problem> {
+        let mut problems = Vec::new();
+        let mut problem = |path: String, message: String| problems.push(Problem { path, message });
+
+        if !is_id(&self.name) {
+            problem("name".into(), id_expectation(&self.name));
+        }
+        if self.repetitions == 0 || self.repetitions > 1000 {
+            problem(
+                "repetitions".into(),
+                format!("expected 1 to 1000 rounds, got {}", self.repetitions),
+            );
+        }
+        if self.network.backend != NetworkBackend::Loopback {
+            problem(
+                "network".into(),
+                format!(
+                    "network backend {:?} is not yet supported by this rpcarena; use \"loopback\"",
+                    self.network.backend.as_str()
+                ),
+            );
+        }
+
+        if self.peers.is_empty() {
+            problem("peers".into(), "expected at least one [[peers]] entry".into());
+        }
+        for (i, peer) in self.peers.iter().enumerate() {
+            if !is_id(&peer.id) {
+                problem(format!("peers[{i}].id"), id_expectation(&peer.id));
+            }
+            if self.peers[..i].iter().any(|p| p.id == peer.id) {
+                problem(format!("peers[{i}].id"), format!("duplicate peer id {:?}", peer.id));
+            }
+            if peer.command.first().is_none_or(|c| c.trim().is_empty()) {
+                problem(
+                    format!("peers[{i}].command"),
+                    "expected a non-empty argument vector, e.g. [\"rpcarena-peer-rust\"]".into(),
+                );
+            }
+        }
+        let peer_ids: Vec<&str> = self.peers.iter().map(|p| p.id.as_str()).collect();
+
+        if self.cells.is_empty() {
+            problem("cells".into(), "expected at least one [[cells]] entry".into());
+        }
+        for (i, cell) in self.cells.iter().enumerate() {
+            if !is_id(&cell.id) {
+                problem(format!("cells[{i}].id"), id_expectation(&cell.id));
+            }
+            if self.cells[..i].iter().any(|c| c.id == cell.id) {
+                problem(format!("cells[{i}].id"), format!("duplicate cell id {:?}", cell.id));
+            }
+            for (field, peer) in [("client", &cell.client), ("server", &cell.server)] {
+                if !peer_ids.contains(&peer.as_str()) {
+                    problem(
+                        format!("cells[{i}].{field}"),
+                        format!(
+                            "peer {peer:?} is not defined; expected one of the [[peers]] ids: {}",
+                            peer_ids.join(", ")
+                        ),
+                    );
+                }
+            }
+            if !is_id(&cell.stack) {
+                problem(format!("cells[{i}].stack"), id_expectation(&cell.stack));
+            }
+        }
+        if let Some(baseline) = &self.baseline {
+            if !self.cells.iter().any(|c| &c.id == baseline) {
+                problem(
+                    "baseline".into(),
+                    format!(
+                        "cell {baseline:?} is not defined; expected one of: {}",
+                        self.cells.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                );
+            }
+        }
+
+        let w = &self.workload;
+        non_empty_unique(&mut problem, "workload.shapes", &w.shapes);
+        non_empty_unique(&mut problem, "workload.concurrency", &w.concurrency);
+        non_empty_unique(&mut problem, "workload.request_size", &w.request_size);
+        non_empty_unique(&mut problem, "workload.response_size", &w.response_size);
+        non_empty_unique(&mut problem, "workload.load", &w.load);
+        for (i, &c) in w.concurrency.iter().enumerate() {
+            if !(1..=10_000).contains(&c) {
+                problem(
+                    format!("workload.concurrency[{i}]"),
+                    format!("expected 1 to 10000 lanes, got {c}"),
+                );
+            }
+        }
+        for (field, sizes) in [("request_size", &w.request_size), ("response_size", &w.response_size)] {
+            for (i, &s) in sizes.iter().enumerate() {
+                if s > MAX_PAYLOAD {
+                    problem(
+                        format!("workload.{field}[{i}]"),
+                        format!("expected at most {MAX_PAYLOAD} bytes (16 MiB), got {s}"),
+                    );
+                }
+            }
+        }
+        if !(1..=1_000_000).contains(&w.messages_per_stream) {
+            problem(
+                "workload.messages_per_stream".into(),
+                format!("expected 1 to 1000000, got {}", w.messages_per_stream),
+            );
+        }
+
+        if self.timing.window.is_zero() {
+            problem("timing.window".into(), "expected a window longer than zero".into());
+        }
+        for (field, value) in [
+            ("timeouts.ready", self.timeouts.ready),
+            ("timeouts.armed", self.timeouts.armed),
+            ("timeouts.sample", self.timeouts.sample),
+            ("timeouts.shutdown", self.timeouts.shutdown),
+        ] {
+            if value.is_zero() {
+                problem(field.into(), "expected a timeout longer than zero".into());
+            }
+        }
+        problems
+    }
+
+    /// The baseline cell: the named one, else the first.
+    pub fn baseline_cell(&self) -> &str {
+        self.baseline
+            .as_deref()
+            .or_else(|| self.cells.first().map(|c| c.id.as_str()))
+            .unwrap_or("")
+    }
+
+    /// The peer with this id.
+    pub fn peer(&self, id: &str) -> Option<&Peer> {
+        self.peers.iter().find(|p| p.id == id)
+    }
+}
+
+/// Largest payload a campaign may ask for.
+pub const MAX_PAYLOAD: u32 = 16 * 1024 * 1024;
+
+/// Ids become parts of file names and CSV cells: keep them plain.
+fn is_id(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 64
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        && !text.starts_with('.')
+}
+
+fn id_expectation(text: &str) -> String {
+    format!(
+        "expected 1 to 64 characters of letters, digits, '-', '_' or '.' (not starting with '.'), got {text:?}"
+    )
+}
+
+fn non_empty_unique<T: PartialEq + fmt::Debug>(
+    problem: &mut impl FnMut(String, String),
+    path: &str,
+    values: &[T],
+) {
+    if values.is_empty() {
+        problem(path.into(), "expected at least one value".into());
+    }
+    for (i, v) in values.iter().enumerate() {
+        if values[..i].contains(v) {
+            problem(format!("{path}[{i}]"), format!("duplicate value {v:?}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "t"
+seed = 7
+[[peers]]
+id = "rust"
+command = ["rpcarena-peer-rust"]
+[[cells]]
+id = "rust-grpc"
+client = "rust"
+server = "rust"
+stack = "grpc"
+[workload]
+concurrency = [1, 4]
+"#;
+
+    #[test]
+    fn parses_with_defaults() {
+        let c = Campaign::parse(GOOD, "t.toml").unwrap();
+        assert_eq!(c.repetitions, 3);
+        assert_eq!(c.workload.shapes, Shape::ALL.to_vec());
+        assert_eq!(c.workload.request_size, vec![256]);
+        assert_eq!(c.workload.messages_per_stream, 128);
+        assert_eq!(c.timing.window, Duration::from_secs(5));
+        assert_eq!(c.network.backend, NetworkBackend::Loopback);
+        assert_eq!(c.baseline_cell(), "rust-grpc");
+    }
+
+    #[test]
+    fn network_as_name_or_table() {
+        let c = Campaign::parse(&format!("network = \"loopback\"\n{GOOD}"), "t").unwrap();
+        assert_eq!(c.network.backend, NetworkBackend::Loopback);
+        let text = format!("{GOOD}\n[network]\nbackend = \"loopback\"\n");
+        assert_eq!(Campaign::parse(&text, "t").unwrap().network.backend, NetworkBackend::Loopback);
+        let err = Campaign::parse(&format!("network = \"emulated\"\n{GOOD}"), "t").unwrap_err();
+        assert!(err.to_string().contains("t: network: network backend \"emulated\" is not yet supported"), "{err}");
+        let err = Campaign::parse(&format!("network = \"wan\"\n{GOOD}"), "t").unwrap_err();
+        assert!(err.to_string().contains("network"), "{err}");
+    }
+
+    #[test]
+    fn type_errors_name_file_line_and_path() {
+        let text = GOOD.replace("concurrency = [1, 4]", "concurrency = [1, \"four\"]");
+        let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
+        assert!(err.starts_with("c.toml:13:19: "), "{err}");
+        assert!(err.contains("workload.concurrency[1]"), "{err}");
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_with_their_path() {
+        let text = GOOD.replace("seed = 7", "seed = 7\nrepetition = 5");
+        let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
+        assert!(err.contains("unknown field `repetition`"), "{err}");
+    }
+
+    #[test]
+    fn bad_durations_and_shapes_explain_themselves() {
+        let text = format!("{GOOD}\n[timing]\nwindow = \"5\"\n");
+        let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
+        assert!(err.contains("timing.window") && err.contains("\"2s\""), "{err}");
+        let text = GOOD.replace("concurrency = [1, 4]", "concurrency = [1]\nshapes = [\"stream\"]");
+        let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
+        assert!(err.contains("workload.shapes[0]") && err.contains("client_stream"), "{err}");
+    }
+
+    #[test]
+    fn meaning_errors_are_all_listed_with_paths() {
+        let text = GOOD
+            .replace("server = \"rust\"", "server = \"go\"")
+            .replace("concurrency = [1, 4]", "concurrency = [0, 4, 4]")
+            .replace("seed = 7", "seed = 7\nbaseline = \"nope\"\nrepetitions = 0");
+        let err = Campaign::parse(&text, "c.toml").unwrap_err();
+        let CampaignError::Invalid { problems, .. } = &err else {
+            panic!("{err}")
+        };
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "repetitions",
+                "cells[0].server",
+                "baseline",
+                "workload.concurrency[2]",
+                "workload.concurrency[0]"
+            ]
+        );
+        assert!(err.to_string().contains("c.toml: cells[0].server: peer \"go\" is not defined"));
+    }
+
+    #[test]
+    fn ids_must_be_plain() {
+        let text = GOOD.replace("id = \"rust-grpc\"", "id = \"rust grpc/1\"");
+        let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
+        assert!(err.contains("cells[0].id"), "{err}");
+    }
+}

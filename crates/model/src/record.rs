@@ -1,0 +1,222 @@
+//! What a run writes: one [`SampleRecord`] per line of `samples.jsonl`, and the [`Manifest`].
+//!
+//! Both are plain data so that reports regenerate from the artifacts alone. Counters are JSON
+//! numbers here (the artifacts are read by Rust, jq and spreadsheets; none reaches 2^53).
+
+use crate::matrix::SampleConfig;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Whether a sample counts.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleStatus {
+    /// Every check passed; the sample enters the aggregates.
+    Ok,
+    /// Something went wrong; `reason` says what. Kept for audit, left out of the aggregates.
+    Failed,
+}
+
+/// One sample, as written to `samples.jsonl`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct SampleRecord {
+    /// Sample id, also the name of its `raw/` directory.
+    pub sample: String,
+    /// Round, from 1.
+    pub round: u32,
+    /// Position within the round, from 1.
+    pub position: u32,
+    /// What was measured.
+    pub config: SampleConfig,
+    /// Ok or failed.
+    pub status: SampleStatus,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// UTC start time, RFC 3339.
+    pub started_at: String,
+    /// Wall time of the whole sample (spawn to teardown), milliseconds.
+    pub elapsed_ms: u64,
+    /// Client peer's language, from its capabilities.
+    pub client_language: String,
+    /// Server peer's language.
+    pub server_language: String,
+    /// What the client reported, when it reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientResult>,
+    /// Figures derived from the client's report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<Metrics>,
+    /// The client's process group over the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_process: Option<ProcessStats>,
+    /// The server's process group over the measured window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_process: Option<ProcessStats>,
+    /// Counters from the server's `stopped` event.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub server_counters: BTreeMap<String, u64>,
+    /// Directory holding the peers' stdout and stderr, relative to the run directory.
+    pub raw: String,
+}
+
+/// The client's `armed` and `sample` events.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct ClientResult {
+    /// Lanes armed.
+    pub lanes: u32,
+    /// Transport connections.
+    pub connections: u32,
+    /// Connection set-up time, nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connect_ns: Option<u64>,
+    /// Operations in the warmup.
+    pub warmup_completed: u64,
+    /// Completed operations.
+    pub completed: u64,
+    /// Failed operations.
+    pub failed: u64,
+    /// Request messages.
+    pub requests: u64,
+    /// Response messages.
+    pub responses: u64,
+    /// Request payload bytes.
+    pub request_bytes: u64,
+    /// Response payload bytes.
+    pub response_bytes: u64,
+    /// Admission window as run, nanoseconds.
+    pub window_ns: u64,
+    /// Drain after the window, nanoseconds.
+    pub drain_ns: u64,
+    /// Failures by code.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failures: BTreeMap<String, u64>,
+    /// First failure message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_failure: Option<String>,
+    /// Latency histogram: HdrHistogram V2 compressed, base64, nanoseconds.
+    pub histogram: String,
+}
+
+/// Rates and latency percentiles of one sample.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+pub struct Metrics {
+    /// Completed operations per second of window.
+    pub ops_per_s: f64,
+    /// Request messages per second of window.
+    pub requests_per_s: f64,
+    /// Response messages per second of window.
+    pub responses_per_s: f64,
+    /// Mean latency, nanoseconds.
+    pub mean_ns: f64,
+    /// Median latency (bucket upper bound), nanoseconds.
+    pub p50_ns: u64,
+    /// 90th percentile, nanoseconds.
+    pub p90_ns: u64,
+    /// 99th percentile, nanoseconds.
+    pub p99_ns: u64,
+    /// 99.9th percentile, nanoseconds.
+    pub p999_ns: u64,
+    /// Largest latency, nanoseconds.
+    pub max_ns: u64,
+}
+
+/// CPU and memory of one peer's process group over the measured window, from /proc.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+pub struct ProcessStats {
+    /// User plus system CPU time over the window (reaped children included), microseconds.
+    pub cpu_us: f64,
+    /// `cpu_us` divided by completed operations.
+    pub cpu_us_per_op: f64,
+    /// Largest resident set size summed over the group, MiB.
+    pub peak_rss_mib: f64,
+    /// /proc readings taken.
+    pub readings: u32,
+    /// Most processes seen in the group at once.
+    pub processes: u32,
+}
+
+/// `manifest.json`: what ran, where, from what, with hashes.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Manifest {
+    /// rpcarena's version.
+    pub rpcarena_version: String,
+    /// Source revision rpcarena was built from (`unknown` outside a git checkout).
+    pub source_revision: String,
+    /// Whether the source had uncommitted changes when it was built.
+    pub source_dirty: bool,
+    /// UTC start time, RFC 3339.
+    pub started_at: String,
+    /// UTC end time; absent while running or when interrupted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_at: Option<String>,
+    /// The run stopped early (signal or `--fail-fast`).
+    #[serde(default)]
+    pub interrupted: bool,
+    /// The campaign's seed.
+    pub seed: u64,
+    /// The campaign as run.
+    pub campaign: CampaignInfo,
+    /// The machine.
+    pub host: HostInfo,
+    /// The network as set up.
+    pub network: serde_json::Value,
+    /// Peers, with executable hashes and capabilities.
+    pub peers: Vec<PeerInfo>,
+    /// Cells restricted with `--cell`, if any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only_cells: Vec<String>,
+    /// Sample counts.
+    pub samples: SampleCounts,
+    /// SHA-256 of each artifact written at the end, by file name.
+    #[serde(default)]
+    pub artifacts: BTreeMap<String, String>,
+}
+
+/// The campaign text and its hash.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct CampaignInfo {
+    /// Where it came from (a path, or `built-in quick.toml`).
+    pub file: String,
+    /// SHA-256 of `text`.
+    pub sha256: String,
+    /// The exact campaign text.
+    pub text: String,
+}
+
+/// The machine a run happened on.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct HostInfo {
+    /// CPU model name from /proc/cpuinfo.
+    pub cpu_model: String,
+    /// CPUs online.
+    pub cpus: u32,
+    /// Kernel release.
+    pub kernel: String,
+    /// Total memory, MiB.
+    pub memory_mib: u64,
+}
+
+/// A peer as run.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct PeerInfo {
+    /// Peer id.
+    pub id: String,
+    /// The command as resolved (first element an absolute path).
+    pub command: Vec<String>,
+    /// SHA-256 of the executable file.
+    pub sha256: String,
+    /// Its capabilities event.
+    pub capabilities: rpcarena_protocol::event::Capabilities,
+}
+
+/// How many samples were planned and how they ended.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
+pub struct SampleCounts {
+    /// In the schedule.
+    pub planned: u32,
+    /// Passed every check.
+    pub ok: u32,
+    /// Failed.
+    pub failed: u32,
+}
