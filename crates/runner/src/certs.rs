@@ -1,0 +1,126 @@
+//! One private CA per campaign run (ECDSA P-256) and server certificates whose SAN is the
+//! address the server listens on. Everything is written under `certificates/`, private keys 0600.
+
+use anyhow::{Context, Result};
+use rcgen::{
+    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
+    KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256,
+};
+use std::fs;
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Paths of a server's certificate material.
+#[derive(Debug, Clone)]
+pub struct ServerIdentity {
+    /// The name or IP address in the certificate's SAN (what clients verify against).
+    pub name: String,
+    /// PEM certificate chain (leaf, then CA).
+    pub cert: PathBuf,
+    /// PEM PKCS#8 private key (mode 0600).
+    pub key: PathBuf,
+}
+
+/// The campaign's CA.
+pub struct Authority {
+    dir: PathBuf,
+    issuer: CertifiedIssuer<'static, KeyPair>,
+    /// PEM certificate of the CA: the only trust anchor clients get.
+    pub ca_cert: PathBuf,
+}
+
+impl Authority {
+    /// Creates the CA in `dir` (created if needed).
+    pub fn create(dir: &Path, campaign: &str) -> Result<Authority> {
+        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)
+            .context("generating the CA's P-256 key")?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
+        params
+            .distinguished_name
+            .push(DnType::CommonName, format!("rpcarena CA for campaign {campaign}"));
+        params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+        write_private(&dir.join("ca.key"), &key.serialize_pem())?;
+        let issuer = CertifiedIssuer::self_signed(params, key).context("self-signing the CA")?;
+        let ca_cert = dir.join("ca.pem");
+        fs::write(&ca_cert, issuer.pem())
+            .with_context(|| format!("writing {}", ca_cert.display()))?;
+        Ok(Authority {
+            dir: dir.to_path_buf(),
+            issuer,
+            ca_cert,
+        })
+    }
+
+    /// Issues (or reuses, if already issued in this run) a server certificate for `name`.
+    pub fn server(&self, name: &str) -> Result<ServerIdentity> {
+        let file_stem = format!("server-{}", name.replace([':', '/'], "_"));
+        let cert = self.dir.join(format!("{file_stem}.pem"));
+        let key_path = self.dir.join(format!("{file_stem}.key"));
+        if cert.exists() && key_path.exists() {
+            return Ok(ServerIdentity {
+                name: name.to_string(),
+                cert,
+                key: key_path,
+            });
+        }
+        let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)
+            .context("generating a server P-256 key")?;
+        // rcgen turns a string that parses as an IP address into an IP SAN.
+        let mut params = CertificateParams::new(vec![name.to_string()])
+            .with_context(|| format!("server name {name:?} is not a valid SAN"))?;
+        params
+            .distinguished_name
+            .push(DnType::CommonName, format!("rpcarena server {name}"));
+        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+        let leaf = params
+            .signed_by(&key, &self.issuer)
+            .context("signing the server certificate")?;
+        write_private(&key_path, &key.serialize_pem())?;
+        fs::write(&cert, format!("{}{}", leaf.pem(), self.issuer.pem()))
+            .with_context(|| format!("writing {}", cert.display()))?;
+        Ok(ServerIdentity {
+            name: name.to_string(),
+            cert,
+            key: key_path,
+        })
+    }
+}
+
+fn write_private(path: &Path, pem: &str) -> Result<()> {
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .with_context(|| format!("creating private key file {}", path.display()))?;
+    file.write_all(pem.as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn writes_ca_and_server_with_private_keys_0600() {
+        let dir = tempfile::tempdir().unwrap();
+        let ca = Authority::create(dir.path(), "t").unwrap();
+        let server = ca.server("127.0.0.1").unwrap();
+        for key in [dir.path().join("ca.key"), server.key.clone()] {
+            let mode = fs::metadata(&key).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", key.display());
+        }
+        let chain = fs::read_to_string(&server.cert).unwrap();
+        assert_eq!(chain.matches("BEGIN CERTIFICATE").count(), 2);
+        assert!(fs::read_to_string(&ca.ca_cert).unwrap().contains("BEGIN CERTIFICATE"));
+        // issuing again reuses the files
+        let again = ca.server("127.0.0.1").unwrap();
+        assert_eq!(fs::read_to_string(&again.cert).unwrap(), chain);
+    }
+}

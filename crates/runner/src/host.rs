@@ -1,0 +1,99 @@
+//! Facts about the machine and files, for the manifest.
+
+use anyhow::{Context, Result};
+use rpcarena_model::record::HostInfo;
+use sha2::{Digest, Sha256};
+use std::io::Read;
+use std::path::Path;
+
+/// CPU model, CPU count, kernel release and memory of this machine.
+pub fn host_info() -> HostInfo {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu_model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .and_then(|rest| rest.split_once(':'))
+        .map(|(_, v)| v.trim().to_string())
+        .unwrap_or_else(|| "unknown".to_string());
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get() as u32);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".to_string());
+    let memory_mib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        })
+        .map_or(0, |kib| kib / 1024);
+    HostInfo {
+        cpu_model,
+        cpus,
+        kernel,
+        memory_mib,
+    }
+}
+
+/// Lower-case hex SHA-256 of bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Lower-case hex SHA-256 of a file, streamed.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("opening {} to hash it", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// Current UTC time, RFC 3339 with seconds.
+pub fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    now.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|_| now.unix_timestamp().to_string())
+}
+
+/// Current UTC time for directory names: `20261130-161500`.
+pub fn now_compact() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let format = time::macros::format_description!("[year][month][day]-[hour][minute][second]");
+    now.format(&format)
+        .unwrap_or_else(|_| now.unix_timestamp().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_match_known_values() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"abc").unwrap();
+        assert_eq!(sha256_file(&path).unwrap(), sha256_hex(b"abc"));
+    }
+
+    #[test]
+    fn reads_this_host() {
+        let host = host_info();
+        assert!(host.cpus >= 1);
+        assert!(!host.kernel.is_empty());
+        assert!(now_rfc3339().ends_with('Z'));
+    }
+}

@@ -1,0 +1,189 @@
+//! CPU time and resident memory of peer process groups, sampled from /proc.
+//!
+//! A sampler thread reads every group every 10 ms between `start` and `stop`. CPU is
+//! user + system time of every live member plus what members already reaped from their
+//! children (`cutime` + `cstime`), so helpers that exit during the window still count. The group's
+//! membership is rescanned every 100 ms (new helpers), and known members are read every tick.
+//! Resolution is the kernel's clock tick (usually 10 ms of CPU), which is why CPU is reported per
+//! operation over a whole window rather than per tick.
+
+use procfs::process::{Process, all_processes};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+/// What the sampler found for one group.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GroupUsage {
+    /// CPU used between the first and the last reading, microseconds.
+    pub cpu_us: f64,
+    /// Largest sum of resident set sizes over the group, bytes.
+    pub peak_rss_bytes: u64,
+    /// Readings taken.
+    pub readings: u32,
+    /// Most processes seen at once.
+    pub processes: u32,
+}
+
+/// One reading of one group.
+#[derive(Debug, Clone, Copy, Default)]
+struct Reading {
+    cpu_ticks: u64,
+    rss_bytes: u64,
+    processes: u32,
+}
+
+/// A running sampler over some process groups.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Vec<GroupUsage>>>,
+}
+
+impl Sampler {
+    /// Takes a first reading of every group now, then samples every `interval` until `stop`.
+    pub fn start(pgids: Vec<i32>, interval: Duration) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("proc-sampler".into())
+            .spawn(move || sample_loop(&pgids, interval, &flag))
+            .ok();
+        Sampler { stop, handle }
+    }
+
+    /// Takes a last reading and returns the usage of each group, in the order given to `start`.
+    pub fn stop(mut self) -> Vec<GroupUsage> {
+        self.stop.store(true, Ordering::Release);
+        self.handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+fn sample_loop(pgids: &[i32], interval: Duration, stop: &AtomicBool) -> Vec<GroupUsage> {
+    let ticks_per_second = procfs::ticks_per_second().max(1) as f64;
+    let page_size = procfs::page_size();
+    let mut members: Vec<BTreeSet<i32>> = pgids.iter().map(|&g| scan_group(g)).collect();
+    let first: Vec<Reading> = members
+        .iter_mut()
+        .map(|m| read_group(m, page_size))
+        .collect();
+    let mut usage: Vec<GroupUsage> = first
+        .iter()
+        .map(|r| GroupUsage {
+            cpu_us: 0.0,
+            peak_rss_bytes: r.rss_bytes,
+            readings: 1,
+            processes: r.processes,
+        })
+        .collect();
+    let mut last = first.clone();
+    let mut tick: u64 = 0;
+    let start = std::time::Instant::now();
+    loop {
+        let finished = stop.load(Ordering::Acquire);
+        if !finished {
+            // Sleep to the next multiple of the interval, so that a slow reading never shifts
+            // the rest of the schedule.
+            tick += 1;
+            let next = start + interval * tick as u32;
+            let now = std::time::Instant::now();
+            if next > now {
+                std::thread::sleep(next - now);
+            }
+            if tick % 10 == 0 {
+                for (set, &pgid) in members.iter_mut().zip(pgids) {
+                    set.extend(scan_group(pgid));
+                }
+            }
+        }
+        for (i, set) in members.iter_mut().enumerate() {
+            let reading = read_group(set, page_size);
+            // CPU counters of a group only grow; a member that vanished between readings takes
+            // its time away until its parent reaps it, so keep the largest total seen.
+            if reading.cpu_ticks > last[i].cpu_ticks {
+                last[i].cpu_ticks = reading.cpu_ticks;
+            }
+            let u = &mut usage[i];
+            u.peak_rss_bytes = u.peak_rss_bytes.max(reading.rss_bytes);
+            u.processes = u.processes.max(reading.processes);
+            u.readings += 1;
+        }
+        if finished {
+            break;
+        }
+    }
+    for (i, u) in usage.iter_mut().enumerate() {
+        u.cpu_us = (last[i].cpu_ticks - first[i].cpu_ticks) as f64 * 1e6 / ticks_per_second;
+    }
+    usage
+}
+
+/// Pids whose process group is `pgid`.
+fn scan_group(pgid: i32) -> BTreeSet<i32> {
+    let mut set = BTreeSet::new();
+    set.insert(pgid);
+    if let Ok(all) = all_processes() {
+        for process in all.flatten() {
+            if let Ok(stat) = process.stat() {
+                if stat.pgrp == pgid {
+                    set.insert(stat.pid);
+                }
+            }
+        }
+    }
+    set
+}
+
+fn read_group(members: &mut BTreeSet<i32>, page_size: u64) -> Reading {
+    let mut reading = Reading::default();
+    members.retain(|&pid| {
+        let Ok(process) = Process::new(pid) else {
+            return false;
+        };
+        let Ok(stat) = process.stat() else {
+            return false;
+        };
+        reading.cpu_ticks += stat.utime + stat.stime;
+        reading.cpu_ticks += (stat.cutime.max(0) + stat.cstime.max(0)) as u64;
+        reading.rss_bytes += stat.rss * page_size;
+        reading.processes += 1;
+        true
+    });
+    reading
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn measures_cpu_and_memory_of_a_busy_group() {
+        // A shell that burns CPU in a child for about 300 ms.
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "timeout 0.3 sh -c 'while :; do :; done'; sleep 0.2"])
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let sampler = Sampler::start(vec![child.id() as i32], Duration::from_millis(10));
+        std::thread::sleep(Duration::from_millis(600));
+        let usage = sampler.stop();
+        child.wait().unwrap();
+        assert_eq!(usage.len(), 1);
+        let u = usage[0];
+        assert!(u.cpu_us >= 100_000.0, "{u:?}");
+        assert!(u.peak_rss_bytes > 0, "{u:?}");
+        assert!(u.readings >= 20, "{u:?}");
+        assert!(u.processes >= 2, "{u:?}");
+    }
+}
