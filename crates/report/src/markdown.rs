@@ -1,0 +1,339 @@
+//! `report.md`: what a person would publish. A pure function of the manifest and the records.
+
+use crate::aggregate::{Row, baseline_of};
+use rpcarena_model::campaign::Campaign;
+use rpcarena_model::record::{Manifest, SampleRecord, SampleStatus};
+use rpcarena_protocol::workload::Shape;
+use std::fmt::Write;
+
+/// Everything the Markdown report is made of.
+pub struct Inputs<'a> {
+    /// The run's manifest.
+    pub manifest: &'a Manifest,
+    /// The campaign, parsed from the manifest (absent if it no longer parses).
+    pub campaign: Option<&'a Campaign>,
+    /// Every sample record.
+    pub records: &'a [SampleRecord],
+    /// Aggregated rows in report order.
+    pub rows: &'a [Row],
+    /// The baseline cell id.
+    pub baseline: &'a str,
+}
+
+fn language(row: &Row) -> String {
+    if row.client_language == row.server_language {
+        row.client_language.clone()
+    } else {
+        format!("{} -> {}", row.client_language, row.server_language)
+    }
+}
+
+fn us(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+fn short(hash: &str) -> &str {
+    &hash[..hash.len().min(12)]
+}
+
+/// Renders the report.
+pub fn render(inputs: &Inputs<'_>) -> String {
+    let m = inputs.manifest;
+    let mut out = String::new();
+    let title = inputs.campaign.map_or("campaign", |c| c.name.as_str());
+    let _ = writeln!(out, "# rpcarena report: {title}\n");
+    if let Some(c) = inputs.campaign {
+        if !c.description.trim().is_empty() {
+            let _ = writeln!(out, "{}\n", c.description.trim());
+        }
+    }
+    write_setup(&mut out, inputs);
+    write_tables(&mut out, inputs);
+    write_failures(&mut out, inputs.records);
+    write_boundaries(&mut out, inputs);
+    let _ = writeln!(
+        out,
+        "\nRegenerate this report with `rpcarena report <this directory>`; it reads only `manifest.json` and `samples.jsonl`. Campaign SHA-256 `{}`.",
+        m.campaign.sha256
+    );
+    out
+}
+
+fn write_setup(out: &mut String, inputs: &Inputs<'_>) {
+    let m = inputs.manifest;
+    let _ = writeln!(out, "## Set-up\n");
+    let _ = writeln!(
+        out,
+        "- rpcarena {} from source revision `{}`{}; campaign `{}`, seed {}.",
+        m.rpcarena_version,
+        short(&m.source_revision),
+        if m.source_dirty {
+            " (dirty: uncommitted changes)"
+        } else {
+            ""
+        },
+        m.campaign.file,
+        m.seed
+    );
+    let _ = writeln!(
+        out,
+        "- Host: {} x {} CPUs, {} MiB, Linux {}.",
+        m.host.cpu_model, m.host.cpus, m.host.memory_mib, m.host.kernel
+    );
+    let backend = m
+        .network
+        .get("backend")
+        .and_then(|b| b.as_str())
+        .unwrap_or("unknown");
+    let _ = writeln!(out, "- Network: {backend}.");
+    if let Some(c) = inputs.campaign {
+        let w = &c.workload;
+        let list = |v: &[u32]| {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "- Workload: request payload {} B, response payload {} B (zero-filled), {} messages per streamed direction, concurrency {}, load {}.",
+            list(&w.request_size),
+            list(&w.response_size),
+            w.messages_per_stream,
+            list(&w.concurrency),
+            w.load
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let _ = writeln!(
+            out,
+            "- Timing: {} untimed warmup, {} fixed admission window, up to {} drain; {} repetitions in seeded random order per round; a fresh server and client process for every sample.",
+            rpcarena_model::duration::format(&c.timing.warmup),
+            rpcarena_model::duration::format(&c.timing.window),
+            rpcarena_model::duration::format(&c.timing.drain),
+            c.repetitions
+        );
+    }
+    let _ = writeln!(
+        out,
+        "- Samples: {} planned, {} ok, {} failed{}.",
+        m.samples.planned,
+        m.samples.ok,
+        m.samples.failed,
+        if m.interrupted {
+            "; the run was interrupted before the end"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "\n| Peer | Language | Version | Executable SHA-256 | Libraries |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|");
+    for p in &m.peers {
+        let mut libraries: Vec<String> = p
+            .capabilities
+            .roles
+            .client
+            .iter()
+            .chain(&p.capabilities.roles.server)
+            .flat_map(|s| s.libraries.iter().map(|(k, v)| format!("{k} {v}")))
+            .collect();
+        libraries.sort();
+        libraries.dedup();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | `{}` | {} |",
+            p.id,
+            p.capabilities.language,
+            p.capabilities.version,
+            short(&p.sha256),
+            libraries.join(", ")
+        );
+    }
+    out.push('\n');
+}
+
+fn write_tables(out: &mut String, inputs: &Inputs<'_>) {
+    let _ = writeln!(
+        out,
+        "## Results\n\nMedians over repetitions (min-max in brackets for throughput). Latency in microseconds (upper bounds of HdrHistogram buckets, 0.1% precision); CPU in microseconds per completed operation (user + system, from /proc); RSS is the peak resident set in MiB. The last column is throughput relative to the baseline cell `{}` on the same workload.\n",
+        inputs.baseline
+    );
+    for shape in Shape::ALL {
+        let rows: Vec<&Row> = inputs
+            .rows
+            .iter()
+            .filter(|r| r.config.shape == shape)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "### {}\n", shape.title());
+        let _ = writeln!(
+            out,
+            "| Cell | Stack | Language | c | ops/s | req msg/s | resp msg/s | p50 us | p99 us | client CPU us/op | server CPU us/op | client RSS MiB | server RSS MiB | vs baseline | ok/n |"
+        );
+        let _ = writeln!(
+            out,
+            "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+        );
+        for row in rows {
+            let c = &row.config;
+            let n = row.ok + row.failed;
+            let lead = format!(
+                "| {} | {} | {} | {} |",
+                c.cell,
+                c.stack,
+                language(row),
+                c.concurrency
+            );
+            let Some(mm) = &row.metrics else {
+                let _ = writeln!(out, "{lead} failed | | | | | | | | | | {}/{n} |", row.ok);
+                continue;
+            };
+            let ratio = baseline_of(inputs.rows, row, inputs.baseline)
+                .and_then(|b| b.metrics.as_ref())
+                .map(|b| {
+                    if c.cell == inputs.baseline {
+                        "baseline".to_string()
+                    } else {
+                        format!("{:.2}x", mm.ops_per_s.median / b.ops_per_s.median)
+                    }
+                })
+                .unwrap_or_else(|| "n/a".to_string());
+            let _ = writeln!(
+                out,
+                "{lead} {:.1} [{:.1}-{:.1}] | {:.1} | {:.1} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {} | {}/{n} |",
+                mm.ops_per_s.median,
+                mm.ops_per_s.min,
+                mm.ops_per_s.max,
+                mm.requests_per_s.median,
+                mm.responses_per_s.median,
+                us(mm.p50_us.median),
+                us(mm.p99_us.median),
+                mm.client_cpu_us_per_op.median,
+                mm.server_cpu_us_per_op.median,
+                mm.client_rss_mib.median,
+                mm.server_rss_mib.median,
+                ratio,
+                row.ok
+            );
+        }
+        out.push('\n');
+    }
+}
+
+fn write_failures(out: &mut String, records: &[SampleRecord]) {
+    let failed: Vec<&SampleRecord> = records
+        .iter()
+        .filter(|r| r.status == SampleStatus::Failed)
+        .collect();
+    if failed.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Failed samples\n");
+    let _ = writeln!(
+        out,
+        "Left out of every figure above; raw peer output is in each sample's `raw/` directory.\n"
+    );
+    let _ = writeln!(out, "| Sample | Configuration | Reason |");
+    let _ = writeln!(out, "|---|---|---|");
+    for r in failed {
+        let reason = r
+            .reason
+            .as_deref()
+            .unwrap_or("unknown")
+            .replace('|', "\\|")
+            .replace('\n', " ");
+        let _ = writeln!(out, "| {} | {} | {} |", r.sample, r.config.key, reason);
+    }
+    out.push('\n');
+}
+
+fn write_boundaries(out: &mut String, inputs: &Inputs<'_>) {
+    let _ = writeln!(out, "## Interpretation boundaries\n");
+    let with_metrics: Vec<&Row> = inputs.rows.iter().filter(|r| r.metrics.is_some()).collect();
+    let spread_line = |name: &str, pick: &dyn Fn(&Row) -> Option<f64>| -> String {
+        let spreads: Vec<(f64, &Row)> = with_metrics
+            .iter()
+            .filter_map(|r| pick(r).map(|s| (s, *r)))
+            .collect();
+        let below = |t: f64| spreads.iter().filter(|(s, _)| *s < t).count();
+        let worst = spreads
+            .iter()
+            .max_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(s, r)| format!("; the largest is {:.2}% for {}", s * 100.0, r.config.key))
+            .unwrap_or_default();
+        format!(
+            "- {name} spread, (max - min) / median over repetitions: {} of {} configurations below 5%, {} below 10%{worst}.",
+            below(0.05),
+            spreads.len(),
+            below(0.10)
+        )
+    };
+    let _ = writeln!(
+        out,
+        "{}",
+        spread_line("Throughput", &|r| r
+            .metrics
+            .and_then(|m| m.ops_per_s.spread))
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        spread_line("p99", &|r| r.metrics.and_then(|m| m.p99_us.spread))
+    );
+    let reps = inputs.campaign.map_or(0, |c| c.repetitions);
+    if reps < 4 {
+        let _ = writeln!(
+            out,
+            "- {reps} repetitions per configuration cannot show a statistically significant difference (two-sided Mann-Whitney at alpha 0.05 needs at least 4 per side); ratios here are descriptive."
+        );
+    } else if reps < 6 {
+        let _ = writeln!(
+            out,
+            "- {reps} repetitions are too few for a distribution-free confidence interval of the median (6 needed)."
+        );
+    }
+    let _ = writeln!(
+        out,
+        "- Closed-loop throughput and latency are coupled: a slower operation lowers the offered load. These figures do not describe an open arrival process or overload."
+    );
+    if let Some(c) = inputs.campaign {
+        let _ = writeln!(
+            out,
+            "- A streaming operation carries {} messages in each streamed direction, a unary one a single request and response: operations per second are not comparable across shapes. Streaming latency is the whole operation, not per message.",
+            c.workload.messages_per_stream
+        );
+    }
+    let _ = writeln!(
+        out,
+        "- CPU and RSS cover each peer's process group only, sampled from /proc every 10 ms around the measured window (CPU at clock-tick resolution); the controller is excluded."
+    );
+    let _ = writeln!(
+        out,
+        "- Implementations differ above the common contract (language runtime, transport library, scheduler, buffering): a ratio cannot be attributed to the transport alone."
+    );
+    if inputs
+        .manifest
+        .network
+        .get("backend")
+        .and_then(|b| b.as_str())
+        == Some("loopback")
+    {
+        let _ = writeln!(
+            out,
+            "- Loopback has no delay, loss or bandwidth limit: these figures measure software cost on this host, not network behaviour."
+        );
+    }
+    if inputs.manifest.source_dirty {
+        let _ = writeln!(
+            out,
+            "- The source was dirty when rpcarena was built: the revision above does not identify the controller exactly."
+        );
+    }
+}
