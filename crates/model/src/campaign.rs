@@ -257,7 +257,9 @@ impl<'de> Deserialize<'de> for Network {
         impl<'de> Visitor<'de> for NetworkVisitor {
             type Value = Network;
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a backend name (\"loopback\", \"netns\", \"emulated\") or a [network] table")
+                f.write_str(
+                    "a backend name (\"loopback\", \"netns\", \"emulated\") or a [network] table",
+                )
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Network, E> {
                 let backend = NetworkBackend::deserialize(de::value::StrDeserializer::<E>::new(v))?;
@@ -380,14 +382,20 @@ impl Campaign {
         }
 
         if self.peers.is_empty() {
-            problem("peers".into(), "expected at least one [[peers]] entry".into());
+            problem(
+                "peers".into(),
+                "expected at least one [[peers]] entry".into(),
+            );
         }
         for (i, peer) in self.peers.iter().enumerate() {
             if !is_id(&peer.id) {
                 problem(format!("peers[{i}].id"), id_expectation(&peer.id));
             }
             if self.peers[..i].iter().any(|p| p.id == peer.id) {
-                problem(format!("peers[{i}].id"), format!("duplicate peer id {:?}", peer.id));
+                problem(
+                    format!("peers[{i}].id"),
+                    format!("duplicate peer id {:?}", peer.id),
+                );
             }
             if peer.command.first().is_none_or(|c| c.trim().is_empty()) {
                 problem(
@@ -399,14 +407,20 @@ impl Campaign {
         let peer_ids: Vec<&str> = self.peers.iter().map(|p| p.id.as_str()).collect();
 
         if self.cells.is_empty() {
-            problem("cells".into(), "expected at least one [[cells]] entry".into());
+            problem(
+                "cells".into(),
+                "expected at least one [[cells]] entry".into(),
+            );
         }
         for (i, cell) in self.cells.iter().enumerate() {
             if !is_id(&cell.id) {
                 problem(format!("cells[{i}].id"), id_expectation(&cell.id));
             }
             if self.cells[..i].iter().any(|c| c.id == cell.id) {
-                problem(format!("cells[{i}].id"), format!("duplicate cell id {:?}", cell.id));
+                problem(
+                    format!("cells[{i}].id"),
+                    format!("duplicate cell id {:?}", cell.id),
+                );
             }
             for (field, peer) in [("client", &cell.client), ("server", &cell.server)] {
                 if !peer_ids.contains(&peer.as_str()) {
@@ -429,7 +443,11 @@ impl Campaign {
                     "baseline".into(),
                     format!(
                         "cell {baseline:?} is not defined; expected one of: {}",
-                        self.cells.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(", ")
+                        self.cells
+                            .iter()
+                            .map(|c| c.id.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                 );
             }
@@ -449,7 +467,10 @@ impl Campaign {
                 );
             }
         }
-        for (field, sizes) in [("request_size", &w.request_size), ("response_size", &w.response_size)] {
+        for (field, sizes) in [
+            ("request_size", &w.request_size),
+            ("response_size", &w.response_size),
+        ] {
             for (i, &s) in sizes.iter().enumerate() {
                 if s > MAX_PAYLOAD {
                     problem(
@@ -467,7 +488,10 @@ impl Campaign {
         }
 
         if self.timing.window.is_zero() {
-            problem("timing.window".into(), "expected a window longer than zero".into());
+            problem(
+                "timing.window".into(),
+                "expected a window longer than zero".into(),
+            );
         }
         for (field, value) in [
             ("timeouts.ready", self.timeouts.ready),
@@ -566,9 +590,16 @@ concurrency = [1, 4]
         let c = Campaign::parse(&format!("network = \"loopback\"\n{GOOD}"), "t").unwrap();
         assert_eq!(c.network.backend, NetworkBackend::Loopback);
         let text = format!("{GOOD}\n[network]\nbackend = \"loopback\"\n");
-        assert_eq!(Campaign::parse(&text, "t").unwrap().network.backend, NetworkBackend::Loopback);
+        assert_eq!(
+            Campaign::parse(&text, "t").unwrap().network.backend,
+            NetworkBackend::Loopback
+        );
         let err = Campaign::parse(&format!("network = \"emulated\"\n{GOOD}"), "t").unwrap_err();
-        assert!(err.to_string().contains("t: network: network backend \"emulated\" is not yet supported"), "{err}");
+        assert!(
+            err.to_string()
+                .contains("t: network: network backend \"emulated\" is not yet supported"),
+            "{err}"
+        );
         let err = Campaign::parse(&format!("network = \"wan\"\n{GOOD}"), "t").unwrap_err();
         assert!(err.to_string().contains("network"), "{err}");
     }
@@ -592,10 +623,19 @@ concurrency = [1, 4]
     fn bad_durations_and_shapes_explain_themselves() {
         let text = format!("{GOOD}\n[timing]\nwindow = \"5\"\n");
         let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
-        assert!(err.contains("timing.window") && err.contains("\"2s\""), "{err}");
-        let text = GOOD.replace("concurrency = [1, 4]", "concurrency = [1]\nshapes = [\"stream\"]");
+        assert!(
+            err.contains("timing.window") && err.contains("\"2s\""),
+            "{err}"
+        );
+        let text = GOOD.replace(
+            "concurrency = [1, 4]",
+            "concurrency = [1]\nshapes = [\"stream\"]",
+        );
         let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
-        assert!(err.contains("workload.shapes[0]") && err.contains("client_stream"), "{err}");
+        assert!(
+            err.contains("workload.shapes[0]") && err.contains("client_stream"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -619,7 +659,10 @@ concurrency = [1, 4]
                 "workload.concurrency[0]"
             ]
         );
-        assert!(err.to_string().contains("c.toml: cells[0].server: peer \"go\" is not defined"));
+        assert!(
+            err.to_string()
+                .contains("c.toml: cells[0].server: peer \"go\" is not defined")
+        );
     }
 
     #[test]

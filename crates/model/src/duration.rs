@@ -5,9 +5,8 @@ use std::time::Duration;
 
 /// Parses a human duration with an error that shows an example.
 pub fn parse(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text).map_err(|e| {
-        format!("expected a duration such as \"500ms\" or \"2s\", got {text:?} ({e})")
-    })
+    humantime::parse_duration(text)
+        .map_err(|e| format!("expected a duration such as \"500ms\" or \"2s\", got {text:?} ({e})"))
 }
 
 /// Formats a duration the way campaign files write it.

@@ -41,7 +41,9 @@ pub mod option {
     }
 
     /// Deserializes an optional decimal string.
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<u64>, D::Error> {
         match Option::<String>::deserialize(deserializer)? {
             Some(text) => super::parse(&text)
                 .map(Some)
@@ -61,8 +63,10 @@ pub mod map {
         value: &BTreeMap<String, u64>,
         serializer: S,
     ) -> Result<S::Ok, S::Error> {
-        let strings: BTreeMap<&str, String> =
-            value.iter().map(|(k, v)| (k.as_str(), v.to_string())).collect();
+        let strings: BTreeMap<&str, String> = value
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.to_string()))
+            .collect();
         strings.serialize(serializer)
     }
 

@@ -140,7 +140,11 @@ pub struct Armed {
     /// Transport connections opened to the server.
     pub connections: u32,
     /// Time to establish all connections, including TLS handshakes, in nanoseconds.
-    #[serde(default, with = "counter::option", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub connect_ns: Option<u64>,
     /// Operations completed during the untimed warmup.
     #[serde(with = "counter")]
@@ -177,7 +181,11 @@ pub struct SampleReport {
     /// Latency of every completed operation: HdrHistogram V2 compressed, base64, nanoseconds.
     pub histogram: String,
     /// Failed operations by error code.
-    #[serde(default, with = "counter::map", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        with = "counter::map",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub failures: BTreeMap<String, u64>,
     /// The first failure's message, for the report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -197,7 +205,11 @@ pub struct PeerError {
 
 impl fmt::Display for PeerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} error during {}: {}", self.code, self.phase, self.message)
+        write!(
+            f,
+            "{} error during {}: {}",
+            self.code, self.phase, self.message
+        )
     }
 }
 
@@ -205,7 +217,11 @@ impl fmt::Display for PeerError {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct Stopped {
     /// Counters the peer wants to report, e.g. a server's `rpcs` handled.
-    #[serde(default, with = "counter::map", skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        with = "counter::map",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
     pub counters: BTreeMap<String, u64>,
 }
 
@@ -260,16 +276,22 @@ pub enum EventError {
     #[error("not a JSON object: {0}")]
     NotJson(String),
     /// The `protocol` field is missing.
-    #[error("event has no \"protocol\" field; every event of peer protocol v{PROTOCOL_VERSION} must carry \"protocol\":{PROTOCOL_VERSION}")]
+    #[error(
+        "event has no \"protocol\" field; every event of peer protocol v{PROTOCOL_VERSION} must carry \"protocol\":{PROTOCOL_VERSION}"
+    )]
     MissingVersion,
     /// Another protocol version.
-    #[error("peer speaks protocol version {found} but this controller speaks version {PROTOCOL_VERSION}; rebuild the peer against docs/peer-protocol.md v{PROTOCOL_VERSION} or use a matching rpcarena")]
+    #[error(
+        "peer speaks protocol version {found} but this controller speaks version {PROTOCOL_VERSION}; rebuild the peer against docs/peer-protocol.md v{PROTOCOL_VERSION} or use a matching rpcarena"
+    )]
     WrongVersion {
         /// The version the peer sent.
         found: String,
     },
     /// The `event` field is missing or names no known event.
-    #[error("unknown event {0:?}; v1 events are capabilities, ready, armed, sample, error, stopped")]
+    #[error(
+        "unknown event {0:?}; v1 events are capabilities, ready, armed, sample, error, stopped"
+    )]
     UnknownEvent(String),
     /// A known event with missing or malformed fields.
     #[error("malformed {event} event: {detail}")]
@@ -291,7 +313,11 @@ pub fn parse_event(line: &str) -> Result<Event, EventError> {
     match object.get("protocol") {
         None => return Err(EventError::MissingVersion),
         Some(v) if v.as_u64() == Some(u64::from(PROTOCOL_VERSION)) => {}
-        Some(v) => return Err(EventError::WrongVersion { found: v.to_string() }),
+        Some(v) => {
+            return Err(EventError::WrongVersion {
+                found: v.to_string(),
+            });
+        }
     }
     let name = match object.get("event").and_then(|e| e.as_str()) {
         Some(n) => n.to_string(),
@@ -368,7 +394,10 @@ mod tests {
     #[test]
     fn events_round_trip_with_version_first_and_counters_as_strings() {
         let line = Event::Sample(sample()).to_line();
-        assert!(line.starts_with(r#"{"protocol":1,"event":"sample","#), "{line}");
+        assert!(
+            line.starts_with(r#"{"protocol":1,"event":"sample","#),
+            "{line}"
+        );
         assert!(line.contains(r#""completed":"9007199254740993""#), "{line}");
         assert_eq!(parse_event(&line), Ok(Event::Sample(sample())));
     }

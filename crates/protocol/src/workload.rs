@@ -94,7 +94,9 @@ impl FromStr for Shape {
             .into_iter()
             .find(|shape| shape.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown shape {s:?}; expected one of unary, client_stream, server_stream, bidi")
+                format!(
+                    "unknown shape {s:?}; expected one of unary, client_stream, server_stream, bidi"
+                )
             })
     }
 }
@@ -172,7 +174,12 @@ pub fn check_summary(
 }
 
 /// A request message.
-pub fn request(seq: u64, request_size: u32, response_size: u32, response_messages: u32) -> pb::Request {
+pub fn request(
+    seq: u64,
+    request_size: u32,
+    response_size: u32,
+    response_messages: u32,
+) -> pb::Request {
     pb::Request {
         seq,
         response_size,
@@ -229,7 +236,12 @@ mod tests {
         for shape in Shape::ALL {
             assert_eq!(shape.as_str().parse::<Shape>(), Ok(shape));
         }
-        assert!("stream".parse::<Shape>().unwrap_err().contains("client_stream"));
+        assert!(
+            "stream"
+                .parse::<Shape>()
+                .unwrap_err()
+                .contains("client_stream")
+        );
         assert_eq!(Shape::Unary.requests_per_op(128), 1);
         assert_eq!(Shape::ClientStream.requests_per_op(128), 128);
         assert_eq!(Shape::ClientStream.responses_per_op(128), 1);
@@ -243,11 +255,26 @@ mod tests {
         let req = request(5, 16, 32, 0);
         let good = response_to(&req, 5);
         assert_eq!(check_response(&good, 5, 32), Ok(()));
-        assert!(check_response(&good, 6, 32).unwrap_err().0.contains("seq 5"));
-        assert!(check_response(&good, 5, 31).unwrap_err().0.contains("length 32"));
+        assert!(
+            check_response(&good, 6, 32)
+                .unwrap_err()
+                .0
+                .contains("seq 5")
+        );
+        assert!(
+            check_response(&good, 5, 31)
+                .unwrap_err()
+                .0
+                .contains("length 32")
+        );
         let mut dirty = good.clone();
         dirty.payload[7] = 1;
-        assert!(check_response(&dirty, 5, 32).unwrap_err().0.contains("byte 7"));
+        assert!(
+            check_response(&dirty, 5, 32)
+                .unwrap_err()
+                .0
+                .contains("byte 7")
+        );
     }
 
     #[test]

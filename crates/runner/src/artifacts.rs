@@ -115,10 +115,17 @@ pub fn read_manifest(root: &Path) -> Result<Manifest> {
 pub fn seal_manifest(root: &Path, finished_at: Option<String>) -> Result<Manifest> {
     let mut manifest = read_manifest(root)?;
     manifest.artifacts.clear();
-    for name in [names::SAMPLES, names::AGGREGATE, names::REPORT_MD, "report.html"] {
+    for name in [
+        names::SAMPLES,
+        names::AGGREGATE,
+        names::REPORT_MD,
+        "report.html",
+    ] {
         let path = root.join(name);
         if path.exists() {
-            manifest.artifacts.insert(name.to_string(), sha256_file(&path)?);
+            manifest
+                .artifacts
+                .insert(name.to_string(), sha256_file(&path)?);
         }
     }
     if finished_at.is_some() {

@@ -52,7 +52,11 @@ pub fn query(peer_id: &str, command: &[String], timeout: Duration) -> Result<Cap
         return Err(format!(
             "peer {peer_id}: `{shown}` failed ({}){}",
             crate::process::describe_exit(status),
-            if stderr_tail.is_empty() { String::new() } else { format!("; stderr: {stderr_tail}") }
+            if stderr_tail.is_empty() {
+                String::new()
+            } else {
+                format!("; stderr: {stderr_tail}")
+            }
         ));
     }
     let line = stdout.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
@@ -62,7 +66,9 @@ pub fn query(peer_id: &str, command: &[String], timeout: Duration) -> Result<Cap
             "peer {peer_id}: `{shown}` printed a `{}` event instead of `capabilities`",
             other.name()
         )),
-        Err(e) => Err(format!("peer {peer_id}: `{shown}` printed no valid capabilities event: {e}")),
+        Err(e) => Err(format!(
+            "peer {peer_id}: `{shown}` printed no valid capabilities event: {e}"
+        )),
     }
 }
 
@@ -71,7 +77,9 @@ pub fn check_cells(campaign: &Campaign, caps: &BTreeMap<String, Capabilities>) -
     let mut problems = Vec::new();
     for (i, cell) in campaign.cells.iter().enumerate() {
         for (role, peer_id) in [(Role::Client, &cell.client), (Role::Server, &cell.server)] {
-            let Some(cap) = caps.get(peer_id) else { continue };
+            let Some(cap) = caps.get(peer_id) else {
+                continue;
+            };
             let Some(stack) = cap.roles.stack(role, &cell.stack) else {
                 let offered: Vec<&str> = match role {
                     Role::Client => &cap.roles.client,
@@ -85,7 +93,11 @@ pub fn check_cells(campaign: &Campaign, caps: &BTreeMap<String, Capabilities>) -
                     message: format!(
                         "peer {peer_id} does not offer stack {:?} as a {role}; it offers: {}",
                         cell.stack,
-                        if offered.is_empty() { "nothing".to_string() } else { offered.join(", ") }
+                        if offered.is_empty() {
+                            "nothing".to_string()
+                        } else {
+                            offered.join(", ")
+                        }
                     ),
                 });
                 continue;
@@ -164,10 +176,18 @@ shapes = ["unary", "bidi"]
             },
         )]);
         let problems = check_cells(&campaign, &caps);
-        let text: Vec<String> = problems.iter().map(|p| format!("{}: {}", p.path, p.message)).collect();
+        let text: Vec<String> = problems
+            .iter()
+            .map(|p| format!("{}: {}", p.path, p.message))
+            .collect();
         assert_eq!(text.len(), 4, "{text:#?}");
-        assert!(text[0].contains("cells[0]: peer p does not offer shape bidi on stack grpc as a client"));
-        assert!(text[2].contains("cells[1].stack: peer p does not offer stack \"http3\" as a client; it offers: grpc"));
+        assert!(
+            text[0]
+                .contains("cells[0]: peer p does not offer shape bidi on stack grpc as a client")
+        );
+        assert!(text[2].contains(
+            "cells[1].stack: peer p does not offer stack \"http3\" as a client; it offers: grpc"
+        ));
     }
 
     #[test]

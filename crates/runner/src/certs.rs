@@ -38,9 +38,10 @@ impl Authority {
             .context("generating the CA's P-256 key")?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
         params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        params
-            .distinguished_name
-            .push(DnType::CommonName, format!("rpcarena CA for campaign {campaign}"));
+        params.distinguished_name.push(
+            DnType::CommonName,
+            format!("rpcarena CA for campaign {campaign}"),
+        );
         params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
         write_private(&dir.join("ca.key"), &key.serialize_pem())?;
         let issuer = CertifiedIssuer::self_signed(params, key).context("self-signing the CA")?;
@@ -118,7 +119,11 @@ mod tests {
         }
         let chain = fs::read_to_string(&server.cert).unwrap();
         assert_eq!(chain.matches("BEGIN CERTIFICATE").count(), 2);
-        assert!(fs::read_to_string(&ca.ca_cert).unwrap().contains("BEGIN CERTIFICATE"));
+        assert!(
+            fs::read_to_string(&ca.ca_cert)
+                .unwrap()
+                .contains("BEGIN CERTIFICATE")
+        );
         // issuing again reuses the files
         let again = ca.server("127.0.0.1").unwrap();
         assert_eq!(fs::read_to_string(&again.cert).unwrap(), chain);

@@ -21,7 +21,11 @@ pub fn check_report(
         problems.push(format!(
             "{} operations failed ({}){}",
             result.failed,
-            if codes.is_empty() { "no codes given".to_string() } else { codes.join(", ") },
+            if codes.is_empty() {
+                "no codes given".to_string()
+            } else {
+                codes.join(", ")
+            },
             result
                 .first_failure
                 .as_ref()
@@ -46,18 +50,32 @@ pub fn check_report(
             ));
         }
     };
-    expect("requests", result.requests, result.completed.saturating_mul(config.requests_per_op()), &mut problems);
-    expect("responses", result.responses, result.completed.saturating_mul(config.responses_per_op()), &mut problems);
+    expect(
+        "requests",
+        result.requests,
+        result.completed.saturating_mul(config.requests_per_op()),
+        &mut problems,
+    );
+    expect(
+        "responses",
+        result.responses,
+        result.completed.saturating_mul(config.responses_per_op()),
+        &mut problems,
+    );
     expect(
         "request_bytes",
         result.request_bytes,
-        result.requests.saturating_mul(u64::from(config.request_size)),
+        result
+            .requests
+            .saturating_mul(u64::from(config.request_size)),
         &mut problems,
     );
     expect(
         "response_bytes",
         result.response_bytes,
-        result.responses.saturating_mul(u64::from(config.response_size)),
+        result
+            .responses
+            .saturating_mul(u64::from(config.response_size)),
         &mut problems,
     );
     // The window is the client's to run; a large deviation means it did not follow the protocol.
@@ -143,7 +161,8 @@ mod tests {
 
     #[test]
     fn a_consistent_bidi_report_passes_and_gives_rates() {
-        let (problems, metrics) = check_report(&config(Shape::Bidi), 2_000_000_000, &result(100, 800, 800));
+        let (problems, metrics) =
+            check_report(&config(Shape::Bidi), 2_000_000_000, &result(100, 800, 800));
         assert!(problems.is_empty(), "{problems:?}");
         let m = metrics.unwrap();
         assert_eq!(m.ops_per_s, 50.0);
@@ -154,8 +173,11 @@ mod tests {
     #[test]
     fn counts_that_do_not_add_up_are_named() {
         // a client stream sends 8 requests and gets one summary per operation
-        let (problems, _) =
-            check_report(&config(Shape::ClientStream), 2_000_000_000, &result(100, 800, 800));
+        let (problems, _) = check_report(
+            &config(Shape::ClientStream),
+            2_000_000_000,
+            &result(100, 800, 800),
+        );
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].starts_with("responses is 800 but 100 was expected"));
 
@@ -166,7 +188,10 @@ mod tests {
         let (problems, _) = check_report(&config(Shape::Unary), 2_000_000_000, &r);
         let text = problems.join("\n");
         assert!(text.contains("2 operations failed (timeout: 2)"), "{text}");
-        assert!(text.contains("histogram holds 100 values but 101 operations completed"), "{text}");
+        assert!(
+            text.contains("histogram holds 100 values but 101 operations completed"),
+            "{text}"
+        );
     }
 
     #[test]

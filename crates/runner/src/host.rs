@@ -42,8 +42,8 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 
 /// Lower-case hex SHA-256 of a file, streamed.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("opening {} to hash it", path.display()))?;
+    let mut file = std::fs::File::open(path)
+        .with_context(|| format!("opening {} to hash it", path.display()))?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {

@@ -22,7 +22,9 @@ use anyhow::{Context, Result, bail};
 use artifacts::{RunDir, SamplesWriter};
 use rpcarena_model::campaign::{Campaign, CampaignError};
 use rpcarena_model::matrix::{self, SampleConfig};
-use rpcarena_model::record::{CampaignInfo, Manifest, PeerInfo, SampleCounts, SampleRecord, SampleStatus};
+use rpcarena_model::record::{
+    CampaignInfo, Manifest, PeerInfo, SampleCounts, SampleRecord, SampleStatus,
+};
 use rpcarena_model::schedule;
 use rpcarena_protocol::event::Capabilities;
 use std::collections::BTreeMap;
@@ -47,7 +49,13 @@ impl CampaignSource {
             .with_context(|| format!("reading campaign file {}", path.display()))?;
         let dir = path
             .parent()
-            .map(|p| if p.as_os_str().is_empty() { Path::new(".") } else { p })
+            .map(|p| {
+                if p.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    p
+                }
+            })
             .unwrap_or(Path::new("."))
             .to_path_buf();
         Ok(CampaignSource {
@@ -105,7 +113,12 @@ pub fn prepare(source: CampaignSource, only_cells: &[String]) -> Result<Prepared
             bail!(
                 "--cell {cell:?}: no such cell in {}; cells are: {}",
                 source.origin,
-                campaign.cells.iter().map(|c| c.id.as_str()).collect::<Vec<_>>().join(", ")
+                campaign
+                    .cells
+                    .iter()
+                    .map(|c| c.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
     }
@@ -127,7 +140,8 @@ pub fn prepare(source: CampaignSource, only_cells: &[String]) -> Result<Prepared
         if !used {
             continue;
         }
-        let command = match resolve::resolve_command(&peer.command, &source.dir, exe_dir.as_deref()) {
+        let command = match resolve::resolve_command(&peer.command, &source.dir, exe_dir.as_deref())
+        {
             Ok(c) => c,
             Err(e) => {
                 problems.push(format!("{}: peers[{i}].command: {e}", source.origin));

@@ -76,9 +76,7 @@ impl PeerProcess {
         raw_dir: &Path,
         events: Sender<Message>,
     ) -> Result<PeerProcess> {
-        let (program, args) = argv
-            .split_first()
-            .context("peer command is empty")?;
+        let (program, args) = argv.split_first().context("peer command is empty")?;
         let stderr_path = raw_dir.join(format!("{role}.stderr"));
         let stdout_path = raw_dir.join(format!("{role}.stdout"));
         let stderr = File::create(&stderr_path)
@@ -98,7 +96,10 @@ impl PeerProcess {
             groups.push(pid as i32);
         }
         let stdin = child.stdin.take();
-        let stdout = child.stdout.take().context("peer stdout was not captured")?;
+        let stdout = child
+            .stdout
+            .take()
+            .context("peer stdout was not captured")?;
         let reader = std::thread::Builder::new()
             .name(format!("{role}-stdout"))
             .spawn(move || read_lines(role, stdout, stdout_copy, events))
@@ -171,7 +172,10 @@ impl PeerProcess {
         // subreaper) and must be reaped, or they linger as zombies.
         let gone = loop {
             loop {
-                match waitpid(Pid::from_raw(-(self.pid as i32)), Some(WaitPidFlag::WNOHANG)) {
+                match waitpid(
+                    Pid::from_raw(-(self.pid as i32)),
+                    Some(WaitPidFlag::WNOHANG),
+                ) {
                     Ok(nix::sys::wait::WaitStatus::StillAlive) | Err(_) => break,
                     Ok(_) => continue,
                 }
@@ -287,7 +291,10 @@ mod tests {
         use std::process::Command;
         let status = Command::new("sh").args(["-c", "exit 3"]).status().unwrap();
         assert_eq!(describe_exit(status), "exit status 3");
-        let status = Command::new("sh").args(["-c", "kill -9 $$"]).status().unwrap();
+        let status = Command::new("sh")
+            .args(["-c", "kill -9 $$"])
+            .status()
+            .unwrap();
         assert_eq!(describe_exit(status), "killed by signal 9 (SIGKILL)");
     }
 }

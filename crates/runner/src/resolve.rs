@@ -31,15 +31,16 @@ pub fn resolve_command(
         let mut searched: Vec<PathBuf> = Vec::new();
         let beside = exe_dir.map(|d| d.join(program));
         let on_path = std::env::var_os("PATH")
-            .map(|p| std::env::split_paths(&p).map(|d| d.join(program)).collect::<Vec<_>>())
+            .map(|p| {
+                std::env::split_paths(&p)
+                    .map(|d| d.join(program))
+                    .collect::<Vec<_>>()
+            })
             .unwrap_or_default();
-        let found = beside
-            .into_iter()
-            .chain(on_path)
-            .find(|candidate| {
-                searched.push(candidate.clone());
-                is_executable(candidate)
-            });
+        let found = beside.into_iter().chain(on_path).find(|candidate| {
+            searched.push(candidate.clone());
+            is_executable(candidate)
+        });
         match found {
             Some(path) => path,
             None => {
@@ -81,8 +82,12 @@ mod tests {
         assert!(sh[0].starts_with('/'));
         let rel = resolve_command(&["./peer".to_string()], dir.path(), None).unwrap();
         assert!(rel[0].ends_with("/peer"));
-        let err = resolve_command(&["no-such-peer".to_string()], Path::new("/"), Some(dir.path()))
-            .unwrap_err();
+        let err = resolve_command(
+            &["no-such-peer".to_string()],
+            Path::new("/"),
+            Some(dir.path()),
+        )
+        .unwrap_err();
         assert!(err.contains("not found next to rpcarena"), "{err}");
     }
 }

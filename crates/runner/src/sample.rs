@@ -153,9 +153,10 @@ impl Session {
                     let note = self.exit_note(message.role, Duration::from_millis(100));
                     notes.push(format!("{} then exited ({note})", message.role));
                 }
-                Line::Malformed { text, .. } => {
-                    notes.push(format!("{} then printed a malformed line: {text}", message.role))
-                }
+                Line::Malformed { text, .. } => notes.push(format!(
+                    "{} then printed a malformed line: {text}",
+                    message.role
+                )),
                 Line::Event(_) => {}
             }
         }
@@ -195,7 +196,10 @@ impl Session {
     /// Kills both groups and checks that nothing of either survives.
     fn teardown(&mut self) -> Vec<String> {
         let mut problems = Vec::new();
-        for peer in [self.client.as_mut(), self.server.as_mut()].into_iter().flatten() {
+        for peer in [self.client.as_mut(), self.server.as_mut()]
+            .into_iter()
+            .flatten()
+        {
             if !peer.kill_and_reap(Duration::from_secs(5)) {
                 problems.push(format!(
                     "processes of the {} group {} survived SIGKILL for 5 s",
@@ -214,7 +218,11 @@ fn ms(d: Duration) -> String {
 fn process_stats(usage: GroupUsage, completed: u64) -> ProcessStats {
     ProcessStats {
         cpu_us: usage.cpu_us,
-        cpu_us_per_op: if completed > 0 { usage.cpu_us / completed as f64 } else { 0.0 },
+        cpu_us_per_op: if completed > 0 {
+            usage.cpu_us / completed as f64
+        } else {
+            0.0
+        },
         peak_rss_mib: usage.peak_rss_bytes as f64 / (1024.0 * 1024.0),
         readings: usage.readings,
         processes: usage.processes,
@@ -294,44 +302,48 @@ fn drive(
         PeerProcess::spawn(Role::Server, &server_argv, &job.raw_dir, tx.clone())
             .map_err(|e| format!("{e:#}"))?,
     );
-    let ready = match session.expect(Role::Server, "ready", job.timeouts.ready, "ready", "server start-up")? {
+    let ready = match session.expect(
+        Role::Server,
+        "ready",
+        job.timeouts.ready,
+        "ready",
+        "server start-up",
+    )? {
         Event::Ready(r) => r,
         _ => unreachable!("expect returns the asked kind"),
     };
 
     let mut client_argv = p.client_prefix.clone();
     client_argv.extend(job.client_command.iter().cloned());
-    client_argv.extend(
-        [
-            "client".to_string(),
-            "--stack".into(),
-            c.stack.clone(),
-            "--server".into(),
-            ready.address.clone(),
-            "--server-name".into(),
-            p.identity.name.clone(),
-            "--ca".into(),
-            job.ca_cert.display().to_string(),
-            "--shape".into(),
-            c.shape.to_string(),
-            "--concurrency".into(),
-            c.concurrency.to_string(),
-            "--request-size".into(),
-            c.request_size.to_string(),
-            "--response-size".into(),
-            c.response_size.to_string(),
-            "--messages-per-stream".into(),
-            c.messages_per_stream.to_string(),
-            "--load".into(),
-            c.load.to_string(),
-            "--warmup-ms".into(),
-            ms(job.timing.warmup),
-            "--window-ms".into(),
-            ms(job.timing.window),
-            "--drain-ms".into(),
-            ms(job.timing.drain),
-        ],
-    );
+    client_argv.extend([
+        "client".to_string(),
+        "--stack".into(),
+        c.stack.clone(),
+        "--server".into(),
+        ready.address.clone(),
+        "--server-name".into(),
+        p.identity.name.clone(),
+        "--ca".into(),
+        job.ca_cert.display().to_string(),
+        "--shape".into(),
+        c.shape.to_string(),
+        "--concurrency".into(),
+        c.concurrency.to_string(),
+        "--request-size".into(),
+        c.request_size.to_string(),
+        "--response-size".into(),
+        c.response_size.to_string(),
+        "--messages-per-stream".into(),
+        c.messages_per_stream.to_string(),
+        "--load".into(),
+        c.load.to_string(),
+        "--warmup-ms".into(),
+        ms(job.timing.warmup),
+        "--window-ms".into(),
+        ms(job.timing.window),
+        "--drain-ms".into(),
+        ms(job.timing.drain),
+    ]);
     session.client = Some(
         PeerProcess::spawn(Role::Client, &client_argv, &job.raw_dir, tx.clone())
             .map_err(|e| format!("{e:#}"))?,
@@ -382,8 +394,7 @@ fn drive(
         first_failure: report.first_failure,
         histogram: report.histogram,
     };
-    let (check_problems, metrics) =
-        check_report(c, job.timing.window.as_nanos() as u64, &result);
+    let (check_problems, metrics) = check_report(c, job.timing.window.as_nanos() as u64, &result);
     record.metrics = metrics;
     if let [client_usage, server_usage] = usage[..] {
         record.client_process = Some(process_stats(client_usage, result.completed));
