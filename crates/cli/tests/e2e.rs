@@ -1,0 +1,285 @@
+//! End-to-end: the real `rpcarena` binary drives the real Rust peer on loopback.
+//!
+//! These tests need the peer binary next to `rpcarena` (`cargo test --workspace` builds it).
+//! They run one at a time (a lock) because they measure, and two campaigns at once on a 2-core
+//! machine would only make each other slow.
+
+use rpcarena_model::record::{SampleRecord, SampleStatus};
+use rpcarena_protocol::histogram;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn rpcarena() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_rpcarena"))
+}
+
+fn peer() -> PathBuf {
+    let path = rpcarena().with_file_name("rpcarena-peer-rust");
+    assert!(
+        path.is_file(),
+        "{} is missing: run the tests with `cargo test --workspace` so the peer is built",
+        path.display()
+    );
+    path
+}
+
+fn campaign(peers: &str, cells: &str, workload: &str, timing: &str) -> String {
+    format!(
+        r#"
+name = "e2e"
+seed = 99
+repetitions = 1
+network = "loopback"
+{peers}
+{cells}
+[workload]
+{workload}
+[timing]
+{timing}
+[timeouts]
+ready = "20s"
+armed = "30s"
+sample = "20s"
+shutdown = "10s"
+"#
+    )
+}
+
+struct Run {
+    dir: PathBuf,
+    status: std::process::ExitStatus,
+    stdout: String,
+    stderr: String,
+}
+
+fn run_campaign(tmp: &Path, text: &str) -> Run {
+    let file = tmp.join("campaign.toml");
+    std::fs::write(&file, text).unwrap();
+    let dir = tmp.join("run");
+    let out = Command::new(rpcarena())
+        .args(["run"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    Run {
+        dir,
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn records(dir: &Path) -> Vec<SampleRecord> {
+    std::fs::read_to_string(dir.join("samples.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Processes whose command line mentions `marker` (our temp directory): none may survive a run.
+fn survivors(marker: &Path) -> Vec<String> {
+    let marker = marker.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(&marker) {
+                found.push(format!("{pid}: {cmdline}"));
+            }
+        }
+    }
+    found
+}
+
+fn write_script(path: &Path, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn three_stacks_by_four_shapes_by_two_concurrencies_all_pass_and_reports_regenerate() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let peers = format!("[[peers]]\nid = \"rust\"\ncommand = [{:?}]\n", peer().display().to_string());
+    let cells: String = ["grpc", "quic", "tcp"]
+        .iter()
+        .map(|s| format!("[[cells]]\nid = \"rust-{s}\"\nclient = \"rust\"\nserver = \"rust\"\nstack = \"{s}\"\n"))
+        .collect();
+    let text = campaign(
+        &peers,
+        &cells,
+        "concurrency = [1, 4]\nmessages_per_stream = 32\n",
+        "warmup = \"200ms\"\nwindow = \"500ms\"\ndrain = \"5s\"\n",
+    );
+    let run = run_campaign(tmp.path(), &text);
+    assert!(run.status.success(), "stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("report: "), "{}", run.stdout);
+
+    let records = records(&run.dir);
+    assert_eq!(records.len(), 24);
+    for r in &records {
+        assert_eq!(r.status, SampleStatus::Ok, "{}: {:?}", r.sample, r.reason);
+        let client = r.client.as_ref().unwrap();
+        assert_eq!(client.failed, 0, "{}", r.sample);
+        assert!(client.completed > 0, "{}", r.sample);
+        let h = histogram::decode(&client.histogram).unwrap();
+        assert_eq!(h.len(), client.completed, "{}", r.sample);
+        let n = u64::from(r.config.messages_per_stream);
+        let (req, resp) = match r.config.shape.as_str() {
+            "unary" => (1, 1),
+            "client_stream" => (n, 1),
+            "server_stream" => (1, n),
+            _ => (n, n),
+        };
+        assert_eq!(client.requests, client.completed * req, "{}", r.sample);
+        assert_eq!(client.responses, client.completed * resp, "{}", r.sample);
+        for p in [r.client_process.unwrap(), r.server_process.unwrap()] {
+            assert!(p.cpu_us > 0.0, "{}: {p:?}", r.sample);
+            assert!(p.peak_rss_mib > 0.0, "{}: {p:?}", r.sample);
+        }
+        assert!(run.dir.join(&r.raw).join("client.stderr").is_file());
+    }
+
+    // The manifest records what ran, with hashes of the artifacts.
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["samples"]["ok"], 24);
+    assert_eq!(manifest["campaign"]["text"], text.as_str());
+    assert_eq!(manifest["peers"][0]["sha256"].as_str().unwrap().len(), 64);
+    assert_eq!(manifest["artifacts"]["samples.jsonl"].as_str().unwrap().len(), 64);
+    assert!(run.dir.join("certificates/ca.pem").is_file());
+
+    // `rpcarena report DIR` regenerates the same bytes.
+    let before_md = std::fs::read(run.dir.join("report.md")).unwrap();
+    let before_csv = std::fs::read(run.dir.join("aggregate.csv")).unwrap();
+    std::fs::remove_file(run.dir.join("report.md")).unwrap();
+    let out = Command::new(rpcarena()).arg("report").arg(&run.dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read(run.dir.join("report.md")).unwrap(), before_md);
+    assert_eq!(std::fs::read(run.dir.join("aggregate.csv")).unwrap(), before_csv);
+    let md = String::from_utf8(before_md).unwrap();
+    for heading in ["### Unary", "### Client stream", "### Server stream", "### Bidirectional stream"] {
+        assert!(md.contains(heading), "{md}");
+    }
+    assert_eq!(String::from_utf8(before_csv).unwrap().lines().count(), 1 + 24);
+    assert!(survivors(tmp.path()).is_empty(), "{:?}", survivors(tmp.path()));
+}
+
+/// Runs a one-sample campaign whose client or server is a wrapper script; returns its record.
+fn one_failing_sample(tmp: &Path, client: &Path, server: &Path, window: &str) -> (Run, SampleRecord) {
+    let peers = format!(
+        "[[peers]]\nid = \"c\"\ncommand = [{:?}]\n[[peers]]\nid = \"s\"\ncommand = [{:?}]\n",
+        client.display().to_string(),
+        server.display().to_string()
+    );
+    let cells = "[[cells]]\nid = \"x\"\nclient = \"c\"\nserver = \"s\"\nstack = \"grpc\"\n";
+    let text = campaign(
+        &peers,
+        cells,
+        "shapes = [\"unary\"]\nconcurrency = [2]\n",
+        &format!("warmup = \"200ms\"\nwindow = \"{window}\"\ndrain = \"2s\"\n"),
+    );
+    let run = run_campaign(tmp, &text);
+    assert!(!run.status.success(), "a failed sample makes the run fail:\n{}", run.stdout);
+    let records = records(&run.dir);
+    assert_eq!(records.len(), 1);
+    let record = records.into_iter().next().unwrap();
+    assert_eq!(record.status, SampleStatus::Failed);
+    assert!(run.dir.join("report.md").is_file(), "reports are written even when samples fail");
+    let survivors = survivors(tmp);
+    assert!(survivors.is_empty(), "processes survived: {survivors:#?}");
+    (run, record)
+}
+
+#[test]
+fn a_server_that_exits_during_measurement_fails_the_sample_and_leaves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let server = tmp.path().join("dying-server");
+    // The server dies 3 s after start: well inside a 6 s window that starts after a 200 ms warmup.
+    write_script(
+        &server,
+        &format!(
+            "if [ \"$1\" = server ]; then {peer} \"$@\" & child=$!; sleep 3; kill -9 $child; exit 0; fi\nexec {peer} \"$@\"",
+            peer = peer().display()
+        ),
+    );
+    let (_run, record) = one_failing_sample(tmp.path(), &peer(), &server, "6s");
+    let reason = record.reason.unwrap();
+    assert!(reason.contains("server exited unexpectedly during measure"), "{reason}");
+}
+
+#[test]
+fn a_client_that_prints_a_malformed_event_fails_the_sample_and_leaves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let client = tmp.path().join("garbling-client");
+    // A pipeline: the whole process group (sh, peer, sed) must be killed.
+    write_script(
+        &client,
+        &format!(
+            "{} \"$@\" | sed -u 's/\"event\":\"sample\"/\"event\":\"sample\"garbage/'",
+            peer().display()
+        ),
+    );
+    let (_run, record) = one_failing_sample(tmp.path(), &client, &peer(), "500ms");
+    let reason = record.reason.unwrap();
+    assert!(reason.contains("client printed a malformed event during measure"), "{reason}");
+    assert!(record.client.is_none());
+}
+
+#[test]
+fn a_client_with_the_wrong_ca_fails_with_a_tls_error() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let wrong_ca = tmp.path().join("wrong-ca.pem");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let key = rcgen::KeyPair::generate().unwrap();
+    std::fs::write(&wrong_ca, params.self_signed(&key).unwrap().pem()).unwrap();
+    let client = tmp.path().join("wrong-ca-client");
+    write_script(
+        &client,
+        &format!(
+            "prev=\nfor a; do shift; if [ \"$prev\" = --ca ]; then set -- \"$@\" {wrong}; else set -- \"$@\" \"$a\"; fi; prev=\"$a\"; done\nexec {peer} \"$@\"",
+            wrong = wrong_ca.display(),
+            peer = peer().display()
+        ),
+    );
+    let (_run, record) = one_failing_sample(tmp.path(), &client, &peer(), "500ms");
+    let reason = record.reason.unwrap();
+    assert!(reason.contains("client reported a tls error during connect"), "{reason}");
+}
+
+#[test]
+fn an_invalid_campaign_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("bad.toml");
+    std::fs::write(
+        &file,
+        "name = \"bad\"\nseed = 1\n[[peers]]\nid = \"p\"\ncommand = [\"x\"]\n[[cells]]\nid = \"c\"\nclient = \"p\"\nserver = \"q\"\nstack = \"grpc\"\n[workload]\nconcurrency = [0]\n",
+    )
+    .unwrap();
+    for sub in ["validate", "run"] {
+        let out = Command::new(rpcarena()).arg(sub).arg(&file).current_dir(tmp.path()).output().unwrap();
+        assert!(!out.status.success());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("bad.toml: cells[0].server: peer \"q\" is not defined"), "{stderr}");
+        assert!(stderr.contains("bad.toml: workload.concurrency[0]: expected 1 to 10000 lanes, got 0"), "{stderr}");
+    }
+    assert!(!tmp.path().join("results").exists(), "nothing ran");
+}
