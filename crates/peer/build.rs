@@ -1,0 +1,131 @@
+//! Reads the versions of the libraries behind each stack from the workspace's `Cargo.lock`, so
+//! that `capabilities` always reports what was actually built (no hand-kept version numbers).
+//!
+//! The lockfile may hold several versions of one crate (for different dependents), so the
+//! versions are taken from the dependency graph reachable from this package, not by name alone.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::env;
+use std::fs;
+use std::path::PathBuf;
+
+/// Libraries reported in `capabilities` (see src/capabilities.rs for which stack uses which).
+const LIBRARIES: &[&str] = &[
+    "tonic",
+    "hyper",
+    "h2",
+    "prost",
+    "quinn",
+    "quinn-proto",
+    "rustls",
+    "tokio-rustls",
+    "ring",
+    "tokio",
+];
+
+const PACKAGE: &str = "rpcarena-peer-rust";
+
+#[derive(Default)]
+struct Package {
+    name: String,
+    version: String,
+    dependencies: Vec<String>,
+}
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
+    let lock_path = manifest_dir.join("../../Cargo.lock");
+    println!("cargo:rerun-if-changed={}", lock_path.display());
+    let text = fs::read_to_string(&lock_path).unwrap_or_else(|e| {
+        panic!(
+            "cannot read {}: {e}; the peer reports library versions from the workspace lockfile",
+            lock_path.display()
+        )
+    });
+    let packages = parse_lock(&text);
+    let reachable = reachable_from(&packages, PACKAGE);
+    for library in LIBRARIES {
+        let versions: BTreeSet<&str> = reachable
+            .iter()
+            .filter(|(name, _)| name == library)
+            .map(|(_, version)| version.as_str())
+            .collect();
+        if versions.is_empty() {
+            panic!("{library} is not in the dependency graph of {PACKAGE} in Cargo.lock");
+        }
+        // Two versions of one library in our graph would be a build smell; report both.
+        let joined = versions.into_iter().collect::<Vec<_>>().join("+");
+        let key = library.to_uppercase().replace('-', "_");
+        println!("cargo:rustc-env=RPCARENA_LIB_{key}={joined}");
+    }
+}
+
+/// Parses the `[[package]]` tables of a Cargo.lock (name, version, dependencies).
+fn parse_lock(text: &str) -> Vec<Package> {
+    let mut packages = Vec::new();
+    let mut current: Option<Package> = None;
+    let mut in_dependencies = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line == "[[package]]" {
+            packages.extend(current.take());
+            current = Some(Package::default());
+            in_dependencies = false;
+            continue;
+        }
+        let Some(package) = current.as_mut() else {
+            continue;
+        };
+        if in_dependencies {
+            if line == "]" {
+                in_dependencies = false;
+            } else {
+                package
+                    .dependencies
+                    .push(line.trim_end_matches(',').trim_matches('"').to_string());
+            }
+        } else if let Some(value) = line.strip_prefix("name = ") {
+            package.name = value.trim_matches('"').to_string();
+        } else if let Some(value) = line.strip_prefix("version = ") {
+            package.version = value.trim_matches('"').to_string();
+        } else if line == "dependencies = [" {
+            in_dependencies = true;
+        } else if line.starts_with('[') {
+            // Another table (e.g. [metadata]) ends the package list.
+            packages.extend(current.take());
+        }
+    }
+    packages.extend(current);
+    packages
+}
+
+/// (name, version) of every package reachable from `root` through lockfile dependency edges.
+fn reachable_from(packages: &[Package], root: &str) -> BTreeSet<(String, String)> {
+    let mut by_name: BTreeMap<&str, Vec<&Package>> = BTreeMap::new();
+    for package in packages {
+        by_name.entry(&package.name).or_default().push(package);
+    }
+    let mut seen = BTreeSet::new();
+    let mut queue: VecDeque<&Package> = by_name
+        .get(root)
+        .map(|list| list.iter().copied().collect())
+        .unwrap_or_default();
+    while let Some(package) = queue.pop_front() {
+        if !seen.insert((package.name.clone(), package.version.clone())) {
+            continue;
+        }
+        for dependency in &package.dependencies {
+            // An entry is "name", or "name version" when the name alone is ambiguous, optionally
+            // followed by " (source)".
+            let mut parts = dependency.split(' ');
+            let name = parts.next().unwrap_or_default();
+            let version = parts.next();
+            for candidate in by_name.get(name).into_iter().flatten() {
+                if version.is_none_or(|v| v == candidate.version) {
+                    queue.push_back(candidate);
+                }
+            }
+        }
+    }
+    seen
+}

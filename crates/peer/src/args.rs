@@ -1,0 +1,333 @@
+//! Command-line arguments, exactly as docs/peer-protocol.md lists them.
+//!
+//! Parsing uses clap's `try_parse` so that a bad argument never reaches clap's own printing (which
+//! would write to stdout and exit with clap's code): it becomes an [`ArgError`] whose message names
+//! the argument, and `main` turns that into an `error` event (phase `startup`, code `config`) and
+//! exit code 2.
+
+use clap::error::ErrorKind;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use rpcarena_protocol::workload::Shape;
+use rustls_pki_types::ServerName;
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+/// Largest request or response payload, in bytes (16 MiB).
+pub const MAX_PAYLOAD: u32 = 16 * 1024 * 1024;
+/// Largest number of messages in one streamed direction of an operation.
+pub const MAX_MESSAGES: u32 = 1_000_000;
+/// Largest number of lanes.
+pub const MAX_CONCURRENCY: u32 = 10_000;
+
+/// `rpcarena-peer-rust COMMAND --name value ...`
+#[derive(Parser, Debug)]
+#[command(
+    name = "rpcarena-peer-rust",
+    version,
+    about = "The Rust peer of rpcarena (peer protocol v1, see docs/peer-protocol.md)",
+    disable_help_subcommand = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// What the peer was asked to do.
+#[derive(Subcommand, Debug, Clone)]
+pub enum Command {
+    /// Print what this peer offers per role, then exit.
+    Capabilities,
+    /// Serve the workload until SHUTDOWN.
+    Server(ServerArgs),
+    /// Drive the workload against a server and report one sample.
+    Client(ClientArgs),
+}
+
+/// The transport stacks (docs/stacks.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Stack {
+    /// tonic: gRPC over HTTP/2 over TLS over TCP.
+    Grpc,
+    /// Native framing, one QUIC stream per RPC on quinn.
+    Quic,
+    /// Native framing over TLS over TCP, one connection per lane.
+    Tcp,
+}
+
+impl Stack {
+    /// Every stack, in report order.
+    pub const ALL: [Stack; 3] = [Stack::Grpc, Stack::Quic, Stack::Tcp];
+
+    /// The name used in arguments and capabilities.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stack::Grpc => "grpc",
+            Stack::Quic => "quic",
+            Stack::Tcp => "tcp",
+        }
+    }
+}
+
+/// Load models (v1 defines only `closed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Load {
+    /// `concurrency` lanes, each with one operation in flight.
+    Closed,
+}
+
+/// `server` arguments.
+#[derive(Args, Debug, Clone)]
+pub struct ServerArgs {
+    /// Stack to serve.
+    #[arg(long, value_enum)]
+    pub stack: Stack,
+    /// Address to bind, HOST:PORT; port 0 asks for any free port.
+    #[arg(long, value_parser = parse_host_port)]
+    pub listen: String,
+    /// PEM certificate chain, leaf first.
+    #[arg(long)]
+    pub cert: PathBuf,
+    /// PEM private key (PKCS#8).
+    #[arg(long)]
+    pub key: PathBuf,
+}
+
+/// `client` arguments.
+#[derive(Args, Debug, Clone)]
+pub struct ClientArgs {
+    /// Stack to drive.
+    #[arg(long, value_enum)]
+    pub stack: Stack,
+    /// HOST:PORT from the server's `ready` event.
+    #[arg(long, value_parser = parse_host_port)]
+    pub server: String,
+    /// DNS name or IP address to verify the server certificate against.
+    #[arg(long, value_parser = parse_server_name)]
+    pub server_name: ServerName<'static>,
+    /// PEM certificate of the private CA, the only trust anchor.
+    #[arg(long)]
+    pub ca: PathBuf,
+    /// unary, client_stream, server_stream or bidi.
+    #[arg(long, value_parser = parse_shape)]
+    pub shape: Shape,
+    /// Lanes (1 to 10000).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CONCURRENCY)))]
+    pub concurrency: u32,
+    /// Payload bytes of every request message (0 to 16 MiB).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_PAYLOAD)))]
+    pub request_size: u32,
+    /// Payload bytes of every response message (0 to 16 MiB).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(0..=i64::from(MAX_PAYLOAD)))]
+    pub response_size: u32,
+    /// Messages in each streamed direction (1 to 1000000).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_MESSAGES)))]
+    pub messages_per_stream: u32,
+    /// Load model.
+    #[arg(long, value_enum)]
+    pub load: Load,
+    /// Untimed warmup, in milliseconds (0 allowed).
+    #[arg(long, allow_negative_numbers = true)]
+    pub warmup_ms: u64,
+    /// Admission window, in milliseconds (at least 1).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..))]
+    pub window_ms: u64,
+    /// How long admitted operations may take to finish after the window, in milliseconds.
+    #[arg(long, allow_negative_numbers = true)]
+    pub drain_ms: u64,
+}
+
+/// Why the arguments were not accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgError {
+    /// `--help` or `--version` was asked for: print this on stderr and exit 0.
+    Info(String),
+    /// The arguments are wrong; the message names the argument.
+    Invalid(String),
+}
+
+/// Parses the command line (including the program name in `args[0]`).
+pub fn parse<I, T>(args: I) -> Result<Command, ArgError>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    match Cli::try_parse_from(args) {
+        Ok(cli) => Ok(cli.command),
+        Err(err) => match err.kind() {
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                Err(ArgError::Info(err.render().to_string()))
+            }
+            // clap renders the whole help for a missing subcommand; one sentence is enough here.
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand => {
+                Err(ArgError::Invalid(
+                    "no command given; expected capabilities, server or client".to_string(),
+                ))
+            }
+            _ => Err(ArgError::Invalid(one_line(&err.render().to_string()))),
+        },
+    }
+}
+
+/// clap's rendered error without the `error: ` prefix, the usage and the help hint, on one line:
+/// an event message must be one JSON string and should read as one sentence.
+fn one_line(rendered: &str) -> String {
+    let mut parts = Vec::new();
+    for line in rendered.lines() {
+        let line = line.trim();
+        if line.starts_with("Usage:") || line.starts_with("For more information") {
+            break;
+        }
+        if !line.is_empty() {
+            parts.push(line.strip_prefix("error: ").unwrap_or(line));
+        }
+    }
+    parts.join(" ")
+}
+
+fn parse_host_port(text: &str) -> Result<String, String> {
+    let (host, port) = text
+        .rsplit_once(':')
+        .ok_or_else(|| format!("expected HOST:PORT, got {text:?}"))?;
+    if host.is_empty() {
+        return Err(format!("expected HOST:PORT with a host, got {text:?}"));
+    }
+    port.parse::<u16>()
+        .map_err(|_| format!("port {port:?} is not a number from 0 to 65535"))?;
+    Ok(text.to_string())
+}
+
+fn parse_server_name(text: &str) -> Result<ServerName<'static>, String> {
+    ServerName::try_from(text.to_string())
+        .map_err(|_| format!("{text:?} is neither a DNS name nor an IP address"))
+}
+
+fn parse_shape(text: &str) -> Result<Shape, String> {
+    text.parse()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client_args() -> Vec<&'static str> {
+        vec![
+            "peer",
+            "client",
+            "--stack",
+            "quic",
+            "--server",
+            "127.0.0.1:4000",
+            "--server-name",
+            "127.0.0.1",
+            "--ca",
+            "ca.pem",
+            "--shape",
+            "bidi",
+            "--concurrency",
+            "4",
+            "--request-size",
+            "256",
+            "--response-size",
+            "0",
+            "--messages-per-stream",
+            "128",
+            "--load",
+            "closed",
+            "--warmup-ms",
+            "0",
+            "--window-ms",
+            "5000",
+            "--drain-ms",
+            "1000",
+        ]
+    }
+
+    fn invalid(args: Vec<&str>) -> String {
+        match parse(args) {
+            Err(ArgError::Invalid(message)) => message,
+            other => panic!("expected an invalid-argument error, got {other:?}"),
+        }
+    }
+
+    fn with(name: &str, value: &str) -> Vec<&'static str> {
+        let mut args = client_args();
+        let pos = args
+            .iter()
+            .position(|a| *a == name)
+            .expect("known argument");
+        args[pos + 1] = Box::leak(value.to_string().into_boxed_str());
+        args
+    }
+
+    #[test]
+    fn a_full_client_command_parses() {
+        let Ok(Command::Client(args)) = parse(client_args()) else {
+            panic!("client arguments should parse");
+        };
+        assert_eq!(args.stack, Stack::Quic);
+        assert_eq!(args.shape, Shape::Bidi);
+        assert_eq!(args.concurrency, 4);
+        assert_eq!(args.messages_per_stream, 128);
+        assert_eq!(args.server_name.to_str(), "127.0.0.1");
+    }
+
+    #[test]
+    fn server_and_capabilities_parse() {
+        let args = [
+            "peer", "server", "--listen", "[::1]:0", "--cert", "c.pem", "--key", "k.pem",
+            "--stack", "grpc",
+        ];
+        let Ok(Command::Server(server)) = parse(args) else {
+            panic!("server arguments should parse");
+        };
+        assert_eq!(server.listen, "[::1]:0");
+        assert!(matches!(
+            parse(["peer", "capabilities"]),
+            Ok(Command::Capabilities)
+        ));
+    }
+
+    #[test]
+    fn out_of_range_values_name_the_argument() {
+        assert!(invalid(with("--concurrency", "0")).contains("--concurrency"));
+        assert!(invalid(with("--concurrency", "10001")).contains("--concurrency"));
+        assert!(invalid(with("--request-size", "16777217")).contains("--request-size"));
+        assert!(invalid(with("--messages-per-stream", "0")).contains("--messages-per-stream"));
+        assert!(invalid(with("--window-ms", "0")).contains("--window-ms"));
+        assert!(invalid(with("--warmup-ms", "-1")).contains("--warmup-ms"));
+    }
+
+    #[test]
+    fn unknown_values_name_the_argument() {
+        assert!(invalid(with("--stack", "http3")).contains("--stack"));
+        let shape = invalid(with("--shape", "stream"));
+        assert!(
+            shape.contains("--shape") && shape.contains("client_stream"),
+            "{shape}"
+        );
+        assert!(invalid(with("--load", "open")).contains("--load"));
+        assert!(invalid(with("--server", "localhost")).contains("--server"));
+        assert!(invalid(with("--server", "host:99999")).contains("--server"));
+        assert!(invalid(with("--server-name", "not a name")).contains("--server-name"));
+    }
+
+    #[test]
+    fn unknown_and_missing_arguments_are_named() {
+        let mut args = client_args();
+        args.extend(["--bogus", "1"]);
+        assert!(invalid(args).contains("--bogus"));
+        let mut args = client_args();
+        let pos = args.iter().position(|a| *a == "--ca").expect("present");
+        args.drain(pos..pos + 2);
+        let message = invalid(args);
+        assert!(message.contains("--ca"), "{message}");
+        assert!(!message.contains('\n'), "one line: {message}");
+        assert!(invalid(vec!["peer"]).contains("no command"));
+        assert!(invalid(vec!["peer", "dance"]).contains("dance"));
+    }
+
+    #[test]
+    fn help_is_information_not_an_error() {
+        assert!(matches!(parse(["peer", "--help"]), Err(ArgError::Info(_))));
+    }
+}

@@ -1,0 +1,67 @@
+//! `server`: load TLS, bind, print `ready`, serve until SHUTDOWN (or end of stdin), print
+//! `stopped` with the counters.
+
+use crate::args::{ServerArgs, Stack};
+use crate::failure::{FailExt, Failure};
+use crate::output::{Commands, Input, emit};
+use crate::stacks::{self, Counters, resolve};
+use crate::tls;
+use rpcarena_protocol::event::{Command, Event, Ready, Role, Stopped, code, phase};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How long closing connections may take after SHUTDOWN.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// Runs the server until SHUTDOWN.
+pub async fn run(args: ServerArgs) -> Result<(), Failure> {
+    let config = tls::server_config(&args.cert, &args.key, tls::alpn(args.stack))
+        .fail(phase::STARTUP, code::CONFIG)?;
+    let config = Arc::new(config);
+    let mut commands = Commands::from_stdin();
+    let addr = resolve(&args.listen)
+        .await
+        .map_err(|e| e.context("--listen"))
+        .fail(phase::LISTEN, code::CONFIG)?;
+    let counters = Arc::new(Counters::default());
+    let mut server = match args.stack {
+        Stack::Grpc => stacks::grpc::serve(addr, config, counters.clone()).await?,
+        Stack::Quic => stacks::quic::serve(addr, config, counters.clone()).await?,
+        Stack::Tcp => stacks::tcp::serve(addr, config, counters.clone()).await?,
+    };
+    emit(&Event::Ready(Ready {
+        role: Role::Server,
+        address: server.local_addr.to_string(),
+        pid: std::process::id(),
+    }));
+    loop {
+        tokio::select! {
+            input = commands.next() => match input {
+                Input::Command(Command::Shutdown) => break,
+                Input::Command(Command::Start) => {
+                    eprintln!("rpcarena-peer-rust: a server ignores START");
+                }
+                Input::Unknown(line) => {
+                    server.stop(STOP_GRACE).await;
+                    return Err(Failure::new(
+                        phase::SERVE,
+                        code::PROTOCOL,
+                        anyhow::anyhow!("unknown command {line:?} on stdin; expected START or SHUTDOWN"),
+                    ));
+                }
+            },
+            error = server.failed() => return Err(Failure::new(phase::SERVE, code::INTERNAL, error)),
+        }
+    }
+    server.stop(STOP_GRACE).await;
+    let (rpcs, requests, responses) = counters.snapshot();
+    emit(&Event::Stopped(Stopped {
+        counters: BTreeMap::from([
+            ("rpcs".to_string(), rpcs),
+            ("requests".to_string(), requests),
+            ("responses".to_string(), responses),
+        ]),
+    }));
+    Ok(())
+}

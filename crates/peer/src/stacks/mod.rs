@@ -1,0 +1,272 @@
+//! The three transport stacks (docs/stacks.md), each with a client side (lanes for the engine)
+//! and a server side.
+//!
+//! - [`grpc`]: tonic, gRPC over HTTP/2 over TLS over TCP, one connection for all lanes;
+//! - [`quic`]: the native framing on quinn, one QUIC connection, one bidirectional stream per RPC;
+//! - [`tcp`]: the native framing over TLS over TCP, one connection per lane.
+//!
+//! [`framing`] is the native wire format and [`native`] the RPC logic on top of it, written once
+//! over `AsyncRead`/`AsyncWrite` and shared by `quic` and `tcp`. What every server answers, and
+//! how it validates requests, is here so that all stacks behave identically.
+
+pub mod framing;
+pub mod grpc;
+pub mod native;
+pub mod quic;
+pub mod tcp;
+
+use crate::args::{MAX_MESSAGES, MAX_PAYLOAD};
+use crate::engine::{Lane, OpError};
+use anyhow::Context;
+use rpcarena_protocol::pb;
+use rpcarena_protocol::workload::Shape;
+use rustls_pki_types::ServerName;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// Flow-control windows of every stack (HTTP/2 stream and connection windows, QUIC stream and
+/// connection receive windows and send window): 16 MiB, above the largest bandwidth-delay product
+/// we emulate (1 Gbit/s x 80 ms = 10 MB), so no stack is window-limited.
+pub const FLOW_WINDOW: u32 = 16 * 1024 * 1024;
+
+/// Concurrent streams a server allows per connection (HTTP/2 and QUIC): above the largest
+/// concurrency (10000), so no RPC waits for a stream credit.
+pub const MAX_CONCURRENT_STREAMS: u32 = 10_000;
+
+/// Largest encoded message: the largest payload plus room for the other fields.
+pub const MAX_MESSAGE: usize = MAX_PAYLOAD as usize + 1024;
+
+/// How long a TLS handshake of an accepted connection may take before the server drops it.
+pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What every operation of a sample does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Workload {
+    /// The RPC shape.
+    pub shape: Shape,
+    /// Payload bytes of each request.
+    pub request_size: u32,
+    /// Payload bytes of each response.
+    pub response_size: u32,
+    /// N, messages in each streamed direction.
+    pub messages: u32,
+}
+
+/// What a client stack needs to connect.
+#[derive(Debug, Clone)]
+pub struct ClientSettings {
+    /// `--server` as given (HOST:PORT).
+    pub server: String,
+    /// `--server-name`, parsed.
+    pub server_name: ServerName<'static>,
+    /// The client TLS configuration (crate::tls), with the stack's ALPN.
+    pub tls: Arc<rustls::ClientConfig>,
+    /// The workload.
+    pub workload: Workload,
+    /// Number of lanes.
+    pub lanes: u32,
+}
+
+/// A stack's client side: opens its connections and hands out lanes.
+pub trait ClientStack: Sized + Send + 'static {
+    /// One lane of this stack.
+    type Lane: Lane;
+
+    /// Opens the connections (TLS handshakes included) and returns one lane per unit of
+    /// concurrency. Errors carry code `tls`, `connect` or `config`.
+    fn connect(
+        settings: &ClientSettings,
+    ) -> impl Future<Output = Result<(Self, Vec<Self::Lane>), OpError>> + Send;
+
+    /// Transport connections opened.
+    fn connections(&self) -> u32;
+
+    /// Closes every connection (bounded in time).
+    fn close(self, lanes: Vec<Self::Lane>) -> impl Future<Output = ()> + Send;
+}
+
+/// A running server: its bound address, and how to stop it.
+pub struct RunningServer {
+    /// The address actually bound (port 0 resolved).
+    pub local_addr: SocketAddr,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl RunningServer {
+    /// A server whose `task` finishes after `stop` fires (or on a fatal error).
+    pub fn new(
+        local_addr: SocketAddr,
+        stop: oneshot::Sender<()>,
+        task: JoinHandle<anyhow::Result<()>>,
+    ) -> RunningServer {
+        RunningServer {
+            local_addr,
+            stop,
+            task,
+        }
+    }
+
+    /// Completes if the server task ends on its own, which only a fatal error makes it do.
+    pub async fn failed(&mut self) -> anyhow::Error {
+        match (&mut self.task).await {
+            Ok(Ok(())) => anyhow::anyhow!("the server stopped accepting connections unexpectedly"),
+            Ok(Err(e)) => e,
+            Err(e) => anyhow::anyhow!("the server task failed: {e}"),
+        }
+    }
+
+    /// Stops accepting, closes connections, and waits for that at most `grace`.
+    pub async fn stop(mut self, grace: Duration) {
+        let _ = self.stop.send(());
+        match tokio::time::timeout(grace, &mut self.task).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(e))) => eprintln!("rpcarena-peer-rust: server stopped with an error: {e:#}"),
+            Ok(Err(e)) => eprintln!("rpcarena-peer-rust: server task failed: {e}"),
+            Err(_) => {
+                eprintln!(
+                    "rpcarena-peer-rust: server did not close within {grace:?}; dropping connections"
+                );
+                self.task.abort();
+            }
+        }
+    }
+}
+
+/// A server's counters, reported in `stopped`: RPCs handled and messages received and sent.
+#[derive(Debug, Default)]
+pub struct Counters {
+    rpcs: AtomicU64,
+    requests: AtomicU64,
+    responses: AtomicU64,
+}
+
+impl Counters {
+    /// (rpcs, requests, responses).
+    pub fn snapshot(&self) -> (u64, u64, u64) {
+        (
+            self.rpcs.load(Ordering::Relaxed),
+            self.requests.load(Ordering::Relaxed),
+            self.responses.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Counts one RPC's messages locally and adds them to the shared [`Counters`] once, when the RPC
+/// ends (also when it is cancelled), so the shared atomics are touched three times per RPC and
+/// not per message.
+#[derive(Debug)]
+pub struct CallTally {
+    counters: Arc<Counters>,
+    requests: u64,
+    responses: u64,
+}
+
+impl CallTally {
+    /// Starts counting one RPC.
+    pub fn new(counters: &Arc<Counters>) -> CallTally {
+        CallTally {
+            counters: counters.clone(),
+            requests: 0,
+            responses: 0,
+        }
+    }
+
+    /// One request message received.
+    pub fn request(&mut self) {
+        self.requests += 1;
+    }
+
+    /// One response message sent.
+    pub fn response(&mut self) {
+        self.responses += 1;
+    }
+
+    /// Requests counted so far.
+    pub fn requests(&self) -> u64 {
+        self.requests
+    }
+}
+
+impl Drop for CallTally {
+    fn drop(&mut self) {
+        self.counters.rpcs.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .requests
+            .fetch_add(self.requests, Ordering::Relaxed);
+        self.counters
+            .responses
+            .fetch_add(self.responses, Ordering::Relaxed);
+    }
+}
+
+/// The server's check of one request of an RPC of `shape`: anything out of the protocol's ranges
+/// is answered with INVALID_ARGUMENT instead of being served (a 4 GiB response would otherwise be
+/// one malformed message away).
+pub fn check_request(request: &pb::Request, shape: Shape) -> Result<(), String> {
+    if request.response_size > MAX_PAYLOAD {
+        return Err(format!(
+            "response_size {} is above the maximum {MAX_PAYLOAD}",
+            request.response_size
+        ));
+    }
+    if shape == Shape::ServerStream && !(1..=MAX_MESSAGES).contains(&request.response_messages) {
+        return Err(format!(
+            "response_messages {} is outside 1..={MAX_MESSAGES}",
+            request.response_messages
+        ));
+    }
+    Ok(())
+}
+
+/// Resolves HOST:PORT (an IP address or a name) to its first address.
+pub async fn resolve(host_port: &str) -> anyhow::Result<SocketAddr> {
+    tokio::net::lookup_host(host_port)
+        .await
+        .with_context(|| format!("cannot resolve {host_port}"))?
+        .next()
+        .with_context(|| format!("{host_port} resolves to no address"))
+}
+
+/// gRPC status codes used by the native framing (same numbers as gRPC).
+pub mod status {
+    /// Success.
+    pub const OK: u32 = 0;
+    /// The request is malformed or out of range.
+    pub const INVALID_ARGUMENT: u32 = 3;
+    /// Unknown method.
+    pub const UNIMPLEMENTED: u32 = 12;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcarena_protocol::workload::request;
+
+    #[test]
+    fn requests_out_of_range_are_refused() {
+        assert!(check_request(&request(0, 1, 10, 0), Shape::Unary).is_ok());
+        assert!(check_request(&request(0, 1, MAX_PAYLOAD + 1, 0), Shape::Unary).is_err());
+        assert!(check_request(&request(0, 1, 1, 0), Shape::ServerStream).is_err());
+        assert!(check_request(&request(0, 1, 1, MAX_MESSAGES + 1), Shape::ServerStream).is_err());
+        assert!(check_request(&request(0, 1, 1, 5), Shape::ServerStream).is_ok());
+    }
+
+    #[test]
+    fn call_tallies_add_once_when_dropped() {
+        let counters = Arc::new(Counters::default());
+        {
+            let mut tally = CallTally::new(&counters);
+            tally.request();
+            tally.request();
+            tally.response();
+            assert_eq!(counters.snapshot(), (0, 0, 0));
+        }
+        assert_eq!(counters.snapshot(), (1, 2, 1));
+    }
+}

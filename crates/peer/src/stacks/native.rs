@@ -1,0 +1,752 @@
+//! RPCs over the native framing, written once for any `AsyncRead`/`AsyncWrite` pair: the client
+//! side of one operation ([`call`]) and the server side of one call ([`serve_call`]). The `quic`
+//! stack runs them on one QUIC stream per call, the `tcp` stack on one TLS connection per lane.
+//!
+//! Writes are batched like HTTP/2 implementations batch them: frames go into a write buffer that
+//! is flushed when it passes [`WRITE_BATCH`], when the client has sent END, or when the server has
+//! answered everything it has already received and would otherwise wait for input. So a unary
+//! call is one write (HEADER, MESSAGE, END) each way, and a bidi stream still flows in both
+//! directions at once.
+
+use super::framing::{
+    Frame, FrameCodec, FrameError, FrameType, Outgoing, has_complete_frame, method_path,
+    shape_of_path,
+};
+use super::{CallTally, Counters, Workload, check_request, status};
+use crate::engine::{OpError, OpOutcome};
+use futures::{SinkExt, StreamExt};
+use prost::Message;
+use rpcarena_protocol::event::code;
+use rpcarena_protocol::pb;
+use rpcarena_protocol::workload::{
+    Shape, SummaryBuilder, check_response, check_summary, request, response_to,
+};
+use std::io;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{FramedRead, FramedWrite};
+
+/// Frames are flushed once this many bytes are buffered (tonic's encoder yields at 32 KiB too).
+pub const WRITE_BATCH: usize = 32 * 1024;
+
+/// Initial read buffer; a larger frame reserves its whole size when its prefix arrives.
+pub const READ_BUFFER: usize = 16 * 1024;
+
+/// Frames in.
+pub type Reader<R> = FramedRead<R, FrameCodec>;
+/// Frames out.
+pub type Writer<W> = FramedWrite<W, FrameCodec>;
+
+/// The receiving half of a transport that carries native calls.
+pub trait RecvHalf: AsyncRead + Unpin + Send {
+    /// Whether the half carries exactly one call and then ends (a QUIC stream), rather than the
+    /// next call (a TCP connection).
+    const ONE_CALL: bool;
+}
+
+/// The sending half of a transport that carries native calls.
+pub trait SendHalf: AsyncWrite + Unpin + Send {
+    /// Ends the send direction after a call's last frame where the transport has one per call
+    /// (QUIC: finish the stream); a no-op on a connection that carries the next call.
+    fn finish_call(&mut self) -> io::Result<()>;
+}
+
+impl<T: AsyncRead + AsyncWrite + Send> RecvHalf for tokio::io::ReadHalf<T> {
+    const ONE_CALL: bool = false;
+}
+
+impl<T: AsyncRead + AsyncWrite + Send> SendHalf for tokio::io::WriteHalf<T> {
+    fn finish_call(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A frame reader over `inner`.
+pub fn reader<R: RecvHalf>(inner: R) -> Reader<R> {
+    FramedRead::with_capacity(inner, FrameCodec, READ_BUFFER)
+}
+
+/// A frame writer over `inner`, batching up to [`WRITE_BATCH`].
+pub fn writer<W: SendHalf>(inner: W) -> Writer<W> {
+    let mut writer = FramedWrite::new(inner, FrameCodec);
+    writer.set_backpressure_boundary(WRITE_BATCH);
+    writer
+}
+
+/// Shuts the send direction down (TLS: close_notify, then FIN). Every call flushes its frames
+/// before it returns, so nothing is left in the write buffer.
+pub async fn close<W: SendHalf>(writer: &mut Writer<W>) -> io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    writer.get_mut().shutdown().await
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client
+
+/// One whole operation of `workload` on a call's reader and writer: requests are built, encoded
+/// and sent, every response is decoded and validated, and the terminal STATUS is read and checked.
+pub async fn call<R: RecvHalf, W: SendHalf>(
+    reader: &mut Reader<R>,
+    writer: &mut Writer<W>,
+    workload: &Workload,
+    seq: u64,
+) -> Result<OpOutcome, OpError> {
+    let Workload {
+        shape,
+        request_size,
+        response_size,
+        messages,
+    } = *workload;
+    let n = u64::from(messages);
+    let outcome = match shape {
+        Shape::Unary => {
+            let requests = std::iter::once_with(|| request(seq, request_size, response_size, 0));
+            send_requests(writer, shape, requests).await?;
+            let response: pb::Response = read_one(reader).await?;
+            check_response(&response, seq, response_size).map_err(invalid)?;
+            OpOutcome {
+                requests: 1,
+                responses: 1,
+                request_bytes: u64::from(request_size),
+                response_bytes: response.payload.len() as u64,
+            }
+        }
+        Shape::ClientStream => {
+            let requests = (0..n).map(|i| request(i, request_size, response_size, 0));
+            send_requests(writer, shape, requests).await?;
+            let summary: pb::Summary = read_one(reader).await?;
+            check_summary(&summary, messages, request_size, response_size).map_err(invalid)?;
+            OpOutcome {
+                requests: n,
+                responses: 1,
+                request_bytes: n * u64::from(request_size),
+                response_bytes: summary.payload.len() as u64,
+            }
+        }
+        Shape::ServerStream => {
+            let requests =
+                std::iter::once_with(|| request(seq, request_size, response_size, messages));
+            send_requests(writer, shape, requests).await?;
+            let response_bytes = read_responses(reader, messages, response_size).await?;
+            OpOutcome {
+                requests: 1,
+                responses: n,
+                request_bytes: u64::from(request_size),
+                response_bytes,
+            }
+        }
+        Shape::Bidi => {
+            // Full duplex: all N requests go out without waiting while responses are read.
+            let requests = (0..n).map(|i| request(i, request_size, response_size, 0));
+            let ((), response_bytes) = tokio::try_join!(
+                send_requests(writer, shape, requests),
+                read_responses(reader, messages, response_size)
+            )?;
+            OpOutcome {
+                requests: n,
+                responses: n,
+                request_bytes: n * u64::from(request_size),
+                response_bytes,
+            }
+        }
+    };
+    if R::ONE_CALL {
+        expect_end_of_stream(reader).await?;
+    }
+    Ok(outcome)
+}
+
+/// HEADER, one MESSAGE per request (built lazily, inside the measured operation), END; flushed.
+async fn send_requests<W: SendHalf>(
+    writer: &mut Writer<W>,
+    shape: Shape,
+    requests: impl Iterator<Item = pb::Request>,
+) -> Result<(), OpError> {
+    writer
+        .feed(Outgoing::<pb::Request>::Header(method_path(shape)))
+        .await
+        .map_err(send_error)?;
+    for request in requests {
+        writer
+            .feed(Outgoing::Message(request))
+            .await
+            .map_err(send_error)?;
+    }
+    writer
+        .feed(Outgoing::<pb::Request>::End)
+        .await
+        .map_err(send_error)?;
+    SinkExt::<Outgoing<pb::Request>>::flush(writer)
+        .await
+        .map_err(send_error)?;
+    writer
+        .get_mut()
+        .finish_call()
+        .map_err(|e| OpError::new(code::CONNECT, format!("cannot end the request stream: {e}")))
+}
+
+/// Exactly one MESSAGE, then STATUS OK.
+async fn read_one<M: Message + Default, R: RecvHalf>(reader: &mut Reader<R>) -> Result<M, OpError> {
+    let frame = next_frame(reader).await?;
+    match frame.kind {
+        FrameType::Message => {
+            let message = M::decode(frame.body)
+                .map_err(|e| invalid_text(format!("undecodable response message: {e}")))?;
+            let frame = next_frame(reader).await?;
+            match frame.kind {
+                FrameType::Status => check_status(&frame.body).map(|()| message),
+                FrameType::Message => Err(invalid_text(
+                    "the server sent more than one response message".to_string(),
+                )),
+                other => Err(unexpected(other)),
+            }
+        }
+        FrameType::Status => {
+            check_status(&frame.body)?;
+            Err(invalid_text(
+                "the server ended the call with STATUS OK but no response message".to_string(),
+            ))
+        }
+        other => Err(unexpected(other)),
+    }
+}
+
+/// Exactly `n` responses with seq 0..n-1, then STATUS OK; returns their payload bytes.
+async fn read_responses<R: RecvHalf>(
+    reader: &mut Reader<R>,
+    n: u32,
+    response_size: u32,
+) -> Result<u64, OpError> {
+    let mut received: u32 = 0;
+    let mut bytes: u64 = 0;
+    loop {
+        let frame = next_frame(reader).await?;
+        match frame.kind {
+            FrameType::Message => {
+                if received == n {
+                    return Err(invalid_text(format!(
+                        "the server sent more than the {n} responses asked for"
+                    )));
+                }
+                let response = pb::Response::decode(frame.body)
+                    .map_err(|e| invalid_text(format!("undecodable response message: {e}")))?;
+                check_response(&response, u64::from(received), response_size).map_err(invalid)?;
+                bytes += response.payload.len() as u64;
+                received += 1;
+            }
+            FrameType::Status => {
+                check_status(&frame.body)?;
+                if received != n {
+                    return Err(invalid_text(format!(
+                        "the server ended the call after {received} of {n} responses"
+                    )));
+                }
+                return Ok(bytes);
+            }
+            other => return Err(unexpected(other)),
+        }
+    }
+}
+
+/// After STATUS a one-call stream must end (QUIC: the server finished the stream).
+async fn expect_end_of_stream<R: RecvHalf>(reader: &mut Reader<R>) -> Result<(), OpError> {
+    match reader.next().await {
+        None => Ok(()),
+        Some(Ok(frame)) => Err(invalid_text(format!(
+            "the server sent a {:?} frame after STATUS",
+            frame.kind
+        ))),
+        Some(Err(e)) => Err(receive_error(e)),
+    }
+}
+
+async fn next_frame<R: RecvHalf>(reader: &mut Reader<R>) -> Result<Frame, OpError> {
+    match reader.next().await {
+        Some(Ok(frame)) => Ok(frame),
+        Some(Err(e)) => Err(receive_error(e)),
+        None => Err(OpError::new(
+            code::CONNECT,
+            "the server closed the stream before sending STATUS",
+        )),
+    }
+}
+
+fn check_status(body: &[u8]) -> Result<(), OpError> {
+    let status = pb::Status::decode(body)
+        .map_err(|e| invalid_text(format!("undecodable STATUS frame: {e}")))?;
+    if status.code == status::OK {
+        Ok(())
+    } else {
+        Err(OpError::new(
+            code::RPC,
+            format!(
+                "the server ended the call with status {}: {}",
+                status.code, status.message
+            ),
+        ))
+    }
+}
+
+fn send_error(e: FrameError) -> OpError {
+    match e {
+        FrameError::Io(e) => {
+            OpError::new(code::CONNECT, format!("sending to the server failed: {e}"))
+        }
+        other => OpError::new(
+            code::INTERNAL,
+            format!("cannot encode a request frame: {other}"),
+        ),
+    }
+}
+
+fn receive_error(e: FrameError) -> OpError {
+    match e {
+        FrameError::Io(e) => OpError::new(
+            code::CONNECT,
+            format!("receiving from the server failed: {e}"),
+        ),
+        other => invalid_text(format!("malformed frame from the server: {other}")),
+    }
+}
+
+fn unexpected(kind: FrameType) -> OpError {
+    invalid_text(format!("the server sent an unexpected {kind:?} frame"))
+}
+
+fn invalid(e: rpcarena_protocol::workload::Invalid) -> OpError {
+    OpError::new(code::INVALID, e.0)
+}
+
+fn invalid_text(message: String) -> OpError {
+    OpError::new(code::INVALID, message)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+/// What the connection can do after a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallEnd {
+    /// The call ended cleanly (OK or a rejection); the connection may carry the next call.
+    Next,
+    /// The peer closed, the transport failed or the framing broke: stop reading.
+    Closed,
+}
+
+/// How serving a call went wrong.
+enum CallError {
+    /// A well-framed but unacceptable call: answered with `code` once the client's END is read.
+    Rejected {
+        code: u32,
+        message: String,
+        end_seen: bool,
+    },
+    /// The frame sequence is broken: answered with INVALID_ARGUMENT (best effort), then closed.
+    Broken(String),
+    /// The transport failed or the client went away: nothing to answer.
+    Transport,
+}
+
+/// Serves one call: reads HEADER, dispatches on the method, answers, and ends with STATUS.
+/// A malformed call is answered with a non-OK status; nothing a client sends can panic this.
+pub async fn serve_call<R: RecvHalf, W: SendHalf>(
+    reader: &mut Reader<R>,
+    writer: &mut Writer<W>,
+    counters: &Arc<Counters>,
+) -> CallEnd {
+    let header = match reader.next().await {
+        None => return CallEnd::Closed,
+        Some(Ok(frame)) => frame,
+        Some(Err(FrameError::Io(_))) => return CallEnd::Closed,
+        Some(Err(e)) => {
+            return reply(
+                writer,
+                status::INVALID_ARGUMENT,
+                e.to_string(),
+                CallEnd::Closed,
+            )
+            .await;
+        }
+    };
+    let result = if header.kind != FrameType::Header {
+        Err(CallError::Broken(format!(
+            "a call must start with a HEADER frame, not {:?}",
+            header.kind
+        )))
+    } else if let Some(shape) = shape_of_path(&header.body) {
+        let mut tally = CallTally::new(counters);
+        serve_shape(shape, reader, writer, &mut tally).await
+    } else {
+        Err(CallError::Rejected {
+            code: status::UNIMPLEMENTED,
+            message: format!("unknown method {:?}", String::from_utf8_lossy(&header.body)),
+            end_seen: false,
+        })
+    };
+    match result {
+        Ok(()) => reply(writer, status::OK, String::new(), CallEnd::Next).await,
+        Err(CallError::Rejected {
+            code,
+            message,
+            end_seen,
+        }) => {
+            eprintln!("rpcarena-peer-rust: rejected a call with status {code}: {message}");
+            let end = if end_seen || skip_to_end(reader).await {
+                CallEnd::Next
+            } else {
+                CallEnd::Closed
+            };
+            reply(writer, code, message, end).await
+        }
+        Err(CallError::Broken(message)) => {
+            eprintln!("rpcarena-peer-rust: closing a malformed call: {message}");
+            reply(writer, status::INVALID_ARGUMENT, message, CallEnd::Closed).await
+        }
+        Err(CallError::Transport) => CallEnd::Closed,
+    }
+}
+
+async fn serve_shape<R: RecvHalf, W: SendHalf>(
+    shape: Shape,
+    reader: &mut Reader<R>,
+    writer: &mut Writer<W>,
+    tally: &mut CallTally,
+) -> Result<(), CallError> {
+    match shape {
+        Shape::Unary | Shape::ServerStream => {
+            let request = read_request(reader, shape).await?;
+            tally.request();
+            expect_end(reader, shape).await?;
+            check_request(&request, shape).map_err(|m| rejected(m, true))?;
+            if shape == Shape::Unary {
+                feed(writer, response_to(&request, request.seq)).await?;
+                tally.response();
+            } else {
+                for index in 0..u64::from(request.response_messages) {
+                    feed(writer, response_to(&request, index)).await?;
+                    tally.response();
+                }
+            }
+        }
+        Shape::ClientStream => {
+            let mut summary = SummaryBuilder::default();
+            while let Some(request) = next_request(reader, shape).await? {
+                tally.request();
+                check_request(&request, shape).map_err(|m| rejected(m, false))?;
+                summary.add(&request);
+            }
+            if tally.requests() == 0 {
+                return Err(rejected(
+                    "a client stream carries at least one request".to_string(),
+                    true,
+                ));
+            }
+            feed(writer, summary.finish()).await?;
+            tally.response();
+        }
+        Shape::Bidi => {
+            while let Some(request) = next_request(reader, shape).await? {
+                tally.request();
+                check_request(&request, shape).map_err(|m| rejected(m, false))?;
+                feed(writer, response_to(&request, request.seq)).await?;
+                tally.response();
+                // Answer each request as it arrives: flush unless more input is already here.
+                if !has_complete_frame(reader.read_buffer()) {
+                    SinkExt::<Outgoing<pb::Response>>::flush(writer)
+                        .await
+                        .map_err(|_| CallError::Transport)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The next request of a streaming call, or `None` at END.
+async fn next_request<R: RecvHalf>(
+    reader: &mut Reader<R>,
+    shape: Shape,
+) -> Result<Option<pb::Request>, CallError> {
+    let frame = server_frame(reader).await?;
+    match frame.kind {
+        FrameType::Message => decode_request(frame.body).map(Some),
+        FrameType::End => Ok(None),
+        other => Err(CallError::Broken(format!(
+            "unexpected {other:?} frame in a {shape} call"
+        ))),
+    }
+}
+
+/// The single request of a unary or server-stream call.
+async fn read_request<R: RecvHalf>(
+    reader: &mut Reader<R>,
+    shape: Shape,
+) -> Result<pb::Request, CallError> {
+    next_request(reader, shape).await?.ok_or_else(|| {
+        rejected(
+            format!("a {shape} call carries one request, got none"),
+            true,
+        )
+    })
+}
+
+/// END after the single request of a unary or server-stream call.
+async fn expect_end<R: RecvHalf>(reader: &mut Reader<R>, shape: Shape) -> Result<(), CallError> {
+    match next_request(reader, shape).await? {
+        None => Ok(()),
+        Some(_) => Err(rejected(
+            format!("a {shape} call carries exactly one request, got more"),
+            false,
+        )),
+    }
+}
+
+fn decode_request(body: bytes::Bytes) -> Result<pb::Request, CallError> {
+    pb::Request::decode(body).map_err(|e| {
+        rejected(
+            format!("the request is not a valid rpcarena.bench.v1.Request: {e}"),
+            false,
+        )
+    })
+}
+
+/// Reads and drops frames up to the client's END, so that the connection stays in step for the
+/// next call. Returns false if that is impossible (broken framing or transport).
+async fn skip_to_end<R: RecvHalf>(reader: &mut Reader<R>) -> bool {
+    loop {
+        match reader.next().await {
+            Some(Ok(frame)) if frame.kind == FrameType::Message => continue,
+            Some(Ok(frame)) => return frame.kind == FrameType::End,
+            _ => return false,
+        }
+    }
+}
+
+async fn server_frame<R: RecvHalf>(reader: &mut Reader<R>) -> Result<Frame, CallError> {
+    match reader.next().await {
+        Some(Ok(frame)) => Ok(frame),
+        Some(Err(FrameError::Io(_))) | None => Err(CallError::Transport),
+        Some(Err(e)) => Err(CallError::Broken(e.to_string())),
+    }
+}
+
+async fn feed<W: SendHalf, M: Message>(
+    writer: &mut Writer<W>,
+    message: M,
+) -> Result<(), CallError> {
+    writer
+        .feed(Outgoing::Message(message))
+        .await
+        .map_err(|_| CallError::Transport)
+}
+
+/// Sends the terminal STATUS, flushes and ends the call's send side; returns `end`, or
+/// `Closed` if the transport failed.
+async fn reply<W: SendHalf>(
+    writer: &mut Writer<W>,
+    code: u32,
+    message: String,
+    end: CallEnd,
+) -> CallEnd {
+    let status = pb::Status { code, message };
+    let sent = async {
+        writer.feed(Outgoing::<pb::Status>::Status(status)).await?;
+        SinkExt::<Outgoing<pb::Status>>::flush(writer).await?;
+        writer.get_mut().finish_call().map_err(FrameError::Io)
+    };
+    match sent.await {
+        Ok(()) => end,
+        Err(_) => CallEnd::Closed,
+    }
+}
+
+fn rejected(message: String, end_seen: bool) -> CallError {
+    CallError::Rejected {
+        code: status::INVALID_ARGUMENT,
+        message,
+        end_seen,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+    type Half<T> = (
+        Reader<tokio::io::ReadHalf<T>>,
+        Writer<tokio::io::WriteHalf<T>>,
+    );
+
+    fn framed(stream: DuplexStream) -> Half<DuplexStream> {
+        let (read, write) = tokio::io::split(stream);
+        (reader(read), writer(write))
+    }
+
+    /// A server on one end of an in-memory pipe, serving calls until the pipe closes.
+    fn server(counters: Arc<Counters>) -> Half<DuplexStream> {
+        let (client, server) = tokio::io::duplex(1 << 20);
+        tokio::spawn(async move {
+            let (mut reader, mut writer) = framed(server);
+            while serve_call(&mut reader, &mut writer, &counters).await == CallEnd::Next {}
+        });
+        framed(client)
+    }
+
+    fn workload(shape: Shape) -> Workload {
+        Workload {
+            shape,
+            request_size: 100,
+            response_size: 200,
+            messages: 16,
+        }
+    }
+
+    #[tokio::test]
+    async fn every_shape_round_trips_and_a_connection_carries_many_calls() {
+        let counters = Arc::new(Counters::default());
+        let (mut reader, mut writer) = server(counters.clone());
+        for shape in Shape::ALL {
+            for seq in 0..3 {
+                let outcome = call(&mut reader, &mut writer, &workload(shape), seq)
+                    .await
+                    .unwrap_or_else(|e| panic!("{shape}: {e}"));
+                let n = 16;
+                let expected = OpOutcome {
+                    requests: shape.requests_per_op(n),
+                    responses: shape.responses_per_op(n),
+                    request_bytes: shape.requests_per_op(n) * 100,
+                    response_bytes: shape.responses_per_op(n) * 200,
+                };
+                assert_eq!(outcome, expected, "{shape}");
+            }
+        }
+        drop((reader, writer));
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        // 3 calls of each shape: requests 1 + 16 + 1 + 16, responses 1 + 1 + 16 + 16, times 3
+        assert_eq!(counters.snapshot(), (12, 3 * 34, 3 * 34));
+    }
+
+    async fn raw_call(frames: &[u8]) -> Vec<u8> {
+        let counters = Arc::new(Counters::default());
+        let (mut client, server_end) = tokio::io::duplex(1 << 16);
+        let task = tokio::spawn(async move {
+            let (mut reader, mut writer) = framed(server_end);
+            while serve_call(&mut reader, &mut writer, &counters).await == CallEnd::Next {}
+        });
+        client.write_all(frames).await.expect("pipe open");
+        client.shutdown().await.expect("pipe open");
+        let mut answer = Vec::new();
+        client.read_to_end(&mut answer).await.expect("pipe open");
+        task.await.expect("the server never panics");
+        answer
+    }
+
+    fn frames(items: Vec<Outgoing<pb::Request>>) -> Vec<u8> {
+        use tokio_util::codec::Encoder;
+        let mut buf = bytes::BytesMut::new();
+        for item in items {
+            FrameCodec.encode(item, &mut buf).expect("encodes");
+        }
+        buf.to_vec()
+    }
+
+    fn statuses(answer: &[u8]) -> Vec<u32> {
+        use tokio_util::codec::Decoder;
+        let mut buf = bytes::BytesMut::from(answer);
+        let mut codes = Vec::new();
+        while let Ok(Some(frame)) = FrameCodec.decode(&mut buf) {
+            if frame.kind == FrameType::Status {
+                codes.push(pb::Status::decode(frame.body).expect("valid status").code);
+            }
+        }
+        codes
+    }
+
+    #[tokio::test]
+    async fn malformed_calls_get_a_non_ok_status_and_the_connection_stays_in_step() {
+        let bad_then_good = frames(vec![
+            Outgoing::Header("/rpcarena.bench.v1.BenchService/Nope"),
+            Outgoing::Message(request(0, 1, 1, 0)),
+            Outgoing::End,
+            Outgoing::Header(method_path(Shape::ServerStream)),
+            Outgoing::Message(request(0, 1, 1, 0)), // response_messages 0
+            Outgoing::End,
+            Outgoing::Header(method_path(Shape::Unary)),
+            Outgoing::Message(request(0, 1, args_max_payload() + 1, 0)),
+            Outgoing::End,
+            Outgoing::Header(method_path(Shape::Unary)),
+            Outgoing::End, // no request
+            Outgoing::Header(method_path(Shape::Unary)),
+            Outgoing::Message(request(5, 1, 1, 0)),
+            Outgoing::End,
+        ]);
+        assert_eq!(
+            statuses(&raw_call(&bad_then_good).await),
+            vec![12, 3, 3, 3, 0]
+        );
+    }
+
+    fn args_max_payload() -> u32 {
+        crate::args::MAX_PAYLOAD
+    }
+
+    #[tokio::test]
+    async fn broken_framing_is_answered_and_closed_without_panicking() {
+        // garbage protobuf in a MESSAGE: rejected, connection kept
+        let mut garbage = frames(vec![Outgoing::Header(method_path(Shape::Unary))]);
+        garbage.extend_from_slice(&[0x02, 0, 0, 0, 3, 0xff, 0xff, 0xff]);
+        garbage.extend_from_slice(&frames(vec![Outgoing::End]));
+        assert_eq!(statuses(&raw_call(&garbage).await), vec![3]);
+        // a call that does not start with HEADER
+        assert_eq!(
+            statuses(&raw_call(&frames(vec![Outgoing::End])).await),
+            vec![3]
+        );
+        // an unknown frame type, an oversized frame, a truncated frame
+        assert_eq!(statuses(&raw_call(&[0x09, 0, 0, 0, 0]).await), vec![3]);
+        assert_eq!(
+            statuses(&raw_call(&[0x01, 0xff, 0xff, 0xff, 0xff]).await),
+            vec![3]
+        );
+        let mut truncated = frames(vec![Outgoing::Header(method_path(Shape::Unary))]);
+        truncated.extend_from_slice(&[0x02, 0, 0, 0, 9, 1]);
+        assert_eq!(statuses(&raw_call(&truncated).await), vec![3]);
+        // a client that hangs up mid-call gets nothing and the server just closes
+        let hang_up = frames(vec![Outgoing::Header(method_path(Shape::Bidi))]);
+        assert!(statuses(&raw_call(&hang_up).await).is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_client_fails_a_call_with_a_non_ok_status_or_a_missing_status() {
+        // a fake server that answers every call with INTERNAL
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        tokio::spawn(async move {
+            let (mut reader, mut writer) = framed(server_end);
+            while let Some(Ok(frame)) = reader.next().await {
+                if frame.kind == FrameType::End {
+                    let status = pb::Status {
+                        code: 13,
+                        message: "boom".into(),
+                    };
+                    let _ = writer.send(Outgoing::<pb::Status>::Status(status)).await;
+                }
+            }
+        });
+        let (mut reader, mut writer) = framed(client);
+        let error = call(&mut reader, &mut writer, &workload(Shape::Unary), 1)
+            .await
+            .expect_err("status 13");
+        assert_eq!(error.code, code::RPC);
+        assert!(error.message.contains("boom"), "{error}");
+
+        // a fake server that hangs up without STATUS
+        let (client, server_end) = tokio::io::duplex(1 << 16);
+        drop(server_end);
+        let (mut reader, mut writer) = framed(client);
+        let error = call(&mut reader, &mut writer, &workload(Shape::Bidi), 1)
+            .await
+            .expect_err("no status");
+        assert_eq!(error.code, code::CONNECT);
+    }
+}

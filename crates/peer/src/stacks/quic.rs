@@ -1,0 +1,289 @@
+//! `quic`: the native framing on quinn. One QUIC connection per client multiplexes every lane;
+//! each RPC is one bidirectional stream (client: HEADER MESSAGE* END, then finish; server:
+//! MESSAGE* STATUS, then finish).
+
+use super::native::{self, CallEnd, RecvHalf, SendHalf};
+use super::{
+    ClientSettings, ClientStack, Counters, FLOW_WINDOW, MAX_CONCURRENT_STREAMS, RunningServer,
+    Workload, resolve,
+};
+use crate::engine::{Lane, OpError, OpOutcome};
+use crate::failure::{FailExt, Failure};
+use anyhow::Context;
+use futures::StreamExt;
+use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
+use quinn::{ConnectionError, Endpoint, EndpointConfig, TransportConfig, VarInt};
+use rpcarena_protocol::event::{code, phase};
+use socket2::{Domain, Protocol, Socket, Type};
+use std::io;
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// UDP socket receive and send buffers: the kernel default (208 KiB) drops packets in bursts on
+/// emulated lossy paths, which QUIC then has to recover as losses that TCP never sees.
+pub const UDP_BUFFER: usize = 8 * 1024 * 1024;
+
+/// Idle timeout; keep-alives every [`KEEP_ALIVE`] keep an armed client's connection open while
+/// it waits for START.
+pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Keep-alive interval (well under the idle timeout).
+pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// How long closing waits for the peer to acknowledge.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+impl RecvHalf for quinn::RecvStream {
+    const ONE_CALL: bool = true;
+}
+
+impl SendHalf for quinn::SendStream {
+    fn finish_call(&mut self) -> io::Result<()> {
+        self.finish().map_err(io::Error::other)
+    }
+}
+
+/// The transport settings of both ends (docs/stacks.md, "quic").
+pub fn transport_config() -> TransportConfig {
+    let mut transport = TransportConfig::default();
+    transport
+        .stream_receive_window(VarInt::from_u32(FLOW_WINDOW))
+        .receive_window(VarInt::from_u32(FLOW_WINDOW))
+        .send_window(u64::from(FLOW_WINDOW))
+        .max_concurrent_bidi_streams(VarInt::from_u32(MAX_CONCURRENT_STREAMS))
+        .max_concurrent_uni_streams(VarInt::from_u32(0))
+        .congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default()))
+        .keep_alive_interval(Some(KEEP_ALIVE));
+    // 30 s fits a VarInt of milliseconds, so this conversion cannot fail.
+    if let Ok(idle) = IDLE_TIMEOUT.try_into() {
+        transport.max_idle_timeout(Some(idle));
+    }
+    transport
+}
+
+/// A UDP socket bound to `addr` with large buffers, ready for quinn.
+fn udp_socket(addr: SocketAddr) -> anyhow::Result<std::net::UdpSocket> {
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
+        .context("cannot create a UDP socket")?;
+    raise_buffers(&socket);
+    socket
+        .bind(&addr.into())
+        .with_context(|| format!("cannot bind UDP {addr}"))?;
+    Ok(socket.into())
+}
+
+/// Raises SO_RCVBUF/SO_SNDBUF to [`UDP_BUFFER`]: with the *FORCE variants when privileged (they
+/// ignore net.core.rmem_max/wmem_max), else the normal options, which the kernel caps at those
+/// limits. Reports what it got on stderr; never fails (small buffers are a warning, not an error).
+fn raise_buffers(socket: &Socket) {
+    use nix::sys::socket::{setsockopt, sockopt};
+    let size = UDP_BUFFER;
+    if setsockopt(socket, sockopt::RcvBufForce, &size).is_err() {
+        let _ = socket.set_recv_buffer_size(size);
+    }
+    if setsockopt(socket, sockopt::SndBufForce, &size).is_err() {
+        let _ = socket.set_send_buffer_size(size);
+    }
+    let received = socket.recv_buffer_size().unwrap_or(0);
+    let sent = socket.send_buffer_size().unwrap_or(0);
+    // Linux reports twice the value set (it counts its bookkeeping overhead).
+    if received < size || sent < size {
+        eprintln!(
+            "rpcarena-peer-rust: UDP buffers are only {received} (receive) and {sent} (send) bytes, \
+             below {size}; raise net.core.rmem_max and net.core.wmem_max or run as root"
+        );
+    }
+}
+
+fn endpoint(
+    socket: std::net::UdpSocket,
+    server: Option<quinn::ServerConfig>,
+) -> io::Result<Endpoint> {
+    Endpoint::new(
+        EndpointConfig::default(),
+        server,
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )
+}
+
+/// Whether a connection error is a TLS failure (QUIC carries TLS alerts as CRYPTO_ERROR codes
+/// 0x100 to 0x1ff, whichever side detected it).
+fn is_tls_error(error: &ConnectionError) -> bool {
+    let code = match error {
+        ConnectionError::TransportError(e) => u64::from(e.code),
+        ConnectionError::ConnectionClosed(close) => u64::from(close.error_code),
+        _ => return false,
+    };
+    code & !0xff == 0x100
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client
+
+/// The client: one endpoint and one connection for all lanes.
+pub struct QuicClient {
+    endpoint: Endpoint,
+    connection: quinn::Connection,
+}
+
+/// A lane: a handle on the shared connection; each call opens its own stream.
+pub struct QuicLane {
+    connection: quinn::Connection,
+    workload: Workload,
+}
+
+impl ClientStack for QuicClient {
+    type Lane = QuicLane;
+
+    async fn connect(settings: &ClientSettings) -> Result<(QuicClient, Vec<QuicLane>), OpError> {
+        let server = resolve(&settings.server)
+            .await
+            .map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
+        let local: SocketAddr = if server.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let socket =
+            udp_socket(local).map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
+        let endpoint = endpoint(socket, None).map_err(|e| {
+            OpError::new(code::CONNECT, format!("cannot start a QUIC endpoint: {e}"))
+        })?;
+        let crypto = QuicClientConfig::try_from(settings.tls.clone()).map_err(|e| {
+            OpError::new(
+                code::INTERNAL,
+                format!("TLS configuration unusable for QUIC: {e}"),
+            )
+        })?;
+        let mut config = quinn::ClientConfig::new(Arc::new(crypto));
+        config.transport_config(Arc::new(transport_config()));
+        let name = settings.server_name.to_str();
+        let connecting = endpoint
+            .connect_with(config, server, &name)
+            .map_err(|e| OpError::new(code::CONFIG, format!("cannot connect to {server}: {e}")))?;
+        // 1-RTT only: `into_0rtt` is never used and the TLS config disables early data.
+        let connection = connecting.await.map_err(|e| {
+            if is_tls_error(&e) {
+                OpError::new(
+                    code::TLS,
+                    crate::tls::handshake_message(&e.to_string(), &settings.server, &name),
+                )
+            } else {
+                OpError::new(
+                    code::CONNECT,
+                    format!("QUIC connection to {server} failed: {e}"),
+                )
+            }
+        })?;
+        let lanes = (0..settings.lanes)
+            .map(|_| QuicLane {
+                connection: connection.clone(),
+                workload: settings.workload,
+            })
+            .collect();
+        Ok((
+            QuicClient {
+                endpoint,
+                connection,
+            },
+            lanes,
+        ))
+    }
+
+    fn connections(&self) -> u32 {
+        1
+    }
+
+    async fn close(self, lanes: Vec<QuicLane>) {
+        drop(lanes);
+        self.connection.close(VarInt::from_u32(0), b"done");
+        let _ = tokio::time::timeout(CLOSE_GRACE, self.endpoint.wait_idle()).await;
+    }
+}
+
+impl Lane for QuicLane {
+    async fn call(&mut self, seq: u64) -> Result<OpOutcome, OpError> {
+        let (send, recv) =
+            self.connection.open_bi().await.map_err(|e| {
+                OpError::new(code::CONNECT, format!("cannot open a QUIC stream: {e}"))
+            })?;
+        let mut writer = native::writer(send);
+        let mut reader = native::reader(recv);
+        native::call(&mut reader, &mut writer, &self.workload, seq).await
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+/// Binds `addr` and serves until stopped.
+pub async fn serve(
+    addr: SocketAddr,
+    tls: Arc<rustls::ServerConfig>,
+    counters: Arc<Counters>,
+) -> Result<RunningServer, Failure> {
+    let crypto = QuicServerConfig::try_from(tls)
+        .context("TLS configuration unusable for QUIC")
+        .fail(phase::LISTEN, code::INTERNAL)?;
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    config.transport_config(Arc::new(transport_config()));
+    let socket = udp_socket(addr)
+        .with_context(|| format!("--listen {addr}"))
+        .fail(phase::LISTEN, code::CONFIG)?;
+    let endpoint = endpoint(socket, Some(config))
+        .context("cannot start a QUIC endpoint")
+        .fail(phase::LISTEN, code::INTERNAL)?;
+    let local_addr = endpoint
+        .local_addr()
+        .context("cannot read the bound address")
+        .fail(phase::LISTEN, code::INTERNAL)?;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let accept = async {
+            while let Some(incoming) = endpoint.accept().await {
+                tokio::spawn(serve_connection(incoming, counters.clone()));
+            }
+        };
+        tokio::select! {
+            () = accept => anyhow::bail!("the QUIC endpoint stopped accepting"),
+            _ = stopped => {}
+        }
+        endpoint.close(VarInt::from_u32(0), b"shutdown");
+        let _ = tokio::time::timeout(CLOSE_GRACE, endpoint.wait_idle()).await;
+        Ok(())
+    });
+    Ok(RunningServer::new(local_addr, stop, task))
+}
+
+async fn serve_connection(incoming: quinn::Incoming, counters: Arc<Counters>) {
+    let remote = incoming.remote_address();
+    let connection = match incoming.await {
+        Ok(connection) => connection,
+        Err(e) => {
+            eprintln!("rpcarena-peer-rust: QUIC handshake with {remote} failed: {e}");
+            return;
+        }
+    };
+    loop {
+        match connection.accept_bi().await {
+            Ok((send, recv)) => {
+                tokio::spawn(serve_stream(send, recv, counters.clone()));
+            }
+            Err(ConnectionError::ApplicationClosed(_) | ConnectionError::LocallyClosed) => return,
+            Err(e) => {
+                eprintln!("rpcarena-peer-rust: QUIC connection from {remote} ended: {e}");
+                return;
+            }
+        }
+    }
+}
+
+async fn serve_stream(send: quinn::SendStream, recv: quinn::RecvStream, counters: Arc<Counters>) {
+    let mut writer = native::writer(send);
+    let mut reader = native::reader(recv);
+    if native::serve_call(&mut reader, &mut writer, &counters).await == CallEnd::Next {
+        // Read the client's FIN (it follows END) so the stream closes without STOP_SENDING.
+        let _ = tokio::time::timeout(CLOSE_GRACE, reader.next()).await;
+    }
+}

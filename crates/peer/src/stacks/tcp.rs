@@ -1,0 +1,198 @@
+//! `tcp`: the native framing over TLS over TCP, the floor without HTTP/2. One connection per
+//! lane; a connection carries its lane's calls one after another (after STATUS, the next HEADER).
+
+use super::native::{self, CallEnd, Reader, Writer};
+use super::{
+    ClientSettings, ClientStack, Counters, HANDSHAKE_TIMEOUT, RunningServer, Workload, resolve,
+};
+use crate::engine::{Lane, OpError, OpOutcome};
+use crate::failure::{FailExt, Failure};
+use anyhow::Context;
+use rpcarena_protocol::event::{code, phase};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{ReadHalf, WriteHalf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinSet;
+use tokio_rustls::{TlsAcceptor, TlsConnector, client, server};
+
+type ClientStream = client::TlsStream<TcpStream>;
+
+/// How long closing a connection may take.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// Opens a TCP connection with TCP_NODELAY and performs the TLS handshake; errors carry code
+/// `connect` or `tls`. Shared with the gRPC connector so both TCP stacks connect identically.
+pub async fn connect_tls(
+    addr: SocketAddr,
+    settings: &ClientSettings,
+) -> Result<ClientStream, OpError> {
+    let tcp = TcpStream::connect(addr).await.map_err(|e| {
+        OpError::new(
+            code::CONNECT,
+            format!("TCP connection to {addr} failed: {e}"),
+        )
+    })?;
+    // Small messages must leave at once, not wait for Nagle's algorithm to coalesce them.
+    tcp.set_nodelay(true)
+        .map_err(|e| OpError::new(code::CONNECT, format!("cannot set TCP_NODELAY: {e}")))?;
+    TlsConnector::from(settings.tls.clone())
+        .connect(settings.server_name.clone(), tcp)
+        .await
+        .map_err(|e| {
+            OpError::new(
+                code::TLS,
+                crate::tls::handshake_error_message(
+                    &e,
+                    &settings.server,
+                    &settings.server_name.to_str(),
+                ),
+            )
+        })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client
+
+/// The client: nothing shared, every lane owns its connection.
+pub struct TcpClient {
+    connections: u32,
+}
+
+/// A lane: its own TLS connection, split into frame reader and writer.
+pub struct TcpLane {
+    reader: Reader<ReadHalf<ClientStream>>,
+    writer: Writer<WriteHalf<ClientStream>>,
+    workload: Workload,
+}
+
+impl ClientStack for TcpClient {
+    type Lane = TcpLane;
+
+    async fn connect(settings: &ClientSettings) -> Result<(TcpClient, Vec<TcpLane>), OpError> {
+        let addr = resolve(&settings.server)
+            .await
+            .map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
+        // All lanes connect at once, as they would after a deploy; connect_ns covers them all.
+        let streams =
+            futures::future::try_join_all((0..settings.lanes).map(|_| connect_tls(addr, settings)))
+                .await?;
+        let lanes = streams
+            .into_iter()
+            .map(|stream| {
+                let (read, write) = tokio::io::split(stream);
+                TcpLane {
+                    reader: native::reader(read),
+                    writer: native::writer(write),
+                    workload: settings.workload,
+                }
+            })
+            .collect();
+        Ok((
+            TcpClient {
+                connections: settings.lanes,
+            },
+            lanes,
+        ))
+    }
+
+    fn connections(&self) -> u32 {
+        self.connections
+    }
+
+    async fn close(self, lanes: Vec<TcpLane>) {
+        // close_notify and FIN on every connection, concurrently and bounded.
+        let closing = lanes.into_iter().map(|mut lane| async move {
+            let _ = tokio::time::timeout(CLOSE_GRACE, native::close(&mut lane.writer)).await;
+        });
+        futures::future::join_all(closing).await;
+    }
+}
+
+impl Lane for TcpLane {
+    async fn call(&mut self, seq: u64) -> Result<OpOutcome, OpError> {
+        native::call(&mut self.reader, &mut self.writer, &self.workload, seq).await
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+/// Binds `addr` and serves until stopped: one task per connection (handshake included, so a
+/// slow handshake never delays another connection).
+pub async fn serve(
+    addr: SocketAddr,
+    tls: Arc<rustls::ServerConfig>,
+    counters: Arc<Counters>,
+) -> Result<RunningServer, Failure> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("--listen {addr}: cannot bind TCP"))
+        .fail(phase::LISTEN, code::CONFIG)?;
+    let local_addr = listener
+        .local_addr()
+        .context("cannot read the bound address")
+        .fail(phase::LISTEN, code::INTERNAL)?;
+    let acceptor = TlsAcceptor::from(tls);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        // Dropping the set at the end aborts every connection task.
+        let mut connections = JoinSet::new();
+        let accept = async {
+            loop {
+                match listener.accept().await {
+                    Ok((tcp, remote)) => {
+                        connections.spawn(serve_connection(
+                            tcp,
+                            remote,
+                            acceptor.clone(),
+                            counters.clone(),
+                        ));
+                        // Reap finished connection tasks so the set does not grow forever.
+                        while connections.try_join_next().is_some() {}
+                    }
+                    Err(e) => {
+                        // e.g. EMFILE: keep serving the connections we have, retry shortly.
+                        eprintln!("rpcarena-peer-rust: accepting a TCP connection failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            () = accept => {}
+            _ = stopped => {}
+        }
+        Ok(())
+    });
+    Ok(RunningServer::new(local_addr, stop, task))
+}
+
+async fn serve_connection(
+    tcp: TcpStream,
+    remote: SocketAddr,
+    acceptor: TlsAcceptor,
+    counters: Arc<Counters>,
+) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        eprintln!("rpcarena-peer-rust: cannot set TCP_NODELAY for {remote}: {e}");
+    }
+    let stream: server::TlsStream<TcpStream> =
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                eprintln!("rpcarena-peer-rust: TLS handshake with {remote} failed: {e}");
+                return;
+            }
+            Err(_) => {
+                eprintln!("rpcarena-peer-rust: TLS handshake with {remote} timed out");
+                return;
+            }
+        };
+    let (read, write) = tokio::io::split(stream);
+    let mut reader = native::reader(read);
+    let mut writer = native::writer(write);
+    while native::serve_call(&mut reader, &mut writer, &counters).await == CallEnd::Next {}
+    let _ = tokio::time::timeout(CLOSE_GRACE, native::close(&mut writer)).await;
+}

@@ -1,0 +1,162 @@
+//! Every rustls configuration of the peer, built in one place so that all stacks are identical.
+//!
+//! Fairness rules (docs/stacks.md, "TLS"): the *ring* crypto provider; TLS 1.3 only; key exchange
+//! X25519 only (so no stack pays for a different or a post-quantum hybrid group); rustls's default
+//! TLS 1.3 cipher suites; no session resumption and no 0-RTT, so every connection performs the
+//! same full handshake. Only the ALPN protocol differs: `h2` for gRPC, `rpcarena/1` for the
+//! native framing on QUIC and TCP.
+
+use crate::args::Stack;
+use anyhow::{Context, bail};
+use rustls::client::Resumption;
+use rustls::crypto::CryptoProvider;
+use rustls::server::NoServerSessionStorage;
+use rustls::{ClientConfig, RootCertStore, ServerConfig, SupportedCipherSuite};
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+use std::io;
+use std::path::Path;
+use std::sync::Arc;
+
+/// ALPN protocol of the gRPC stack (HTTP/2).
+pub const ALPN_H2: &[u8] = b"h2";
+/// ALPN protocol of the native framing (quic and tcp stacks).
+pub const ALPN_NATIVE: &[u8] = b"rpcarena/1";
+
+/// The ALPN protocol a stack negotiates.
+pub fn alpn(stack: Stack) -> &'static [u8] {
+    match stack {
+        Stack::Grpc => ALPN_H2,
+        Stack::Quic | Stack::Tcp => ALPN_NATIVE,
+    }
+}
+
+/// The one crypto provider: *ring*, X25519 only, the default TLS 1.3 cipher suites.
+pub fn provider() -> Arc<CryptoProvider> {
+    let mut provider = rustls::crypto::ring::default_provider();
+    provider.kx_groups = vec![rustls::crypto::ring::kx_group::X25519];
+    provider
+        .cipher_suites
+        .retain(|suite| matches!(suite, SupportedCipherSuite::Tls13(_)));
+    Arc::new(provider)
+}
+
+/// The server configuration: `cert` is a PEM chain (leaf first), `key` a PEM private key.
+pub fn server_config(cert: &Path, key: &Path, alpn: &[u8]) -> anyhow::Result<ServerConfig> {
+    let chain = load_certificates(cert).with_context(|| format!("--cert {}", cert.display()))?;
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
+        anyhow::anyhow!(
+            "--key {}: cannot read a PEM private key: {e}; pass the server's PKCS#8 key",
+            key.display()
+        )
+    })?;
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .context("the TLS provider does not support TLS 1.3")?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .context("--cert and --key do not form a usable certificate and key")?;
+    config.alpn_protocols = vec![alpn.to_vec()];
+    // No resumption: no session cache, no tickets. No 0-RTT (QUIC accepts only 0 or u32::MAX).
+    config.session_storage = Arc::new(NoServerSessionStorage {});
+    config.send_tls13_tickets = 0;
+    config.max_early_data_size = 0;
+    Ok(config)
+}
+
+/// The client configuration: trusts only the CA in `ca`.
+pub fn client_config(ca: &Path, alpn: &[u8]) -> anyhow::Result<ClientConfig> {
+    let mut roots = RootCertStore::empty();
+    for certificate in load_certificates(ca).with_context(|| format!("--ca {}", ca.display()))? {
+        roots
+            .add(certificate)
+            .with_context(|| format!("--ca {}: not a usable CA certificate", ca.display()))?;
+    }
+    let mut config = ClientConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .context("the TLS provider does not support TLS 1.3")?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![alpn.to_vec()];
+    config.resumption = Resumption::disabled();
+    config.enable_early_data = false;
+    Ok(config)
+}
+
+fn load_certificates(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+    let certificates = CertificateDer::pem_file_iter(path)
+        .map_err(|e| anyhow::anyhow!("cannot read PEM certificates: {e}"))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| anyhow::anyhow!("cannot parse PEM certificates: {e}"))?;
+    if certificates.is_empty() {
+        bail!("no PEM certificate found (expected -----BEGIN CERTIFICATE-----)");
+    }
+    Ok(certificates)
+}
+
+/// The message for a failed TLS handshake over TCP (tokio-rustls reports rustls errors inside an
+/// `io::Error`). It always says that it is a TLS error and what to check.
+pub fn handshake_error_message(error: &io::Error, server: &str, server_name: &str) -> String {
+    let cause = match error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>())
+    {
+        Some(tls) => tls.to_string(),
+        None => format!("connection failed during the handshake: {error}"),
+    };
+    handshake_message(&cause, server, server_name)
+}
+
+/// The message for a failed TLS handshake whose cause is already text (QUIC).
+pub fn handshake_message(cause: &str, server: &str, server_name: &str) -> String {
+    format!(
+        "TLS handshake with {server} failed (TLS certificate/handshake error): {cause}; check that \
+         --ca is the CA that signed the server certificate and that --server-name {server_name} \
+         matches its subject alternative name"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_provider_offers_only_x25519_and_tls13_suites() {
+        let provider = provider();
+        assert_eq!(provider.kx_groups.len(), 1);
+        assert_eq!(provider.kx_groups[0].name(), rustls::NamedGroup::X25519);
+        assert_eq!(provider.cipher_suites.len(), 3);
+        assert!(
+            provider
+                .cipher_suites
+                .iter()
+                .all(|s| s.version() == &rustls::version::TLS13)
+        );
+    }
+
+    #[test]
+    fn unreadable_files_name_the_argument() {
+        let missing = Path::new("/nonexistent/rpcarena.pem");
+        let err = client_config(missing, ALPN_NATIVE).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("--ca /nonexistent/rpcarena.pem"),
+            "{err:#}"
+        );
+        let err = server_config(missing, missing, ALPN_H2).unwrap_err();
+        assert!(format!("{err:#}").contains("--cert"), "{err:#}");
+    }
+
+    #[test]
+    fn handshake_messages_say_tls() {
+        let error = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+        );
+        let message = handshake_error_message(&error, "127.0.0.1:1", "127.0.0.1");
+        assert!(
+            message.contains("TLS certificate/handshake error"),
+            "{message}"
+        );
+        assert!(message.contains("UnknownIssuer"), "{message}");
+    }
+}
