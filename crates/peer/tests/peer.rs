@@ -1,0 +1,379 @@
+//! Drives the built `rpcarena-peer-rust` binary over its stdin/stdout exactly as the controller
+//! does (docs/peer-protocol.md): a server and clients on 127.0.0.1 for every stack and shape, with
+//! a private CA and server certificate made here, plus the TLS and argument failure paths.
+//!
+//! Every wait is bounded (events are read through a channel with a timeout), so a hung peer fails
+//! the test instead of hanging it, and every child is killed when its handle is dropped.
+
+use rpcarena_protocol::event::{Event, parse_event};
+use rpcarena_protocol::histogram;
+use rpcarena_protocol::workload::Shape;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::Duration;
+
+const PEER: &str = env!("CARGO_BIN_EXE_rpcarena-peer-rust");
+const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+const CONCURRENCY: u64 = 4;
+const REQUEST_SIZE: u64 = 100;
+const RESPONSE_SIZE: u64 = 200;
+const MESSAGES: u64 = 8;
+
+/// A CA, a server certificate for 127.0.0.1 signed by it, and a second, unrelated CA.
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (ca_cert, ca_key, ca_params) = new_ca("rpcarena test CA");
+        let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
+        let server_key = rcgen::KeyPair::generate().expect("P-256 key");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "rpcarena test server");
+        let server_cert = params.signed_by(&server_key, &issuer).expect("signed");
+        let (other_ca, _, _) = new_ca("some other CA");
+        let write =
+            |name: &str, text: String| std::fs::write(dir.path().join(name), text).expect("write");
+        write("ca.pem", ca_cert.pem());
+        write("server.pem", server_cert.pem());
+        write("server.key", server_key.serialize_pem());
+        write("other-ca.pem", other_ca.pem());
+        Pki { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn new_ca(name: &str) -> (rcgen::Certificate, rcgen::KeyPair, rcgen::CertificateParams) {
+    let key = rcgen::KeyPair::generate().expect("P-256 key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::CrlSign,
+    ];
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let cert = params.self_signed(&key).expect("self-signed");
+    (cert, key, params)
+}
+
+/// A peer process: events from its stdout through a channel, commands to its stdin.
+struct Peer {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    events: Receiver<String>,
+    stderr: PathBuf,
+}
+
+impl Peer {
+    fn spawn(args: &[String], stderr: &Path) -> Peer {
+        let mut child = Command::new(PEER)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(stderr).expect("stderr file"))
+            .spawn()
+            .expect("the peer binary starts");
+        let stdout = child.stdout.take().expect("piped");
+        let (sender, events) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Peer {
+            child,
+            stdin,
+            events,
+            stderr: stderr.to_path_buf(),
+        }
+    }
+
+    fn next_event(&self) -> Event {
+        match self.events.recv_timeout(EVENT_TIMEOUT) {
+            Ok(line) => parse_event(&line).unwrap_or_else(|e| {
+                panic!("not a v1 event: {line:?}: {e}\n{}", self.stderr_text())
+            }),
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("no event within {EVENT_TIMEOUT:?}\n{}", self.stderr_text())
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("the peer closed stdout\n{}", self.stderr_text())
+            }
+        }
+    }
+
+    fn send(&mut self, command: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{command}").expect("the peer reads stdin");
+        stdin.flush().expect("flush");
+    }
+
+    /// Waits for the exit (bounded) and checks that nothing more was printed.
+    fn exit_code(&mut self) -> i32 {
+        self.stdin.take();
+        for _ in 0..300 {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                if let Ok(extra) = self.events.recv_timeout(Duration::from_millis(100)) {
+                    panic!("output after the last event: {extra}");
+                }
+                return status.code().expect("exited, not killed");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the peer did not exit\n{}", self.stderr_text());
+    }
+
+    fn stderr_text(&self) -> String {
+        format!(
+            "--- peer stderr ---\n{}",
+            std::fs::read_to_string(&self.stderr).unwrap_or_default()
+        )
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+fn start_server(pki: &Pki, stack: &str) -> (Peer, String) {
+    let args = strings(&["server", "--stack", stack, "--listen", "127.0.0.1:0"]);
+    let mut args = args;
+    args.extend([
+        "--cert".to_string(),
+        pki.path("server.pem").display().to_string(),
+        "--key".to_string(),
+        pki.path("server.key").display().to_string(),
+    ]);
+    let server = Peer::spawn(&args, &pki.path(&format!("{stack}-server.stderr")));
+    let Event::Ready(ready) = server.next_event() else {
+        panic!(
+            "the server's first event must be ready\n{}",
+            server.stderr_text()
+        );
+    };
+    assert_eq!(ready.pid, server.child.id());
+    assert!(ready.address.starts_with("127.0.0.1:") && !ready.address.ends_with(":0"));
+    (server, ready.address)
+}
+
+fn client_args(pki: &Pki, stack: &str, address: &str, shape: Shape, ca: &str) -> Vec<String> {
+    let mut args = strings(&["client", "--stack", stack, "--server", address]);
+    args.extend(strings(&["--server-name", "127.0.0.1", "--ca"]));
+    args.push(pki.path(ca).display().to_string());
+    args.extend(strings(&["--shape", shape.as_str(), "--load", "closed"]));
+    for (name, value) in [
+        ("--concurrency", CONCURRENCY),
+        ("--request-size", REQUEST_SIZE),
+        ("--response-size", RESPONSE_SIZE),
+        ("--messages-per-stream", MESSAGES),
+        ("--warmup-ms", 100),
+        ("--window-ms", 300),
+        ("--drain-ms", 5000),
+    ] {
+        args.push(name.to_string());
+        args.push(value.to_string());
+    }
+    args
+}
+
+/// One server, then one client per shape against it, each checked as the controller would.
+fn every_shape_on(stack: &str, connections: u32) {
+    let pki = Pki::new();
+    let (mut server, address) = start_server(&pki, stack);
+    let mut completed_total = 0;
+    for shape in Shape::ALL {
+        let args = client_args(&pki, stack, &address, shape, "ca.pem");
+        let stderr = pki.path(&format!("{stack}-{shape}-client.stderr"));
+        let mut client = Peer::spawn(&args, &stderr);
+        let Event::Armed(armed) = client.next_event() else {
+            panic!("{stack} {shape}: expected armed\n{}", client.stderr_text());
+        };
+        assert_eq!(armed.lanes, CONCURRENCY as u32);
+        assert_eq!(armed.connections, connections, "{stack}");
+        assert!(armed.connect_ns.is_some_and(|ns| ns > 0));
+        assert!(
+            armed.warmup_completed > 0,
+            "{stack} {shape}: warmup ran no operation"
+        );
+        client.send("START");
+        let Event::Sample(sample) = client.next_event() else {
+            panic!("{stack} {shape}: expected sample\n{}", client.stderr_text());
+        };
+        let context = format!("{stack} {shape}: {sample:?}\n{}", client.stderr_text());
+        assert_eq!(sample.failed, 0, "{context}");
+        assert!(sample.completed > 0, "{context}");
+        let latencies = histogram::decode(&sample.histogram).expect("valid histogram");
+        assert_eq!(latencies.len(), sample.completed, "{context}");
+        assert!(latencies.min() > 0, "{context}");
+        let requests = shape.requests_per_op(MESSAGES as u32);
+        let responses = shape.responses_per_op(MESSAGES as u32);
+        assert_eq!(sample.requests, sample.completed * requests, "{context}");
+        assert_eq!(sample.responses, sample.completed * responses, "{context}");
+        assert_eq!(
+            sample.request_bytes,
+            sample.requests * REQUEST_SIZE,
+            "{context}"
+        );
+        assert_eq!(
+            sample.response_bytes,
+            sample.responses * RESPONSE_SIZE,
+            "{context}"
+        );
+        assert_eq!(sample.window_ns, 300_000_000, "{context}");
+        assert!(sample.drain_ns < 5_000_000_000, "{context}");
+        completed_total += sample.completed;
+        client.send("SHUTDOWN");
+        assert!(
+            matches!(client.next_event(), Event::Stopped(_)),
+            "{context}"
+        );
+        assert_eq!(client.exit_code(), 0, "{context}");
+    }
+    server.send("SHUTDOWN");
+    let Event::Stopped(stopped) = server.next_event() else {
+        panic!("{stack}: expected stopped\n{}", server.stderr_text());
+    };
+    assert!(stopped.counters["rpcs"] >= completed_total, "{stopped:?}");
+    assert!(
+        stopped.counters["requests"] >= stopped.counters["rpcs"],
+        "{stopped:?}"
+    );
+    assert!(
+        stopped.counters["responses"] >= stopped.counters["rpcs"],
+        "{stopped:?}"
+    );
+    assert_eq!(server.exit_code(), 0, "{}", server.stderr_text());
+}
+
+#[test]
+fn grpc_serves_every_shape() {
+    every_shape_on("grpc", 1);
+}
+
+#[test]
+fn quic_serves_every_shape() {
+    every_shape_on("quic", 1);
+}
+
+#[test]
+fn tcp_serves_every_shape() {
+    every_shape_on("tcp", CONCURRENCY as u32);
+}
+
+#[test]
+fn a_client_trusting_another_ca_reports_a_tls_error() {
+    let pki = Pki::new();
+    for stack in ["grpc", "quic", "tcp"] {
+        let (mut server, address) = start_server(&pki, stack);
+        let args = client_args(&pki, stack, &address, Shape::Unary, "other-ca.pem");
+        let mut client = Peer::spawn(&args, &pki.path(&format!("{stack}-wrong-ca.stderr")));
+        let Event::Error(error) = client.next_event() else {
+            panic!("{stack}: expected an error event\n{}", client.stderr_text());
+        };
+        assert_eq!(error.code, "tls", "{stack}: {error:?}");
+        assert_eq!(error.phase, "connect", "{stack}: {error:?}");
+        assert!(
+            error.message.contains("TLS certificate/handshake error"),
+            "{error:?}"
+        );
+        assert!(error.message.contains("UnknownIssuer"), "{error:?}");
+        assert_eq!(client.exit_code(), 1);
+        // The server survives a bad handshake and shuts down cleanly.
+        server.send("SHUTDOWN");
+        assert!(matches!(server.next_event(), Event::Stopped(_)));
+        assert_eq!(server.exit_code(), 0);
+    }
+}
+
+#[test]
+fn bad_arguments_give_a_config_error_naming_them_and_exit_2() {
+    let pki = Pki::new();
+    let mut args = client_args(&pki, "quic", "127.0.0.1:9", Shape::Bidi, "ca.pem");
+    let pos = args
+        .iter()
+        .position(|a| a == "--concurrency")
+        .expect("present");
+    args[pos + 1] = "0".to_string();
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (args, "--concurrency"),
+        (strings(&["client", "--stack", "quic"]), "--server"),
+        (
+            strings(&[
+                "server",
+                "--stack",
+                "grpc",
+                "--listen",
+                "127.0.0.1:0",
+                "--bogus",
+                "1",
+            ]),
+            "--bogus",
+        ),
+        (
+            strings(&[
+                "server",
+                "--stack",
+                "tcp",
+                "--listen",
+                "127.0.0.1:0",
+                "--cert",
+                "/nonexistent.pem",
+                "--key",
+                "/nonexistent.key",
+            ]),
+            "--cert",
+        ),
+    ];
+    for (args, named) in cases {
+        let mut peer = Peer::spawn(&args, &pki.path("bad-args.stderr"));
+        let Event::Error(error) = peer.next_event() else {
+            panic!("expected an error event for {args:?}");
+        };
+        assert_eq!(
+            (error.phase.as_str(), error.code.as_str()),
+            ("startup", "config")
+        );
+        assert!(
+            error.message.contains(named),
+            "{named} not named in {error:?}"
+        );
+        assert_eq!(peer.exit_code(), 2, "{args:?}");
+    }
+}
+
+#[test]
+fn capabilities_lists_every_stack_and_exits_0() {
+    let pki = Pki::new();
+    let mut peer = Peer::spawn(&strings(&["capabilities"]), &pki.path("caps.stderr"));
+    let Event::Capabilities(caps) = peer.next_event() else {
+        panic!("expected capabilities");
+    };
+    assert_eq!(caps.peer, "rpcarena-peer-rust");
+    assert_eq!(caps.roles.client.len(), 3);
+    assert_eq!(caps.roles.server.len(), 3);
+    assert_eq!(peer.exit_code(), 0);
+}
