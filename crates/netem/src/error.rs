@@ -83,7 +83,9 @@ pub enum NetemError {
         detail: String,
     },
     /// A required program is not installed.
-    #[error("`{tool}` was not found on PATH; it is needed {purpose}; install the `{package}` package")]
+    #[error(
+        "`{tool}` was not found on PATH; it is needed {purpose}; install the `{package}` package"
+    )]
     MissingTool {
         /// Program name.
         tool: String,

@@ -406,7 +406,7 @@ impl DirectionSpec {
 
 /// tc parses fractional microseconds everywhere; nanosecond suffixes are not universal.
 fn format_tc_time(ns: u64) -> String {
-    if ns % 1000 == 0 {
+    if ns.is_multiple_of(1000) {
         format!("{}us", ns / 1000)
     } else {
         format!("{:.3}us", ns as f64 / 1000.0)
@@ -420,7 +420,7 @@ fn format_percent(fraction: f64) -> String {
 }
 
 fn human_time(ns: u64) -> String {
-    if ns >= 1_000_000 && ns % 1_000 == 0 {
+    if ns >= 1_000_000 && ns.is_multiple_of(1_000) {
         let ms = ns as f64 / 1e6;
         format!("{}ms", trim_float(ms))
     } else if ns >= 1_000 {
@@ -431,7 +431,7 @@ fn human_time(ns: u64) -> String {
 }
 
 fn human_rate(bps: u64) -> String {
-    if bps >= 1_000_000_000 && bps % 1_000_000 == 0 {
+    if bps >= 1_000_000_000 && bps.is_multiple_of(1_000_000) {
         format!("{}Gbit", trim_float(bps as f64 / 1e9))
     } else if bps >= 1_000_000 {
         format!("{}Mbit", trim_float(bps as f64 / 1e6))
@@ -788,7 +788,12 @@ mod tests {
 
         let mut p = profile_by_name("regional-wan").unwrap();
         p.client_to_server.limit_packets = 0;
-        assert!(p.validate().unwrap_err().to_string().contains("limit_packets"));
+        assert!(
+            p.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("limit_packets")
+        );
 
         let spec = DirectionSpec {
             reorder: Some(Reorder {

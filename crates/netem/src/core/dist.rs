@@ -169,7 +169,12 @@ mod tests {
         assert_eq!(normal[0], i16::MIN);
         let mean: f64 = normal.iter().map(|&v| v as f64).sum::<f64>() / 4096.0;
         assert!(mean.abs() < 20.0, "normal table mean {mean}");
-        let sd = (normal.iter().map(|&v| (v as f64 - mean).powi(2)).sum::<f64>() / 4096.0).sqrt();
+        let sd = (normal
+            .iter()
+            .map(|&v| (v as f64 - mean).powi(2))
+            .sum::<f64>()
+            / 4096.0)
+            .sqrt();
         assert!((sd / 8192.0 - 1.0).abs() < 0.01, "normal table sd {sd}");
 
         let pareto = table(DelayDistribution::Pareto).unwrap();

@@ -39,7 +39,10 @@ fn zero_delay_releases_at_arrival() {
     assert_eq!(queued_at(em.handle_packet(5 * MS, 100, 7)), 5 * MS);
     assert_eq!(em.next_release_time(), Some(5 * MS));
     let r = em.poll_release(5 * MS).unwrap();
-    assert_eq!((r.payload, r.len, r.arrived_ns, r.due_ns), (7, 100, 5 * MS, 5 * MS));
+    assert_eq!(
+        (r.payload, r.len, r.arrived_ns, r.due_ns),
+        (7, 100, 5 * MS, 5 * MS)
+    );
     assert!(em.poll_release(u64::MAX).is_none());
     assert_eq!(em.next_release_time(), None);
 }
@@ -88,7 +91,10 @@ fn rate_max_rule_uses_the_later_of_delay_and_last_held() {
         17 * MS + 500 * US
     );
     // Arriving at 7 ms: 17 ms < last held 17.5 ms, so it queues behind it.
-    assert_eq!(queued_at(em.handle_packet(7 * MS, 1000, 3)), 18 * MS + 500 * US);
+    assert_eq!(
+        queued_at(em.handle_packet(7 * MS, 1000, 3)),
+        18 * MS + 500 * US
+    );
     // Once everything has left, the reference point is gone: back to now + delay + ser.
     assert_eq!(release_all(&mut em, 20 * MS).len(), 4);
     assert_eq!(queued_at(em.handle_packet(20 * MS, 1000, 4)), 31 * MS);
@@ -285,7 +291,10 @@ fn gilbert_elliott_decides_loss_from_the_state_before_the_transition() {
     assert!(em.handle_packet(0, 64, 0u32).is_queued());
     assert_eq!(em.ge_state(), Some(GeState::Bad));
     for i in 1..100 {
-        assert!(matches!(em.handle_packet(i, 64, i as u32), Verdict::Lost(_)));
+        assert!(matches!(
+            em.handle_packet(i, 64, i as u32),
+            Verdict::Lost(_)
+        ));
     }
 
     // 1-h = 0 and 1-k = 0: the chain moves but nothing is ever lost.
@@ -361,7 +370,10 @@ fn table_distributions_match_their_moments() {
         let (em, ev) = sampler.moments();
         let (lo, hi) = sampler.range();
         assert!(d.iter().all(|&x| x as i64 >= lo && x as i64 <= hi));
-        assert!((mean - em).abs() < 5.0 * ev.sqrt() / 200_000f64.sqrt(), "{dist:?} mean");
+        assert!(
+            (mean - em).abs() < 5.0 * ev.sqrt() / 200_000f64.sqrt(),
+            "{dist:?} mean"
+        );
         assert!((sd / ev.sqrt() - 1.0).abs() < 0.02, "{dist:?} sd {sd}");
     }
     // netem's normal table is clipped at 4 sd.
@@ -474,7 +486,7 @@ fn reorder_gap_makes_every_nth_packet_a_candidate() {
 fn counters_balance_and_seeds_reproduce() {
     let s = DirectionSpec {
         delay_ns: 5 * MS,
-        jitter_ns: 1 * MS,
+        jitter_ns: MS,
         loss: LossModel::Random { probability: 0.05 },
         rate_bps: Some(10_000_000),
         limit_packets: 50,

@@ -1,0 +1,261 @@
+//! `doctor`: which network backends this host supports, why not, and what killed runs left.
+//!
+//! Every check is done for real where it can be (a scratch namespace, a scratch TUN device, netem
+//! on a scratch veth), because capabilities, seccomp filters and missing kernel modules only show
+//! when one tries.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::shell::{self, BackendKind, Leftover, cmd, netns};
+
+/// One thing doctor looked at.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DoctorCheck {
+    /// Short name, e.g. `tun device`.
+    pub name: String,
+    /// Whether it is usable.
+    pub ok: bool,
+    /// What was seen, or what to do about it.
+    pub detail: String,
+}
+
+/// Whether a backend can run here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackendSupport {
+    /// The backend.
+    pub backend: BackendKind,
+    /// Whether it can run here.
+    pub supported: bool,
+    /// What is missing when it cannot.
+    pub missing: Vec<String>,
+}
+
+/// Everything doctor found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DoctorReport {
+    /// Individual checks, in the order they ran.
+    pub checks: Vec<DoctorCheck>,
+    /// Per-backend verdicts (loopback needs nothing and is not listed).
+    pub backends: Vec<BackendSupport>,
+    /// What `emulator = "auto"` resolves to here, if anything.
+    pub auto_emulator: Option<BackendKind>,
+    /// Namespaces left by runs that were killed.
+    pub leftovers: Vec<Leftover>,
+}
+
+impl DoctorReport {
+    /// Whether `backend` can run here.
+    pub fn supports(&self, backend: BackendKind) -> bool {
+        self.backends
+            .iter()
+            .any(|b| b.backend == backend && b.supported)
+    }
+}
+
+fn check(name: &str, result: Result<String, String>) -> DoctorCheck {
+    match result {
+        Ok(detail) => DoctorCheck {
+            name: name.to_string(),
+            ok: true,
+            detail,
+        },
+        Err(detail) => DoctorCheck {
+            name: name.to_string(),
+            ok: false,
+            detail,
+        },
+    }
+}
+
+/// Runs every check. Creates and removes one scratch namespace; never fails as a whole.
+pub fn doctor() -> DoctorReport {
+    let mut checks = Vec::new();
+
+    let privileges = shell::check_privileges()
+        .map(|()| "CAP_NET_ADMIN and CAP_SYS_ADMIN present".to_string())
+        .map_err(|e| e.to_string());
+    checks.push(check("privileges", privileges.clone()));
+
+    let ip = cmd::find_tool("ip")
+        .ok_or_else(|| "`ip` not found; install iproute2".to_string())
+        .and_then(|path| {
+            cmd::run(&path, &["-V"], None)
+                .map(|v| format!("{} ({})", path.display(), v.trim()))
+                .map_err(|e| e.to_string())
+        });
+    checks.push(check("ip (iproute2)", ip.clone()));
+
+    let dev_tun = if std::path::Path::new("/dev/net/tun").exists() {
+        Ok("/dev/net/tun present".to_string())
+    } else {
+        Err(
+            "/dev/net/tun missing: load the tun module or pass the device into the container"
+                .to_string(),
+        )
+    };
+    checks.push(check("/dev/net/tun", dev_tun.clone()));
+
+    // A scratch namespace proves namespace creation and hosts the TUN and veth probes.
+    let mut namespace_ok = Err("not tried: needs privileges and ip".to_string());
+    let mut tun_ok = Err("not tried: needs a namespace and /dev/net/tun".to_string());
+    let mut veth_ok = Err("not tried: needs a namespace".to_string());
+    if privileges.is_ok() && ip.is_ok() {
+        let name = format!("{}-x", netns::unique_stem());
+        match netns::Namespace::create(&name) {
+            Ok(mut scratch) => {
+                namespace_ok = Ok(format!("created and removed scratch namespace {name}"));
+                if dev_tun.is_ok() {
+                    tun_ok = netns::in_namespace(&name, || {
+                        tun_rs::DeviceBuilder::new()
+                            .name("rpa-probe")
+                            .packet_information(false)
+                            .build_sync()
+                            .map(drop)
+                    })
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| r.map_err(|e| format!("opening a TUN device failed: {e}")))
+                    .map(|()| "created a scratch TUN device".to_string());
+                }
+                veth_ok = cmd::ip(&[
+                    "-n", &name, "link", "add", "rpa-p0", "type", "veth", "peer", "name", "rpa-p1",
+                ])
+                .map(|_| "created a scratch veth pair".to_string())
+                .map_err(|e| format!("veth creation failed: {e}"));
+                if let Err(e) = scratch.remove() {
+                    namespace_ok = Err(format!("created {name} but could not remove it: {e}"));
+                }
+            }
+            Err(e) => namespace_ok = Err(format!("could not create a namespace: {e}")),
+        }
+    }
+    checks.push(check("network namespaces", namespace_ok.clone()));
+    checks.push(check("tun device", tun_ok.clone()));
+    checks.push(check("veth", veth_ok.clone()));
+
+    let slack = if shell::timing::set_precise_timer_slack() {
+        Ok("PR_SET_TIMERSLACK 1 ns accepted".to_string())
+    } else {
+        Err("PR_SET_TIMERSLACK refused: release timing will be coarser".to_string())
+    };
+    checks.push(check("timer slack", slack));
+
+    let tc = cmd::find_tool("tc")
+        .map(|p| p.display().to_string())
+        .ok_or_else(|| "`tc` not found; install iproute2".to_string());
+    checks.push(check("tc", tc));
+    let ethtool = cmd::find_tool("ethtool")
+        .map(|p| p.display().to_string())
+        .ok_or_else(|| "`ethtool` not found; install ethtool (kernel backend only)".to_string());
+    checks.push(check("ethtool", ethtool));
+    let kernel = if namespace_ok.is_ok() && veth_ok.is_ok() {
+        shell::kernel_netem_support().map(|()| "netem qdisc added to a scratch veth".to_string())
+    } else {
+        Err("not tried: needs namespaces and veth".to_string())
+    };
+    checks.push(check("kernel netem", kernel.clone()));
+
+    let missing = |results: &[&Result<String, String>]| -> Vec<String> {
+        results
+            .iter()
+            .filter_map(|r| r.as_ref().err().cloned())
+            .collect()
+    };
+    let mut backends = Vec::new();
+    for (backend, needs) in [
+        (
+            BackendKind::Netns,
+            missing(&[&privileges, &ip, &namespace_ok, &veth_ok]),
+        ),
+        (
+            BackendKind::Userspace,
+            missing(&[&privileges, &ip, &namespace_ok, &dev_tun, &tun_ok]),
+        ),
+        (
+            BackendKind::Kernel,
+            missing(&[&privileges, &ip, &namespace_ok, &veth_ok, &kernel]),
+        ),
+    ] {
+        backends.push(BackendSupport {
+            backend,
+            supported: needs.is_empty(),
+            missing: needs,
+        });
+    }
+    let supported = |b: BackendKind| backends.iter().any(|s| s.backend == b && s.supported);
+    let auto_emulator = if supported(BackendKind::Kernel) {
+        Some(BackendKind::Kernel)
+    } else if supported(BackendKind::Userspace) {
+        Some(BackendKind::Userspace)
+    } else {
+        None
+    };
+
+    let leftovers = match netns::leftovers() {
+        Ok(l) => l,
+        Err(e) => {
+            checks.push(check("leftovers", Err(format!("could not list: {e}"))));
+            Vec::new()
+        }
+    };
+
+    DoctorReport {
+        checks,
+        backends,
+        auto_emulator,
+        leftovers,
+    }
+}
+
+impl fmt::Display for DoctorReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "network emulation doctor")?;
+        for c in &self.checks {
+            writeln!(
+                f,
+                "  [{}] {:<20} {}",
+                if c.ok { " ok " } else { "FAIL" },
+                c.name,
+                c.detail
+            )?;
+        }
+        writeln!(f, "backends:")?;
+        writeln!(f, "  loopback   supported")?;
+        for b in &self.backends {
+            if b.supported {
+                writeln!(f, "  {:<10} supported", b.backend.to_string())?;
+            } else {
+                writeln!(
+                    f,
+                    "  {:<10} NOT supported: {}",
+                    b.backend.to_string(),
+                    b.missing.join("; ")
+                )?;
+            }
+        }
+        match self.auto_emulator {
+            Some(b) => writeln!(f, "emulator = \"auto\" uses: {b}")?,
+            None => writeln!(f, "emulator = \"auto\" cannot run here")?,
+        }
+        if self.leftovers.is_empty() {
+            writeln!(f, "leftovers: none")
+        } else {
+            writeln!(
+                f,
+                "leftovers (creator gone; remove_leftovers() deletes them):"
+            )?;
+            for l in &self.leftovers {
+                writeln!(
+                    f,
+                    "  {} (pid {}) devices [{}] processes {:?}",
+                    l.namespace,
+                    l.creator_pid,
+                    l.devices.join(", "),
+                    l.processes
+                )?;
+            }
+            Ok(())
+        }
+    }
+}
