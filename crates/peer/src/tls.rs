@@ -134,6 +134,93 @@ mod tests {
         );
     }
 
+    /// Writes a CA and a server certificate for 127.0.0.1 (signed by it) into `dir`.
+    fn write_pki(dir: &Path) {
+        let ca_key = rcgen::KeyPair::generate().unwrap();
+        let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca_cert = ca.self_signed(&ca_key).unwrap();
+        let issuer = rcgen::Issuer::from_params(&ca, &ca_key);
+        let key = rcgen::KeyPair::generate().unwrap();
+        let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()])
+            .unwrap()
+            .signed_by(&key, &issuer)
+            .unwrap();
+        std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
+        std::fs::write(dir.join("server.pem"), leaf.pem()).unwrap();
+        std::fs::write(dir.join("server.key"), key.serialize_pem()).unwrap();
+    }
+
+    /// Runs a handshake in memory between the two configs.
+    fn handshake(
+        client: ClientConfig,
+        server: ServerConfig,
+    ) -> (rustls::ClientConnection, rustls::ServerConnection) {
+        let name = rustls_pki_types::ServerName::try_from("127.0.0.1").unwrap();
+        let mut client = rustls::ClientConnection::new(Arc::new(client), name).unwrap();
+        let mut server = rustls::ServerConnection::new(Arc::new(server)).unwrap();
+        for _ in 0..10 {
+            let mut wire = Vec::new();
+            while client.wants_write() {
+                client.write_tls(&mut wire).unwrap();
+            }
+            server.read_tls(&mut wire.as_slice()).unwrap();
+            server.process_new_packets().unwrap();
+            let mut wire = Vec::new();
+            while server.wants_write() {
+                server.write_tls(&mut wire).unwrap();
+            }
+            client.read_tls(&mut wire.as_slice()).unwrap();
+            client.process_new_packets().unwrap();
+            if !client.is_handshaking() && !server.is_handshaking() && !server.wants_write() {
+                break;
+            }
+        }
+        assert!(!client.is_handshaking() && !server.is_handshaking());
+        (client, server)
+    }
+
+    #[test]
+    fn every_handshake_negotiates_the_same_parameters_without_resumption() {
+        let dir = tempfile::tempdir().unwrap();
+        write_pki(dir.path());
+        for alpn in [ALPN_H2, ALPN_NATIVE] {
+            let client = client_config(&dir.path().join("ca.pem"), alpn).unwrap();
+            let server = server_config(
+                &dir.path().join("server.pem"),
+                &dir.path().join("server.key"),
+                alpn,
+            )
+            .unwrap();
+            let (client, server) = handshake(client, server);
+            for (suite, group, negotiated_alpn) in [
+                (
+                    client.negotiated_cipher_suite(),
+                    client.negotiated_key_exchange_group(),
+                    client.alpn_protocol(),
+                ),
+                (
+                    server.negotiated_cipher_suite(),
+                    server.negotiated_key_exchange_group(),
+                    server.alpn_protocol(),
+                ),
+            ] {
+                assert_eq!(
+                    suite.map(|s| s.suite()),
+                    Some(rustls::CipherSuite::TLS13_AES_256_GCM_SHA384)
+                );
+                assert_eq!(group.map(|g| g.name()), Some(rustls::NamedGroup::X25519));
+                assert_eq!(negotiated_alpn, Some(alpn));
+            }
+            assert_eq!(
+                client.protocol_version(),
+                Some(rustls::ProtocolVersion::TLSv1_3)
+            );
+            // no tickets were issued, so nothing could be resumed
+            assert_eq!(client.tls13_tickets_received(), 0);
+        }
+    }
+
     #[test]
     fn unreadable_files_name_the_argument() {
         let missing = Path::new("/nonexistent/rpcarena.pem");

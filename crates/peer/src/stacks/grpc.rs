@@ -8,7 +8,7 @@
 use super::tcp::connect_tls;
 use super::{
     CallTally, ClientSettings, ClientStack, Counters, FLOW_WINDOW, HANDSHAKE_TIMEOUT,
-    MAX_CONCURRENT_STREAMS, MAX_MESSAGE, RunningServer, Workload, check_request, resolve,
+    MAX_CONCURRENT_STREAMS, MAX_MESSAGE, RunningServer, Workload, check_request, resolve, tune_tcp,
 };
 use crate::engine::{Lane, OpError, OpOutcome};
 use crate::failure::{FailExt, Failure};
@@ -437,7 +437,7 @@ pub async fn serve(
             let acceptor = acceptor.clone();
             let connections = connections.clone();
             tokio::spawn(async move {
-                if let Err(e) = tcp.set_nodelay(true) {
+                if let Err(e) = tune_tcp(&tcp) {
                     eprintln!("rpcarena-peer-rust: cannot set TCP_NODELAY for {remote}: {e}");
                 }
                 match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {

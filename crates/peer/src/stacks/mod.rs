@@ -44,6 +44,31 @@ pub const MAX_MESSAGE: usize = MAX_PAYLOAD as usize + 1024;
 /// How long a TLS handshake of an accepted connection may take before the server drops it.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Congestion control of every TCP socket (grpc and tcp stacks): Cubic, the algorithm the quic
+/// stack uses, so that the comparison is between stacks and not between congestion controllers
+/// (hosts may default to another, e.g. BBR).
+pub const TCP_CONGESTION: &str = "cubic";
+
+/// Tunes a TCP socket of either TCP stack, client or server side: TCP_NODELAY (small messages
+/// must leave at once, not wait for Nagle's algorithm) and [`TCP_CONGESTION`]. A congestion
+/// controller the kernel refuses (unprivileged and not in net.ipv4.tcp_allowed_congestion_control)
+/// is reported once on stderr and the host's default is kept.
+pub fn tune_tcp(stream: &tokio::net::TcpStream) -> std::io::Result<()> {
+    use nix::sys::socket::{setsockopt, sockopt};
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    stream.set_nodelay(true)?;
+    if let Err(e) = setsockopt(stream, sockopt::TcpCongestion, &TCP_CONGESTION.into()) {
+        WARNED.call_once(|| {
+            eprintln!(
+                "rpcarena-peer-rust: cannot set TCP congestion control {TCP_CONGESTION} ({e}); \
+                 keeping the host default; run as root or add it to \
+                 net.ipv4.tcp_allowed_congestion_control"
+            )
+        });
+    }
+    Ok(())
+}
+
 /// What every operation of a sample does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Workload {
@@ -255,6 +280,25 @@ mod tests {
         assert!(check_request(&request(0, 1, 1, 0), Shape::ServerStream).is_err());
         assert!(check_request(&request(0, 1, 1, MAX_MESSAGES + 1), Shape::ServerStream).is_err());
         assert!(check_request(&request(0, 1, 1, 5), Shape::ServerStream).is_ok());
+    }
+
+    #[tokio::test]
+    async fn tcp_sockets_get_nodelay_and_the_congestion_controller() {
+        use nix::sys::socket::{getsockopt, sockopt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let stream = tokio::net::TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        tune_tcp(&stream).unwrap();
+        assert!(stream.nodelay().unwrap());
+        let congestion = getsockopt(&stream, sockopt::TcpCongestion).unwrap();
+        // where the kernel refuses cubic (unprivileged), the host default stays
+        if nix::unistd::geteuid().is_root() {
+            assert_eq!(
+                congestion.to_string_lossy().trim_end_matches('\0'),
+                TCP_CONGESTION
+            );
+        }
     }
 
     #[test]

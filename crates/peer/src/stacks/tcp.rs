@@ -4,6 +4,7 @@
 use super::native::{self, CallEnd, Reader, Writer};
 use super::{
     ClientSettings, ClientStack, Counters, HANDSHAKE_TIMEOUT, RunningServer, Workload, resolve,
+    tune_tcp,
 };
 use crate::engine::{Lane, OpError, OpOutcome};
 use crate::failure::{FailExt, Failure};
@@ -34,8 +35,7 @@ pub async fn connect_tls(
             format!("TCP connection to {addr} failed: {e}"),
         )
     })?;
-    // Small messages must leave at once, not wait for Nagle's algorithm to coalesce them.
-    tcp.set_nodelay(true)
+    tune_tcp(&tcp)
         .map_err(|e| OpError::new(code::CONNECT, format!("cannot set TCP_NODELAY: {e}")))?;
     TlsConnector::from(settings.tls.clone())
         .connect(settings.server_name.clone(), tcp)
@@ -175,7 +175,7 @@ async fn serve_connection(
     acceptor: TlsAcceptor,
     counters: Arc<Counters>,
 ) {
-    if let Err(e) = tcp.set_nodelay(true) {
+    if let Err(e) = tune_tcp(&tcp) {
         eprintln!("rpcarena-peer-rust: cannot set TCP_NODELAY for {remote}: {e}");
     }
     let stream: server::TlsStream<TcpStream> =
