@@ -60,6 +60,9 @@ pub struct SampleJob<'a> {
     pub started_at: String,
 }
 
+/// Pseudo event kind: the peer closed its stdout.
+const END_OF_OUTPUT: &str = "end of output";
+
 struct Session {
     rx: Receiver<Message>,
     server: Option<PeerProcess>,
@@ -126,6 +129,9 @@ impl Session {
                         "{from} printed a malformed event during {phase}: {error}; line: {text}"
                     ));
                 }
+                Line::Closed if from == role && kind == END_OF_OUTPUT => {
+                    return Ok(Event::Stopped(Default::default()));
+                }
                 Line::Closed => {
                     let note = self.exit_note(from, Duration::from_secs(1));
                     return Err(format!(
@@ -178,8 +184,12 @@ impl Session {
             Event::Stopped(s) => s.counters,
             _ => BTreeMap::new(),
         };
+        if let Some(peer) = self.peer(role) {
+            peer.close_stdin();
+        }
+        // After `stopped` the peer closes stdout and exits; nothing else may come first.
+        self.expect(role, END_OF_OUTPUT, timeout, "shutdown", "shutdown")?;
         let peer = self.peer(role).ok_or("peer vanished")?;
-        peer.close_stdin();
         match peer.wait_exit(timeout) {
             Some(status) if status.success() => Ok(counters),
             Some(status) => Err(format!(
