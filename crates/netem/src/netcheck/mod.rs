@@ -198,6 +198,9 @@ pub struct NetcheckReport {
     pub seed: u64,
     /// Wall time of the whole check, s.
     pub seconds: f64,
+    /// 1-minute load average before and after the check: timing figures degrade when other
+    /// work competes for the CPUs, and this says how much there was.
+    pub load_average: (f64, f64),
     /// The figures, in phase order.
     pub figures: Vec<Figure>,
 }
@@ -232,11 +235,13 @@ impl fmt::Display for NetcheckReport {
         writeln!(f, "netcheck {}", self.profile)?;
         writeln!(
             f,
-            "backend {} ({}), linux {}, {} CPUs, seed {}, {:.1} s{}",
+            "backend {} ({}), linux {}, {} CPUs, load {:.2} -> {:.2}, seed {}, {:.1} s{}",
             self.backend,
             self.emulator.version,
             self.kernel,
             self.cpus,
+            self.load_average.0,
+            self.load_average.1,
             self.seed,
             self.seconds,
             if self.quick { ", QUICK run" } else { "" }
@@ -440,6 +445,7 @@ pub fn netcheck(
         _ => EmulatorChoice::Userspace,
     };
     let started = Instant::now();
+    let load_before = load_average();
     let mut ctx = Context {
         options,
         emulator,
@@ -512,8 +518,16 @@ pub fn netcheck(
         quick: options.quick,
         seed: options.seed,
         seconds: started.elapsed().as_secs_f64(),
+        load_average: (load_before, load_average()),
         figures: figures.0,
     })
+}
+
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0.0)
 }
 
 /// Delays a packet can see at most in one direction, ns: the largest draw plus a full queue.

@@ -30,7 +30,7 @@ use crate::profile::Direction;
 /// Packets read per loop turn before checking for due releases, so that a flood of arrivals
 /// cannot delay releases by more than a few microseconds.
 const READ_BATCH: usize = 64;
-/// Publish counters at least this often while busy (the histogram merge costs ~50 us).
+/// Publish counters at least this often while busy (and whenever the link goes idle).
 const PUBLISH_EVERY_NS: u64 = 100_000_000;
 /// Spare packet buffers kept for reuse.
 const POOL_MAX: usize = 4096;
@@ -300,9 +300,11 @@ impl Loop {
                 dirty = false;
             }
             let timeout_ns = match next {
-                // Close to a release: spin, reading the input between checks.
+                // Close to a release: spin, reading the input between checks. Yielding lets
+                // another real-time forwarder on this CPU (same priority, so no preemption)
+                // pick up its packet instead of waiting out our spin.
                 Some(t) if t <= now + spin_ns => {
-                    std::hint::spin_loop();
+                    std::thread::yield_now();
                     continue;
                 }
                 Some(t) => (t - spin_ns - now).min(idle_ns),

@@ -105,12 +105,25 @@ fn probe_kernel_netem() -> Result<(), String> {
     if cmd::find_tool("tc").is_none() {
         return Err("`tc` (package iproute2) is not installed".to_string());
     }
+    let mut missing = Vec::new();
+    if let Err(e) = probe_netem_qdisc() {
+        missing.push(e);
+    }
     if cmd::find_tool("ethtool").is_none() {
-        return Err(
+        missing.push(
             "`ethtool` (package ethtool) is not installed; it is needed to switch veth offloads off"
                 .to_string(),
         );
     }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(missing.join("; "))
+    }
+}
+
+/// Adds netem to a veth in a scratch namespace.
+fn probe_netem_qdisc() -> Result<(), String> {
     let name = format!("{}-x", netns::unique_stem());
     let mut scratch = netns::Namespace::create(&name)
         .map_err(|e| format!("could not create a scratch namespace: {e}"))?;

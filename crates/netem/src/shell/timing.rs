@@ -114,8 +114,9 @@ pub fn sleep_until(deadline_ns: u64, spin_ns: u64) {
     }
 }
 
-/// A latency histogram in nanoseconds with 3 significant digits (0.1 % resolution), from
-/// 1 ns to 100 s; larger values are clamped.
+/// A latency histogram in nanoseconds with 2 significant digits (1 % resolution), from 1 ns
+/// to 100 s; larger values are clamped. Two digits keep it at ~4,500 counters, so the
+/// forwarders can publish (merge) it after every idle spell for a few microseconds.
 #[derive(Debug, Clone)]
 pub struct LatencyHistogram {
     inner: Histogram<u64>,
@@ -133,7 +134,7 @@ impl LatencyHistogram {
     /// An empty histogram.
     pub fn new() -> Self {
         LatencyHistogram {
-            inner: Histogram::new_with_bounds(1, HIST_MAX_NS, 3)
+            inner: Histogram::new_with_bounds(1, HIST_MAX_NS, 2)
                 .expect("constant histogram bounds are valid"),
         }
     }
@@ -205,8 +206,8 @@ mod tests {
         }
         let s = h.summary();
         assert_eq!(s.count, 1000);
-        assert!((s.p50_ns as f64 / 500_000.0 - 1.0).abs() < 0.002);
-        assert!((s.p99_ns as f64 / 990_000.0 - 1.0).abs() < 0.002);
+        assert!((s.p50_ns as f64 / 500_000.0 - 1.0).abs() < 0.01);
+        assert!((s.p99_ns as f64 / 990_000.0 - 1.0).abs() < 0.01);
         let mut other = LatencyHistogram::new();
         other.record(5);
         h.merge(&other);
