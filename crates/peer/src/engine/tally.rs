@@ -94,7 +94,7 @@ impl LaneTally {
         if let Some(start) = self.in_flight_since.take() {
             self.last_end = Some(now);
             let message = format!(
-                "an operation admitted {:.3} ms before the bound did not finish within {bound}",
+                "an operation started {:.3} ms earlier was still running at {bound}",
                 now.saturating_sub(start) as f64 / 1e6
             );
             self.fail(now, code::TIMEOUT, message);

@@ -673,7 +673,7 @@ mod tests {
             Outgoing::Message(request(0, 1, 1, 0)), // response_messages 0
             Outgoing::End,
             Outgoing::Header(method_path(Shape::Unary)),
-            Outgoing::Message(request(0, 1, args_max_payload() + 1, 0)),
+            Outgoing::Message(request(0, 1, crate::args::MAX_PAYLOAD + 1, 0)),
             Outgoing::End,
             Outgoing::Header(method_path(Shape::Unary)),
             Outgoing::End, // no request
@@ -685,10 +685,6 @@ mod tests {
             statuses(&raw_call(&bad_then_good).await),
             vec![12, 3, 3, 3, 0]
         );
-    }
-
-    fn args_max_payload() -> u32 {
-        crate::args::MAX_PAYLOAD
     }
 
     #[tokio::test]
