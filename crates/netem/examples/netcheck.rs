@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! cargo run --release -p rpcarena-netem --example netcheck -- [PROFILE|FILE.json] [--quick] [--kernel|--auto] [--seed N] [--json FILE]
-//!     [--only rtt,loss,rate,tcp,overfill,forwarding] [--dump DIR]
+//!     [--only rtt,loss,rate,tcp,overfill,forwarding] [--dump DIR] [--links N] [--echoes N]
 //! ```
 //! Exits 1 when a figure is outside its tolerance, 2 when the check could not run.
 
@@ -37,13 +37,22 @@ fn main() {
             .collect();
     }
     options.dump_dir = value_of("--dump").map(Into::into);
+    if let Some(n) = value_of("--links").and_then(|s| s.parse().ok()) {
+        options.max_parallel_links = n;
+    }
+    if let Some(n) = value_of("--echoes").and_then(|s| s.parse().ok()) {
+        options.rtt_echoes = n;
+    }
     let name = args
         .iter()
         .enumerate()
         .find(|(i, a)| {
             !a.starts_with("--")
                 && (*i == 0
-                    || !["--seed", "--json", "--only", "--dump"].contains(&args[i - 1].as_str()))
+                    || ![
+                        "--seed", "--json", "--only", "--dump", "--links", "--echoes",
+                    ]
+                    .contains(&args[i - 1].as_str()))
         })
         .map_or("regional-wan", |(_, a)| a.as_str());
     let profile = if name.ends_with(".json") {

@@ -751,6 +751,13 @@ mod tests {
     }
 
     #[test]
+    fn topology_can_move_between_threads() {
+        fn assert_send<T: Send>() {}
+        assert_send::<Topology>();
+        assert_send::<TopologyInfo>();
+    }
+
+    #[test]
     fn direction_seeds_differ_and_reproduce() {
         let a = DirectionSeeds::derive(1);
         assert_ne!(a.client_to_server, a.server_to_client);
