@@ -57,6 +57,37 @@ enum Cmd {
         /// Run directory.
         dir: PathBuf,
     },
+    /// Say which network backends this host supports and why not; list leftovers of killed runs.
+    Doctor {
+        /// Remove the namespaces and devices that killed runs left behind.
+        #[arg(long)]
+        clean: bool,
+    },
+    /// Measure an emulated link and compare it with what its profile promises.
+    Netcheck {
+        /// Profile name (lan, regional-wan, continental, lossy-mobile, satellite).
+        #[arg(default_value = "regional-wan")]
+        profile: String,
+        /// Smaller samples and wider tolerances: seconds instead of a minute.
+        #[arg(long)]
+        quick: bool,
+        /// Emulator to check.
+        #[arg(long, value_enum, default_value = "userspace")]
+        emulator: Emulator,
+        /// Master seed of the emulator's random generators.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Also write the full report as JSON to this file.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Emulator {
+    Auto,
+    Userspace,
+    Kernel,
 }
 
 fn main() -> ExitCode {
@@ -80,6 +111,14 @@ fn real_main() -> Result<ExitCode> {
             fail_fast,
         } => run(campaign, out, cells, fail_fast),
         Cmd::Report { dir } => report(&dir),
+        Cmd::Doctor { clean } => doctor(clean),
+        Cmd::Netcheck {
+            profile,
+            quick,
+            emulator,
+            seed,
+            json,
+        } => netcheck(&profile, quick, emulator, seed, json.as_deref()),
     }
 }
 
@@ -213,4 +252,66 @@ fn report(dir: &Path) -> Result<ExitCode> {
         println!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn doctor(clean: bool) -> Result<ExitCode> {
+    let report = rpcarena_netem::doctor();
+    print!("{report}");
+    if clean {
+        let removed = rpcarena_netem::remove_leftovers().context("removing leftovers")?;
+        if removed.is_empty() {
+            println!("nothing to clean");
+        }
+        for leftover in removed {
+            println!(
+                "removed namespace {} (created by pid {}, devices: {})",
+                leftover.namespace,
+                leftover.creator_pid,
+                if leftover.devices.is_empty() {
+                    "none".to_string()
+                } else {
+                    leftover.devices.join(", ")
+                }
+            );
+        }
+    } else if !report.leftovers.is_empty() {
+        println!("run `rpcarena doctor --clean` to remove the leftovers above");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn netcheck(
+    profile: &str,
+    quick: bool,
+    emulator: Emulator,
+    seed: u64,
+    json: Option<&Path>,
+) -> Result<ExitCode> {
+    let profile = rpcarena_netem::profile_by_name(profile)?;
+    let mut options = if quick {
+        rpcarena_netem::NetcheckOptions::quick()
+    } else {
+        rpcarena_netem::NetcheckOptions::full()
+    };
+    options.seed = seed;
+    options.emulator = match emulator {
+        Emulator::Auto => rpcarena_netem::EmulatorChoice::Auto,
+        Emulator::Userspace => rpcarena_netem::EmulatorChoice::Userspace,
+        Emulator::Kernel => rpcarena_netem::EmulatorChoice::Kernel,
+    };
+    let report = rpcarena_netem::netcheck(&profile, &options).context("netcheck could not run")?;
+    print!("{report}");
+    if let Some(path) = json {
+        let text = serde_json::to_string_pretty(&report)?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if report.passed() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!(
+            "rpcarena: netcheck: {} figures outside their tolerance",
+            report.failures().len()
+        );
+        Ok(ExitCode::FAILURE)
+    }
 }

@@ -114,7 +114,10 @@ fn write_script(path: &Path, body: &str) {
 fn three_stacks_by_four_shapes_by_two_concurrencies_all_pass_and_reports_regenerate() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let peers = format!("[[peers]]\nid = \"rust\"\ncommand = [{:?}]\n", peer().display().to_string());
+    let peers = format!(
+        "[[peers]]\nid = \"rust\"\ncommand = [{:?}]\n",
+        peer().display().to_string()
+    );
     let cells: String = ["grpc", "quic", "tcp"]
         .iter()
         .map(|s| format!("[[cells]]\nid = \"rust-{s}\"\nclient = \"rust\"\nserver = \"rust\"\nstack = \"{s}\"\n"))
@@ -126,7 +129,12 @@ fn three_stacks_by_four_shapes_by_two_concurrencies_all_pass_and_reports_regener
         "warmup = \"200ms\"\nwindow = \"500ms\"\ndrain = \"5s\"\n",
     );
     let run = run_campaign(tmp.path(), &text);
-    assert!(run.status.success(), "stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    assert!(
+        run.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout,
+        run.stderr
+    );
     assert!(run.stdout.contains("report: "), "{}", run.stdout);
 
     let records = records(&run.dir);
@@ -156,31 +164,66 @@ fn three_stacks_by_four_shapes_by_two_concurrencies_all_pass_and_reports_regener
 
     // The manifest records what ran, with hashes of the artifacts.
     let manifest: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(run.dir.join("manifest.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(run.dir.join("manifest.json")).unwrap())
+            .unwrap();
     assert_eq!(manifest["samples"]["ok"], 24);
     assert_eq!(manifest["campaign"]["text"], text.as_str());
     assert_eq!(manifest["peers"][0]["sha256"].as_str().unwrap().len(), 64);
-    assert_eq!(manifest["artifacts"]["samples.jsonl"].as_str().unwrap().len(), 64);
+    assert_eq!(
+        manifest["artifacts"]["samples.jsonl"]
+            .as_str()
+            .unwrap()
+            .len(),
+        64
+    );
     assert!(run.dir.join("certificates/ca.pem").is_file());
 
     // `rpcarena report DIR` regenerates the same bytes.
     let before_md = std::fs::read(run.dir.join("report.md")).unwrap();
     let before_csv = std::fs::read(run.dir.join("aggregate.csv")).unwrap();
     std::fs::remove_file(run.dir.join("report.md")).unwrap();
-    let out = Command::new(rpcarena()).arg("report").arg(&run.dir).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(rpcarena())
+        .arg("report")
+        .arg(&run.dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(std::fs::read(run.dir.join("report.md")).unwrap(), before_md);
-    assert_eq!(std::fs::read(run.dir.join("aggregate.csv")).unwrap(), before_csv);
+    assert_eq!(
+        std::fs::read(run.dir.join("aggregate.csv")).unwrap(),
+        before_csv
+    );
     let md = String::from_utf8(before_md).unwrap();
-    for heading in ["### Unary", "### Client stream", "### Server stream", "### Bidirectional stream"] {
+    for heading in [
+        "### Unary",
+        "### Client stream",
+        "### Server stream",
+        "### Bidirectional stream",
+    ] {
         assert!(md.contains(heading), "{md}");
     }
-    assert_eq!(String::from_utf8(before_csv).unwrap().lines().count(), 1 + 24);
-    assert!(survivors(tmp.path()).is_empty(), "{:?}", survivors(tmp.path()));
+    assert_eq!(
+        String::from_utf8(before_csv).unwrap().lines().count(),
+        1 + 24
+    );
+    assert!(
+        survivors(tmp.path()).is_empty(),
+        "{:?}",
+        survivors(tmp.path())
+    );
 }
 
 /// Runs a one-sample campaign whose client or server is a wrapper script; returns its record.
-fn one_failing_sample(tmp: &Path, client: &Path, server: &Path, window: &str) -> (Run, SampleRecord) {
+fn one_failing_sample(
+    tmp: &Path,
+    client: &Path,
+    server: &Path,
+    window: &str,
+) -> (Run, SampleRecord) {
     let peers = format!(
         "[[peers]]\nid = \"c\"\ncommand = [{:?}]\n[[peers]]\nid = \"s\"\ncommand = [{:?}]\n",
         client.display().to_string(),
@@ -194,12 +237,19 @@ fn one_failing_sample(tmp: &Path, client: &Path, server: &Path, window: &str) ->
         &format!("warmup = \"200ms\"\nwindow = \"{window}\"\ndrain = \"2s\"\n"),
     );
     let run = run_campaign(tmp, &text);
-    assert!(!run.status.success(), "a failed sample makes the run fail:\n{}", run.stdout);
+    assert!(
+        !run.status.success(),
+        "a failed sample makes the run fail:\n{}",
+        run.stdout
+    );
     let records = records(&run.dir);
     assert_eq!(records.len(), 1);
     let record = records.into_iter().next().unwrap();
     assert_eq!(record.status, SampleStatus::Failed);
-    assert!(run.dir.join("report.md").is_file(), "reports are written even when samples fail");
+    assert!(
+        run.dir.join("report.md").is_file(),
+        "reports are written even when samples fail"
+    );
     let survivors = survivors(tmp);
     assert!(survivors.is_empty(), "processes survived: {survivors:#?}");
     (run, record)
@@ -211,16 +261,20 @@ fn a_server_that_exits_during_measurement_fails_the_sample_and_leaves_nothing() 
     let tmp = tempfile::tempdir().unwrap();
     let server = tmp.path().join("dying-server");
     // The server dies 3 s after start: well inside a 6 s window that starts after a 200 ms warmup.
+    // (A background job of a non-interactive sh gets /dev/null as stdin unless given fd 3.)
     write_script(
         &server,
         &format!(
-            "if [ \"$1\" = server ]; then {peer} \"$@\" & child=$!; sleep 3; kill -9 $child; exit 0; fi\nexec {peer} \"$@\"",
+            "if [ \"$1\" = server ]; then exec 3<&0; {peer} \"$@\" <&3 & child=$!; sleep 3; kill -9 $child; exit 0; fi\nexec {peer} \"$@\"",
             peer = peer().display()
         ),
     );
     let (_run, record) = one_failing_sample(tmp.path(), &peer(), &server, "6s");
     let reason = record.reason.unwrap();
-    assert!(reason.contains("server exited unexpectedly during measure"), "{reason}");
+    assert!(
+        reason.contains("server exited unexpectedly during measure"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -238,7 +292,10 @@ fn a_client_that_prints_a_malformed_event_fails_the_sample_and_leaves_nothing() 
     );
     let (_run, record) = one_failing_sample(tmp.path(), &client, &peer(), "500ms");
     let reason = record.reason.unwrap();
-    assert!(reason.contains("client printed a malformed event during measure"), "{reason}");
+    assert!(
+        reason.contains("client printed a malformed event during measure"),
+        "{reason}"
+    );
     assert!(record.client.is_none());
 }
 
@@ -262,7 +319,10 @@ fn a_client_with_the_wrong_ca_fails_with_a_tls_error() {
     );
     let (_run, record) = one_failing_sample(tmp.path(), &client, &peer(), "500ms");
     let reason = record.reason.unwrap();
-    assert!(reason.contains("client reported a tls error during connect"), "{reason}");
+    assert!(
+        reason.contains("client reported a tls error during connect"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -275,11 +335,22 @@ fn an_invalid_campaign_is_refused_before_anything_runs() {
     )
     .unwrap();
     for sub in ["validate", "run"] {
-        let out = Command::new(rpcarena()).arg(sub).arg(&file).current_dir(tmp.path()).output().unwrap();
+        let out = Command::new(rpcarena())
+            .arg(sub)
+            .arg(&file)
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
         assert!(!out.status.success());
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.contains("bad.toml: cells[0].server: peer \"q\" is not defined"), "{stderr}");
-        assert!(stderr.contains("bad.toml: workload.concurrency[0]: expected 1 to 10000 lanes, got 0"), "{stderr}");
+        assert!(
+            stderr.contains("bad.toml: cells[0].server: peer \"q\" is not defined"),
+            "{stderr}"
+        );
+        assert!(
+            stderr.contains("bad.toml: workload.concurrency[0]: expected 1 to 10000 lanes, got 0"),
+            "{stderr}"
+        );
     }
     assert!(!tmp.path().join("results").exists(), "nothing ran");
 }

@@ -6,9 +6,9 @@
 //! every problem at once, each with its field path.
 
 use crate::duration;
+pub use crate::network::{Network, NetworkBackend};
 use rpcarena_protocol::workload::Shape;
-use serde::de::{self, MapAccess, Visitor};
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
 
@@ -212,70 +212,6 @@ impl Default for Timeouts {
     }
 }
 
-/// Where client and server talk.
-///
-/// Written either as a name (`network = "loopback"`) or as a table (`[network]` with `backend`).
-#[derive(Serialize, Debug, Clone, PartialEq, Default)]
-pub struct Network {
-    /// The backend.
-    pub backend: NetworkBackend,
-}
-
-/// Network backends.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum NetworkBackend {
-    /// Both peers in the controller's namespace, on 127.0.0.1.
-    #[default]
-    Loopback,
-    /// Client and server in two namespaces joined by a veth pair, no emulation.
-    Netns,
-    /// Two namespaces joined by an emulated link.
-    Emulated,
-}
-
-impl NetworkBackend {
-    /// The name used in campaigns.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            NetworkBackend::Loopback => "loopback",
-            NetworkBackend::Netns => "netns",
-            NetworkBackend::Emulated => "emulated",
-        }
-    }
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct NetworkTable {
-    backend: NetworkBackend,
-}
-
-impl<'de> Deserialize<'de> for Network {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Network, D::Error> {
-        struct NetworkVisitor;
-        impl<'de> Visitor<'de> for NetworkVisitor {
-            type Value = Network;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str(
-                    "a backend name (\"loopback\", \"netns\", \"emulated\") or a [network] table",
-                )
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Network, E> {
-                let backend = NetworkBackend::deserialize(de::value::StrDeserializer::<E>::new(v))?;
-                Ok(Network { backend })
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Network, A::Error> {
-                let table = NetworkTable::deserialize(de::value::MapAccessDeserializer::new(map))?;
-                Ok(Network {
-                    backend: table.backend,
-                })
-            }
-        }
-        deserializer.deserialize_any(NetworkVisitor)
-    }
-}
-
 /// One problem in a campaign, at a field path such as `cells[1].client`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
@@ -371,14 +307,8 @@ impl Campaign {
                 format!("expected 1 to 1000 rounds, got {}", self.repetitions),
             );
         }
-        if self.network.backend != NetworkBackend::Loopback {
-            problem(
-                "network".into(),
-                format!(
-                    "network backend {:?} is not yet supported by this rpcarena; use \"loopback\"",
-                    self.network.backend.as_str()
-                ),
-            );
+        for p in self.network.validate() {
+            problem(p.path, p.message);
         }
 
         if self.peers.is_empty() {
@@ -437,20 +367,20 @@ impl Campaign {
                 problem(format!("cells[{i}].stack"), id_expectation(&cell.stack));
             }
         }
-        if let Some(baseline) = &self.baseline {
-            if !self.cells.iter().any(|c| &c.id == baseline) {
-                problem(
-                    "baseline".into(),
-                    format!(
-                        "cell {baseline:?} is not defined; expected one of: {}",
-                        self.cells
-                            .iter()
-                            .map(|c| c.id.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                );
-            }
+        if let Some(baseline) = &self.baseline
+            && !self.cells.iter().any(|c| &c.id == baseline)
+        {
+            problem(
+                "baseline".into(),
+                format!(
+                    "cell {baseline:?} is not defined; expected one of: {}",
+                    self.cells
+                        .iter()
+                        .map(|c| c.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            );
         }
 
         let w = &self.workload;
@@ -597,7 +527,7 @@ concurrency = [1, 4]
         let err = Campaign::parse(&format!("network = \"emulated\"\n{GOOD}"), "t").unwrap_err();
         assert!(
             err.to_string()
-                .contains("t: network: network backend \"emulated\" is not yet supported"),
+                .contains("t: network.profile: expected a link profile name"),
             "{err}"
         );
         let err = Campaign::parse(&format!("network = \"wan\"\n{GOOD}"), "t").unwrap_err();

@@ -29,5 +29,6 @@
 pub mod campaign;
 pub mod duration;
 pub mod matrix;
+pub mod network;
 pub mod record;
 pub mod schedule;

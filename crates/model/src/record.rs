@@ -56,6 +56,10 @@ pub struct SampleRecord {
     /// Counters from the server's `stopped` event.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub server_counters: BTreeMap<String, u64>,
+    /// The network's counters after the sample (emulator and device counters), when the
+    /// campaign uses namespaces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<serde_json::Value>,
     /// Directory holding the peers' stdout and stderr, relative to the run directory.
     pub raw: String,
 }

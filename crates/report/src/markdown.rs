@@ -80,12 +80,7 @@ fn write_setup(out: &mut String, inputs: &Inputs<'_>) {
         "- Host: {} x {} CPUs, {} MiB, Linux {}.",
         m.host.cpu_model, m.host.cpus, m.host.memory_mib, m.host.kernel
     );
-    let backend = m
-        .network
-        .get("backend")
-        .and_then(|b| b.as_str())
-        .unwrap_or("unknown");
-    let _ = writeln!(out, "- Network: {backend}.");
+    let _ = writeln!(out, "- Network: {}.", describe_network(&m.network));
     if let Some(c) = inputs.campaign {
         let w = &c.workload;
         let list = |v: &[u32]| {
@@ -318,17 +313,29 @@ fn write_boundaries(out: &mut String, inputs: &Inputs<'_>) {
         out,
         "- Implementations differ above the common contract (language runtime, transport library, scheduler, buffering): a ratio cannot be attributed to the transport alone."
     );
-    if inputs
+    match inputs
         .manifest
         .network
         .get("backend")
         .and_then(|b| b.as_str())
-        == Some("loopback")
     {
-        let _ = writeln!(
-            out,
-            "- Loopback has no delay, loss or bandwidth limit: these figures measure software cost on this host, not network behaviour."
-        );
+        Some("loopback") => {
+            let _ = writeln!(
+                out,
+                "- Loopback has no delay, loss or bandwidth limit: these figures measure software cost on this host, not network behaviour."
+            );
+        }
+        Some("emulated") => {
+            let _ = writeln!(
+                out,
+                "- The network is emulated on one host: it reproduces the profile's delay, jitter, loss, rate and queue, not physical NIC offloads, routing changes, cross traffic or a real WAN. Check the emulator's accuracy on this host with `rpcarena netcheck`."
+            );
+            let _ = writeln!(
+                out,
+                "- A closed loop with c lanes cannot exceed c / RTT operations per second: compare unary throughput with that limit before reading anything into it."
+            );
+        }
+        _ => {}
     }
     if inputs.manifest.source_dirty {
         let _ = writeln!(
@@ -336,4 +343,87 @@ fn write_boundaries(out: &mut String, inputs: &Inputs<'_>) {
             "- The source was dirty when rpcarena was built: the revision above does not identify the controller exactly."
         );
     }
+}
+
+/// One sentence about the network, from the manifest's description of it.
+fn describe_network(network: &serde_json::Value) -> String {
+    let backend = network
+        .get("backend")
+        .and_then(|b| b.as_str())
+        .unwrap_or("unknown");
+    match backend {
+        "loopback" => "loopback (127.0.0.1), no emulation".to_string(),
+        "netns" => format!(
+            "client and server in separate network namespaces joined by a veth pair, no emulation, MTU {}",
+            network.get("mtu").and_then(|v| v.as_u64()).unwrap_or(0)
+        ),
+        "emulated" => {
+            let text = |pointer: &str| {
+                network
+                    .pointer(pointer)
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("unknown")
+            };
+            let profile = network.get("profile");
+            let name = profile
+                .and_then(|p| p.get("name"))
+                .and_then(|v| v.as_str())
+                .unwrap_or("custom");
+            let mtu = profile
+                .and_then(|p| p.get("mtu"))
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0);
+            let direction = |key: &str| {
+                profile
+                    .and_then(|p| p.get(key))
+                    .map(describe_direction)
+                    .unwrap_or_default()
+            };
+            format!(
+                "client and server in separate network namespaces joined by an emulated link ({} {}), profile {name}, MTU {mtu}; client to server: {}; server to client: {}",
+                text("/emulator/kind"),
+                text("/emulator/version"),
+                direction("client_to_server"),
+                direction("server_to_client")
+            )
+        }
+        other => other.to_string(),
+    }
+}
+
+/// "delay 15 ms +- 2 ms (uniform), loss 0.1%, rate 100 Mbit/s, queue 1000 packets".
+fn describe_direction(d: &serde_json::Value) -> String {
+    let ms = |key: &str| d.get(key).and_then(|v| v.as_u64()).unwrap_or(0) as f64 / 1e6;
+    let mut parts = Vec::new();
+    if ms("jitter_ns") > 0.0 {
+        let distribution = d
+            .get("distribution")
+            .and_then(|v| v.as_str())
+            .unwrap_or("uniform");
+        parts.push(format!(
+            "delay {} ms +- {} ms ({distribution})",
+            ms("delay_ns"),
+            ms("jitter_ns")
+        ));
+    } else {
+        parts.push(format!("delay {} ms", ms("delay_ns")));
+    }
+    match d.pointer("/loss/model").and_then(|v| v.as_str()) {
+        Some("random") => parts.push(format!(
+            "loss {}%",
+            d.pointer("/loss/probability")
+                .and_then(|v| v.as_f64())
+                .unwrap_or(0.0)
+                * 100.0
+        )),
+        Some("gilbert_elliott") => parts.push("Gilbert-Elliott loss".to_string()),
+        _ => {}
+    }
+    if let Some(rate) = d.get("rate_bps").and_then(|v| v.as_u64()) {
+        parts.push(format!("rate {} Mbit/s", rate as f64 / 1e6));
+    }
+    if let Some(limit) = d.get("limit_packets").and_then(|v| v.as_u64()) {
+        parts.push(format!("queue {limit} packets"));
+    }
+    parts.join(", ")
 }

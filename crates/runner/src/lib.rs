@@ -12,6 +12,7 @@ pub mod capabilities;
 pub mod certs;
 pub mod checks;
 pub mod host;
+pub mod network;
 pub mod process;
 pub mod procstat;
 pub mod resolve;
@@ -161,6 +162,11 @@ pub fn prepare(source: CampaignSource, only_cells: &[String]) -> Result<Prepared
             Err(e) => problems.push(format!("{}: peers[{i}]: {e}", source.origin)),
         }
     }
+    if let Err(e) = network::link_profile(&campaign.network) {
+        problems.push(format!("{}: {e}", source.origin));
+    } else if let Err(e) = network::check_host(&campaign.network) {
+        problems.push(format!("{}: {e}", source.origin));
+    }
     let caps: BTreeMap<String, Capabilities> = peers
         .iter()
         .map(|(id, p)| (id.clone(), p.capabilities.clone()))
@@ -228,13 +234,7 @@ pub fn run(
     signals::install().context("installing signal handlers")?;
 
     let ca = certs::Authority::create(&dir.certificates(), &campaign.name)?;
-    let identity = ca.server("127.0.0.1")?;
-    let placement = sample::Placement {
-        server_prefix: Vec::new(),
-        client_prefix: Vec::new(),
-        listen: "127.0.0.1:0".to_string(),
-        identity,
-    };
+    let mut net = network::RunNetwork::create(&campaign.network, campaign.seed, &ca)?;
 
     let configs = matrix::expand(campaign);
     let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
@@ -252,7 +252,7 @@ pub fn run(
             text: prepared.source.text.clone(),
         },
         host: host::host_info(),
-        network: serde_json::json!({ "backend": "loopback", "server_address": "127.0.0.1" }),
+        network: net.description().clone(),
         peers: prepared
             .peers
             .iter()
@@ -307,11 +307,22 @@ pub fn run(
             timing: &campaign.timing,
             timeouts: &campaign.timeouts,
             ca_cert: ca.ca_cert.clone(),
-            placement: placement.clone(),
+            placement: net.placement().clone(),
             raw_dir,
             raw_rel,
             started_at: host::now_rfc3339(),
         });
+        let mut record = record;
+        match net.after_sample() {
+            Ok(counters) => record.network = counters,
+            Err(reason) => {
+                record.status = SampleStatus::Failed;
+                record.reason = Some(match record.reason.take() {
+                    Some(r) => format!("{r}; {reason}"),
+                    None => reason,
+                });
+            }
+        }
         writer.append(&record)?;
         match record.status {
             SampleStatus::Ok => manifest.samples.ok += 1,

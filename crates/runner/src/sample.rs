@@ -258,6 +258,7 @@ pub fn run_sample(job: SampleJob<'_>) -> SampleRecord {
         client_process: None,
         server_process: None,
         server_counters: BTreeMap::new(),
+        network: None,
         raw: job.raw_rel.clone(),
     };
     let (tx, rx) = channel();
