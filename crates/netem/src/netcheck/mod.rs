@@ -402,7 +402,7 @@ impl Context<'_> {
                 .seed
                 .wrapping_mul(1_000_003)
                 .wrapping_add(self.topologies_made),
-            timing: self.options.timing,
+            timing: self.options.timing.clone(),
         })?;
         self.emulator_info
             .get_or_insert_with(|| topo.info().emulator.clone());

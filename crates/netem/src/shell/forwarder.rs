@@ -144,6 +144,15 @@ impl Forwarder {
                         direction.label()
                     )),
                 };
+                let note = match sched::pin(&body.timing.cpus) {
+                    Ok(()) => note,
+                    Err(e) => Some(format!(
+                        "{}{} forwarder: pinning to CPUs {:?} refused ({e})",
+                        note.map(|n| format!("{n}; ")).unwrap_or_default(),
+                        direction.label(),
+                        body.timing.cpus
+                    )),
+                };
                 let _ = started_tx.send(note);
                 let reason = body.run();
                 body.publish();

@@ -469,15 +469,21 @@ impl Topology {
                     };
                     let emulator =
                         LinkEmulator::new(profile.direction(direction), seeds.get(direction))?;
-                    let (forwarder, note) =
-                        Forwarder::spawn(direction, input, output, emulator, mtu, config.timing)?;
+                    let (forwarder, note) = Forwarder::spawn(
+                        direction,
+                        input,
+                        output,
+                        emulator,
+                        mtu,
+                        config.timing.clone(),
+                    )?;
                     forwarders.push(forwarder);
                     info.timing_notes.extend(note);
                 }
                 info.client_device = tun::TUN_NAME.to_string();
                 info.server_device = tun::TUN_NAME.to_string();
                 info.seeds = Some(seeds);
-                info.timing = Some(config.timing);
+                info.timing = Some(config.timing.clone());
                 info.emulator = EmulatorInfo {
                     kind: "rpcarena-netem-userspace".to_string(),
                     version: format!(

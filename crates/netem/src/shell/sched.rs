@@ -71,3 +71,15 @@ impl LatencyRequest {
         Ok(LatencyRequest { _file: file })
     }
 }
+
+/// Restricts the calling thread to `cpus` (no-op when empty).
+pub(crate) fn pin(cpus: &[usize]) -> Result<(), String> {
+    if cpus.is_empty() {
+        return Ok(());
+    }
+    let mut set = nix::sched::CpuSet::new();
+    for &cpu in cpus {
+        set.set(cpu).map_err(|e| format!("CPU {cpu}: {e}"))?;
+    }
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set).map_err(|e| e.to_string())
+}

@@ -35,7 +35,7 @@ pub fn set_precise_timer_slack() -> bool {
 
 /// How the forwarding threads wait. The defaults reach a release lateness p99 well under
 /// 100 us on a 2-core VM.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TimingOptions {
     /// Sleep until this long before a release and spin the rest. Default 50 us. Larger means
     /// more punctual releases and more CPU burnt; 0 relies on the timer alone.
@@ -55,6 +55,10 @@ pub struct TimingOptions {
     /// tens of them. Default true. It is machine-wide (idle CPUs burn host time while held);
     /// the kernel drops it when the topology goes or the process dies.
     pub cpu_latency_request: bool,
+    /// CPUs the forwarding threads may run on (empty: any). The runner's CPU pinning keeps the
+    /// emulator off the peers' CPUs where the machine has enough of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpus: Vec<usize>,
 }
 
 impl Default for TimingOptions {
@@ -65,6 +69,7 @@ impl Default for TimingOptions {
             tun_tx_queue_len: 10_000,
             priority: ThreadPriority::Realtime { priority: 10 },
             cpu_latency_request: true,
+            cpus: Vec::new(),
         }
     }
 }
