@@ -6,6 +6,7 @@
 //! every problem at once, each with its field path.
 
 use crate::duration;
+pub use crate::load::{Arrival, LoadSpec, PayloadKind};
 pub use crate::network::{Network, NetworkBackend};
 use rpcarena_protocol::workload::Shape;
 use serde::{Deserialize, Serialize};
@@ -44,6 +45,59 @@ pub struct Campaign {
     /// Bounds on every step of a sample.
     #[serde(default)]
     pub timeouts: Timeouts,
+    /// CPU pinning, the load gate and the drift threshold.
+    #[serde(default)]
+    pub noise: NoiseControls,
+}
+
+/// What rpcarena does against noise from the machine, and what it flags.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NoiseControls {
+    /// `auto`: client, server and emulator on separate CPUs where there are enough (a warning is
+    /// recorded where they must share); `off`: let the scheduler place them.
+    #[serde(default)]
+    pub pinning: Pinning,
+    /// Before each sample, wait until the 1-minute load average is at most this (default: the
+    /// number of CPUs). 0 disables the gate.
+    #[serde(default)]
+    pub max_load: Option<f64>,
+    /// Longest wait at the load gate; a sample that starts after it is flagged.
+    #[serde(default = "default_gate_timeout", with = "duration")]
+    pub gate_timeout: Duration,
+    /// Relative change of throughput between the window's halves above which a sample is
+    /// flagged for drift.
+    #[serde(default = "default_drift_threshold")]
+    pub drift_threshold: f64,
+}
+
+/// CPU pinning policy.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pinning {
+    /// Pin where the machine has CPUs for it.
+    #[default]
+    Auto,
+    /// No pinning.
+    Off,
+}
+
+fn default_gate_timeout() -> Duration {
+    Duration::from_secs(30)
+}
+fn default_drift_threshold() -> f64 {
+    0.03
+}
+
+impl Default for NoiseControls {
+    fn default() -> NoiseControls {
+        NoiseControls {
+            pinning: Pinning::Auto,
+            max_load: None,
+            gate_timeout: default_gate_timeout(),
+            drift_threshold: default_drift_threshold(),
+        }
+    }
 }
 
 fn default_repetitions() -> u32 {
@@ -94,9 +148,15 @@ pub struct Workload {
     /// Messages in each streamed direction of a streaming operation.
     #[serde(default = "default_messages_per_stream")]
     pub messages_per_stream: u32,
-    /// Load models.
-    #[serde(default = "default_load")]
-    pub load: Vec<LoadModel>,
+    /// Payload kinds: `zeros` (default) and/or `structured`.
+    #[serde(default = "default_payload")]
+    pub payload: Vec<PayloadKind>,
+    /// Load models (see [`crate::load`]).
+    #[serde(
+        default = "default_load",
+        deserialize_with = "crate::load::deserialize_loads"
+    )]
+    pub load: Vec<LoadSpec>,
 }
 
 fn all_shapes() -> Vec<Shape> {
@@ -108,31 +168,11 @@ fn default_size() -> Vec<u32> {
 fn default_messages_per_stream() -> u32 {
     128
 }
-fn default_load() -> Vec<LoadModel> {
-    vec![LoadModel::Closed]
+fn default_load() -> Vec<LoadSpec> {
+    vec![LoadSpec::Closed]
 }
-
-/// How the client offers load.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[serde(rename_all = "kebab-case")]
-pub enum LoadModel {
-    /// `concurrency` lanes, each with one operation in flight.
-    Closed,
-}
-
-impl LoadModel {
-    /// The name used in campaigns, peer arguments and artifacts.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            LoadModel::Closed => "closed",
-        }
-    }
-}
-
-impl fmt::Display for LoadModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+fn default_payload() -> Vec<PayloadKind> {
+    vec![PayloadKind::Zeros]
 }
 
 /// Warmup, admission window and drain bound.
@@ -389,6 +429,20 @@ impl Campaign {
         non_empty_unique(&mut problem, "workload.request_size", &w.request_size);
         non_empty_unique(&mut problem, "workload.response_size", &w.response_size);
         non_empty_unique(&mut problem, "workload.load", &w.load);
+        non_empty_unique(&mut problem, "workload.payload", &w.payload);
+        for (i, load) in w.load.iter().enumerate() {
+            for (path, message) in load.validate(&format!("workload.load[{i}]")) {
+                problem(path, message);
+            }
+            if matches!(load, LoadSpec::SendSaturation { .. })
+                && w.shapes.iter().any(|s| *s != Shape::ClientStream)
+            {
+                problem(
+                    format!("workload.load[{i}]"),
+                    "send-saturation sends one-way messages on client streams: it needs shapes = [\"client_stream\"] (put other shapes in another campaign)".into(),
+                );
+            }
+        }
         for (i, &c) in w.concurrency.iter().enumerate() {
             if !(1..=10_000).contains(&c) {
                 problem(
@@ -417,6 +471,25 @@ impl Campaign {
             );
         }
 
+        if self
+            .noise
+            .max_load
+            .is_some_and(|l| !(l >= 0.0 && l.is_finite()))
+        {
+            problem(
+                "noise.max_load".into(),
+                "expected a load average of 0 or more (0 disables the gate)".into(),
+            );
+        }
+        if !(self.noise.drift_threshold > 0.0 && self.noise.drift_threshold < 1.0) {
+            problem(
+                "noise.drift_threshold".into(),
+                format!(
+                    "expected a fraction between 0 and 1, e.g. 0.03, got {}",
+                    self.noise.drift_threshold
+                ),
+            );
+        }
         if self.timing.window.is_zero() {
             problem(
                 "timing.window".into(),

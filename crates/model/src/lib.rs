@@ -28,6 +28,7 @@
 
 pub mod campaign;
 pub mod duration;
+pub mod load;
 pub mod matrix;
 pub mod network;
 pub mod record;

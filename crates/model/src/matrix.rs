@@ -1,11 +1,12 @@
 //! Matrix expansion: a campaign becomes a list of sample configurations.
 
-use crate::campaign::{Campaign, LoadModel};
+use crate::campaign::Campaign;
+use crate::load::{LoadSpec, PayloadKind};
 use rpcarena_protocol::workload::Shape;
 use serde::{Deserialize, Serialize};
 
 /// One point of the matrix: everything a sample needs to know about what it measures.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct SampleConfig {
     /// Stable key, e.g. `rust-grpc/unary/c4/256B-256B/closed`: groups repetitions.
     pub key: String,
@@ -27,8 +28,10 @@ pub struct SampleConfig {
     pub response_size: u32,
     /// Messages per streamed direction.
     pub messages_per_stream: u32,
+    /// Payload kind.
+    pub payload: PayloadKind,
     /// Load model.
-    pub load: LoadModel,
+    pub load: LoadSpec,
 }
 
 impl SampleConfig {
@@ -43,33 +46,41 @@ impl SampleConfig {
     }
 }
 
-/// Every configuration of the campaign, in report order: cells, then shapes, concurrency,
-/// request size, response size, load model.
+/// Every configuration of the campaign, in report order: cells, then shapes, load models,
+/// concurrency (a load model that fixes its own, such as `window`, uses that one instead),
+/// request size, response size, payload kind.
 pub fn expand(campaign: &Campaign) -> Vec<SampleConfig> {
     let w = &campaign.workload;
     let mut out = Vec::new();
     for cell in &campaign.cells {
         for &shape in &w.shapes {
-            for &concurrency in &w.concurrency {
-                for &request_size in &w.request_size {
-                    for &response_size in &w.response_size {
-                        for &load in &w.load {
-                            out.push(SampleConfig {
-                                key: format!(
-                                    "{}/{}/c{}/{}B-{}B/{}",
-                                    cell.id, shape, concurrency, request_size, response_size, load
-                                ),
-                                cell: cell.id.clone(),
-                                client: cell.client.clone(),
-                                server: cell.server.clone(),
-                                stack: cell.stack.clone(),
-                                shape,
-                                concurrency,
-                                request_size,
-                                response_size,
-                                messages_per_stream: w.messages_per_stream,
-                                load,
-                            });
+            for load in &w.load {
+                let concurrencies = match load.fixed_concurrency() {
+                    Some(c) => vec![c],
+                    None => w.concurrency.clone(),
+                };
+                for concurrency in concurrencies {
+                    for &request_size in &w.request_size {
+                        for &response_size in &w.response_size {
+                            for &payload in &w.payload {
+                                out.push(SampleConfig {
+                                    key: format!(
+                                        "{}/{shape}/c{concurrency}/{request_size}B-{response_size}B/{payload}/{load}",
+                                        cell.id
+                                    ),
+                                    cell: cell.id.clone(),
+                                    client: cell.client.clone(),
+                                    server: cell.server.clone(),
+                                    stack: cell.stack.clone(),
+                                    shape,
+                                    concurrency,
+                                    request_size,
+                                    response_size,
+                                    messages_per_stream: w.messages_per_stream,
+                                    payload,
+                                    load: load.clone(),
+                                });
+                            }
                         }
                     }
                 }
@@ -109,11 +120,54 @@ request_size = [16, 256]
         let campaign = Campaign::parse(text, "t").unwrap();
         let configs = expand(&campaign);
         assert_eq!(configs.len(), 2 * 2 * 2 * 2);
-        assert_eq!(configs[0].key, "a/unary/c1/16B-256B/closed");
-        assert_eq!(configs[1].key, "a/unary/c1/256B-256B/closed");
-        assert_eq!(configs[15].key, "b/bidi/c4/256B-256B/closed");
+        assert_eq!(configs[0].key, "a/unary/c1/16B-256B/zeros/closed");
+        assert_eq!(configs[1].key, "a/unary/c1/256B-256B/zeros/closed");
+        assert_eq!(configs[15].key, "b/bidi/c4/256B-256B/zeros/closed");
         let keys: std::collections::HashSet<_> = configs.iter().map(|c| &c.key).collect();
         assert_eq!(keys.len(), configs.len(), "keys are unique");
         assert_eq!(configs[15].requests_per_op(), 128);
+    }
+}
+
+#[cfg(test)]
+mod load_tests {
+    use super::*;
+
+    #[test]
+    fn a_model_that_fixes_its_concurrency_replaces_the_list() {
+        let text = r#"
+name = "t"
+seed = 1
+[[peers]]
+id = "p"
+command = ["x"]
+[[cells]]
+id = "a"
+client = "p"
+server = "p"
+stack = "grpc"
+[workload]
+shapes = ["unary"]
+concurrency = [1, 4]
+payload = ["zeros", "structured"]
+load = ["closed", { model = "window", in_flight = 50 }, { model = "open", rate = 500 }]
+"#;
+        let campaign = Campaign::parse(text, "t").unwrap();
+        let keys: Vec<String> = expand(&campaign).into_iter().map(|c| c.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "a/unary/c1/256B-256B/zeros/closed",
+                "a/unary/c1/256B-256B/structured/closed",
+                "a/unary/c4/256B-256B/zeros/closed",
+                "a/unary/c4/256B-256B/structured/closed",
+                "a/unary/c50/256B-256B/zeros/window-50",
+                "a/unary/c50/256B-256B/structured/window-50",
+                "a/unary/c1/256B-256B/zeros/open-500-constant",
+                "a/unary/c1/256B-256B/structured/open-500-constant",
+                "a/unary/c4/256B-256B/zeros/open-500-constant",
+                "a/unary/c4/256B-256B/structured/open-500-constant",
+            ]
+        );
     }
 }

@@ -56,6 +56,9 @@ pub struct SampleRecord {
     /// Counters from the server's `stopped` event.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub server_counters: BTreeMap<String, u64>,
+    /// Noise controls and flags of this sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise: Option<Noise>,
     /// The network's counters after the sample (emulator and device counters), when the
     /// campaign uses namespaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,7 +101,49 @@ pub struct ClientResult {
     /// First failure message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_failure: Option<String>,
-    /// Latency histogram: HdrHistogram V2 compressed, base64, nanoseconds.
+    /// Latency histogram: HdrHistogram V2 compressed, base64, nanoseconds. In the open model,
+    /// latency from each operation's intended start (corrected for coordinated omission).
+    pub histogram: String,
+    /// Load model the client ran, as it reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
+    /// Open model: latency from the actual start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncorrected_histogram: Option<String>,
+    /// Open model: actual minus intended start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag_histogram: Option<String>,
+    /// Open model: intended starts before the deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offered: Option<u64>,
+    /// Open model: target operations per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_rate: Option<f64>,
+    /// Open model: the generator could not keep up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fell_behind: Option<bool>,
+    /// Backpressure (and others): most operations in flight at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<u64>,
+    /// Send-saturation: one-way messages sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent: Option<u64>,
+    /// Send-saturation: messages the server counted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received: Option<u64>,
+    /// Per-second intervals of the window, by operation start time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<IntervalRecord>,
+}
+
+/// One second (or the last, partial second) of a window.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct IntervalRecord {
+    /// Start of the interval from the window's start, nanoseconds.
+    pub offset_ns: u64,
+    /// Operations that started in it and completed.
+    pub completed: u64,
+    /// Their latency histogram (HdrHistogram V2 compressed, base64).
     pub histogram: String,
 }
 
@@ -123,6 +168,21 @@ pub struct Metrics {
     pub p999_ns: u64,
     /// Largest latency, nanoseconds.
     pub max_ns: u64,
+    /// Open model: median latency from the actual start, nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncorrected_p50_ns: Option<u64>,
+    /// Open model: 99th percentile from the actual start, nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncorrected_p99_ns: Option<u64>,
+    /// Open model: median start lag (actual minus intended), nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag_p50_ns: Option<u64>,
+    /// Open model: 99th percentile start lag, nanoseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag_p99_ns: Option<u64>,
+    /// Send-saturation: messages received per second of window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_per_s: Option<f64>,
 }
 
 /// CPU and memory of one peer's process group over the measured window, from /proc.
@@ -138,6 +198,47 @@ pub struct ProcessStats {
     pub readings: u32,
     /// Most processes seen in the group at once.
     pub processes: u32,
+}
+
+/// What was done against noise, what was seen, and what it means for the sample.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Noise {
+    /// CPUs the client was pinned to (empty: not pinned).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_cpus: Vec<usize>,
+    /// CPUs the server was pinned to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub server_cpus: Vec<usize>,
+    /// CPUs the emulator was pinned to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub emulator_cpus: Vec<usize>,
+    /// 1-minute load average when the sample started.
+    pub load_avg_1m: f64,
+    /// How long the load gate held the sample back, milliseconds.
+    pub load_gate_wait_ms: u64,
+    /// Share of CPU time the hypervisor stole during the window (from /proc/stat), percent.
+    pub steal_pct: f64,
+    /// Client process group CPU over the window, in cores (1.0 = one CPU busy all the time).
+    pub client_cores: f64,
+    /// Server process group CPU over the window, in cores.
+    pub server_cores: f64,
+    /// The client's busiest thread over the window, in cores.
+    pub client_busiest_thread_cores: f64,
+    /// The server's busiest thread over the window, in cores.
+    pub server_busiest_thread_cores: f64,
+    /// Throughput change between the window's halves, from the per-second intervals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<f64>,
+    /// Why the placement is not ideal (for example too few CPUs to separate everything).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement_notes: Vec<String>,
+    /// What deserves a warning: `client-bound`, `server-saturated`, `drift`, `load-gate-timeout`,
+    /// `steal`, `generator-behind`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flags: Vec<String>,
+    /// The same, explained.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// `manifest.json`: what ran, where, from what, with hashes.

@@ -1,6 +1,8 @@
-//! `aggregate.csv`: one row per configuration, median/min/max of every metric.
+//! `aggregate.csv`: one row per configuration: median, min and max of every metric, the median's
+//! confidence interval where the repetitions allow one, and the comparison with the baseline.
 
 use crate::aggregate::{Row, Stat};
+use rpcarena_stats::Comparison;
 use std::fmt::Write;
 
 fn quote(field: &str) -> String {
@@ -11,7 +13,8 @@ fn quote(field: &str) -> String {
     }
 }
 
-const METRICS: [&str; 10] = [
+/// Metrics with median, min and max columns.
+const STATS: [&str; 10] = [
     "ops_per_s",
     "requests_per_s",
     "responses_per_s",
@@ -24,18 +27,59 @@ const METRICS: [&str; 10] = [
     "server_peak_rss_mib",
 ];
 
+/// Optional metrics with a median column only.
+const MEDIANS: [&str; 6] = [
+    "connect_ms",
+    "uncorrected_p50_us",
+    "uncorrected_p99_us",
+    "send_lag_p99_us",
+    "received_per_s",
+    "max_in_flight",
+];
+
+fn num(v: f64) -> String {
+    format!("{v:.3}")
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(num).unwrap_or_default()
+}
+
+fn comparison(c: Option<&Comparison>) -> [String; 5] {
+    match c {
+        Some(c) => [
+            format!("{:.4}", c.ratio),
+            format!("{:.4}", c.ratio_interval.lo),
+            format!("{:.4}", c.ratio_interval.hi),
+            format!("{:.4}", c.mann_whitney.p),
+            c.verdict.to_string(),
+        ],
+        None => Default::default(),
+    }
+}
+
 /// Renders the rows as CSV (RFC 4180, `\n` line ends, a header line).
 pub fn render(rows: &[Row]) -> String {
     let mut out = String::from(
-        "config,cell,client,server,client_language,server_language,stack,shape,concurrency,request_size,response_size,messages_per_stream,load,samples_ok,samples_failed",
+        "config,cell,client,server,client_language,server_language,stack,shape,concurrency,request_size,response_size,messages_per_stream,payload,load,samples_ok,samples_failed",
     );
-    for m in METRICS {
+    for m in STATS {
         let _ = write!(out, ",{m}_median,{m}_min,{m}_max");
     }
-    out.push('\n');
+    out.push_str(",ops_per_s_ci95_lo,ops_per_s_ci95_hi,target_rate");
+    for m in MEDIANS {
+        let _ = write!(out, ",{m}_median");
+    }
+    for m in ["ops", "p99"] {
+        let _ = write!(
+            out,
+            ",{m}_vs_baseline,{m}_vs_baseline_lo,{m}_vs_baseline_hi,{m}_vs_baseline_p,{m}_verdict"
+        );
+    }
+    out.push_str(",flags\n");
     for row in rows {
         let c = &row.config;
-        let fields = [
+        let mut fields = vec![
             c.key.clone(),
             c.cell.clone(),
             c.client.clone(),
@@ -48,10 +92,55 @@ pub fn render(rows: &[Row]) -> String {
             c.request_size.to_string(),
             c.response_size.to_string(),
             c.messages_per_stream.to_string(),
+            c.payload.to_string(),
             c.load.to_string(),
             row.ok.to_string(),
             row.failed.to_string(),
         ];
+        let m = row.metrics.as_ref();
+        let stats: [Option<Stat>; 10] = [
+            m.map(|m| m.ops_per_s),
+            m.map(|m| m.requests_per_s),
+            m.map(|m| m.responses_per_s),
+            m.map(|m| m.p50_us),
+            m.map(|m| m.p99_us),
+            m.map(|m| m.p999_us),
+            m.map(|m| m.client_cpu_us_per_op),
+            m.map(|m| m.server_cpu_us_per_op),
+            m.map(|m| m.client_rss_mib),
+            m.map(|m| m.server_rss_mib),
+        ];
+        for s in stats {
+            fields.extend([
+                opt(s.map(|s| s.median)),
+                opt(s.map(|s| s.min)),
+                opt(s.map(|s| s.max)),
+            ]);
+        }
+        let ci = m.and_then(|m| m.ops_per_s.interval);
+        fields.extend([
+            opt(ci.map(|c| c.0)),
+            opt(ci.map(|c| c.1)),
+            opt(m.and_then(|m| m.target_rate)),
+        ]);
+        let medians = [
+            m.and_then(|m| m.connect_ms),
+            m.and_then(|m| m.uncorrected_p50_us),
+            m.and_then(|m| m.uncorrected_p99_us),
+            m.and_then(|m| m.send_lag_p99_us),
+            m.and_then(|m| m.received_per_s),
+            m.and_then(|m| m.max_in_flight),
+        ];
+        fields.extend(medians.iter().map(|s| opt(s.map(|s| s.median))));
+        fields.extend(comparison(row.versus.as_ref().map(|v| &v.throughput)));
+        fields.extend(comparison(row.versus.as_ref().map(|v| &v.p99)));
+        fields.push(
+            row.flags
+                .iter()
+                .map(|(f, n)| format!("{f}:{n}"))
+                .collect::<Vec<_>>()
+                .join(";"),
+        );
         out.push_str(
             &fields
                 .iter()
@@ -59,29 +148,6 @@ pub fn render(rows: &[Row]) -> String {
                 .collect::<Vec<_>>()
                 .join(","),
         );
-        let stats: Vec<Option<Stat>> = match &row.metrics {
-            Some(m) => vec![
-                Some(m.ops_per_s),
-                Some(m.requests_per_s),
-                Some(m.responses_per_s),
-                Some(m.p50_us),
-                Some(m.p99_us),
-                Some(m.p999_us),
-                Some(m.client_cpu_us_per_op),
-                Some(m.server_cpu_us_per_op),
-                Some(m.client_rss_mib),
-                Some(m.server_rss_mib),
-            ],
-            None => vec![None; METRICS.len()],
-        };
-        for stat in stats {
-            match stat {
-                Some(s) => {
-                    let _ = write!(out, ",{:.3},{:.3},{:.3}", s.median, s.min, s.max);
-                }
-                None => out.push_str(",,,"),
-            }
-        }
         out.push('\n');
     }
     out

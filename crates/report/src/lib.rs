@@ -94,12 +94,17 @@ pub fn render(artifacts: &Artifacts) -> Rendered {
         .as_ref()
         .map(|c| matrix::expand(c).into_iter().map(|c| c.key).collect())
         .unwrap_or_default();
-    let rows = aggregate::aggregate(&artifacts.records, &order);
     let baseline = campaign
         .as_ref()
         .map(|c| c.baseline_cell().to_string())
-        .or_else(|| rows.first().map(|r| r.config.cell.clone()))
+        .or_else(|| artifacts.records.first().map(|r| r.config.cell.clone()))
         .unwrap_or_default();
+    let rows = aggregate::aggregate(
+        &artifacts.records,
+        &order,
+        &baseline,
+        artifacts.manifest.seed,
+    );
     let report_md = markdown::render(&markdown::Inputs {
         manifest: &artifacts.manifest,
         campaign: campaign.as_ref(),

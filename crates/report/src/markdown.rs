@@ -1,9 +1,11 @@
 //! `report.md`: what a person would publish. A pure function of the manifest and the records.
 
-use crate::aggregate::{Row, baseline_of};
+use crate::aggregate::Row;
 use rpcarena_model::campaign::Campaign;
+use rpcarena_model::load::LoadSpec;
 use rpcarena_model::record::{Manifest, SampleRecord, SampleStatus};
 use rpcarena_protocol::workload::Shape;
+use rpcarena_stats::{Comparison, Verdict};
 use std::fmt::Write;
 
 /// Everything the Markdown report is made of.
@@ -42,14 +44,15 @@ pub fn render(inputs: &Inputs<'_>) -> String {
     let mut out = String::new();
     let title = inputs.campaign.map_or("campaign", |c| c.name.as_str());
     let _ = writeln!(out, "# rpcarena report: {title}\n");
-    if let Some(c) = inputs.campaign {
-        if !c.description.trim().is_empty() {
-            let _ = writeln!(out, "{}\n", c.description.trim());
-        }
+    if let Some(c) = inputs.campaign
+        && !c.description.trim().is_empty()
+    {
+        let _ = writeln!(out, "{}\n", c.description.trim());
     }
     write_setup(&mut out, inputs);
     write_tables(&mut out, inputs);
     write_failures(&mut out, inputs.records);
+    write_noise(&mut out, inputs.records);
     write_boundaries(&mut out, inputs);
     let _ = writeln!(
         out,
@@ -155,14 +158,14 @@ fn write_setup(out: &mut String, inputs: &Inputs<'_>) {
 fn write_tables(out: &mut String, inputs: &Inputs<'_>) {
     let _ = writeln!(
         out,
-        "## Results\n\nMedians over repetitions (min-max in brackets for throughput). Latency in microseconds (upper bounds of HdrHistogram buckets, 0.1% precision); CPU in microseconds per completed operation (user + system, from /proc); RSS is the peak resident set in MiB. The last column is throughput relative to the baseline cell `{}` on the same workload.\n",
+        "## Results\n\nMedians over repetitions; ops/s shows [min-max], or [95% confidence interval of the median] where there are at least 6 repetitions. Latency in microseconds (upper bounds of HdrHistogram buckets, 0.1% precision); CPU in microseconds per completed operation (user + system of the peer's process group, from /proc); RSS is the peak resident set in MiB. \"vs baseline\" is the ratio of median throughput to the baseline cell `{}` on the same workload, with a bootstrap 95% interval, marked significant (faster/slower) only when a two-sided Mann-Whitney test gives p < 0.05 and the change exceeds 1%, else `~` (within noise).\n",
         inputs.baseline
     );
     for shape in Shape::ALL {
         let rows: Vec<&Row> = inputs
             .rows
             .iter()
-            .filter(|r| r.config.shape == shape)
+            .filter(|r| r.config.shape == shape && r.config.load.whole_operations())
             .collect();
         if rows.is_empty() {
             continue;
@@ -170,56 +173,198 @@ fn write_tables(out: &mut String, inputs: &Inputs<'_>) {
         let _ = writeln!(out, "### {}\n", shape.title());
         let _ = writeln!(
             out,
-            "| Cell | Stack | Language | c | ops/s | req msg/s | resp msg/s | p50 us | p99 us | client CPU us/op | server CPU us/op | client RSS MiB | server RSS MiB | vs baseline | ok/n |"
+            "| Cell | Stack | Language | Load | Payload | c | ops/s | vs baseline | p50 us | p99 us | client CPU us/op | server CPU us/op | client RSS MiB | server RSS MiB | flags | ok/n |"
         );
         let _ = writeln!(
             out,
-            "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|"
+            "|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|"
         );
         for row in rows {
             let c = &row.config;
             let n = row.ok + row.failed;
             let lead = format!(
-                "| {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} |",
                 c.cell,
                 c.stack,
                 language(row),
+                c.load,
+                c.payload,
                 c.concurrency
             );
             let Some(mm) = &row.metrics else {
-                let _ = writeln!(out, "{lead} failed | | | | | | | | | | {}/{n} |", row.ok);
+                let _ = writeln!(out, "{lead} failed | | | | | | | | | {}/{n} |", row.ok);
                 continue;
             };
-            let ratio = baseline_of(inputs.rows, row, inputs.baseline)
-                .and_then(|b| b.metrics.as_ref())
-                .map(|b| {
-                    if c.cell == inputs.baseline {
-                        "baseline".to_string()
-                    } else {
-                        format!("{:.2}x", mm.ops_per_s.median / b.ops_per_s.median)
-                    }
-                })
-                .unwrap_or_else(|| "n/a".to_string());
+            let (lo, hi) = mm
+                .ops_per_s
+                .interval
+                .unwrap_or((mm.ops_per_s.min, mm.ops_per_s.max));
+            let versus = if c.cell == inputs.baseline {
+                "baseline".to_string()
+            } else {
+                row.versus
+                    .as_ref()
+                    .map(|v| verdict(&v.throughput))
+                    .unwrap_or_else(|| "n/a".to_string())
+            };
             let _ = writeln!(
                 out,
-                "{lead} {:.1} [{:.1}-{:.1}] | {:.1} | {:.1} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {} | {}/{n} |",
+                "{lead} {:.1} [{:.1}-{:.1}] | {versus} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {} | {}/{n} |",
                 mm.ops_per_s.median,
-                mm.ops_per_s.min,
-                mm.ops_per_s.max,
-                mm.requests_per_s.median,
-                mm.responses_per_s.median,
+                lo,
+                hi,
                 us(mm.p50_us.median),
                 us(mm.p99_us.median),
                 mm.client_cpu_us_per_op.median,
                 mm.server_cpu_us_per_op.median,
                 mm.client_rss_mib.median,
                 mm.server_rss_mib.median,
-                ratio,
+                flag_list(row),
                 row.ok
             );
         }
         out.push('\n');
     }
+    write_messages(out, inputs.rows);
+    write_open_loop(out, inputs.rows);
+    write_saturation(out, inputs.rows);
+}
+
+/// "1.07x [1.02-1.12] faster", "0.99x [0.95-1.03] ~".
+fn verdict(c: &Comparison) -> String {
+    let word = match c.verdict {
+        Verdict::WithinNoise => "~".to_string(),
+        Verdict::Significant { change } => change.to_string(),
+    };
+    format!(
+        "{:.2}x [{:.2}-{:.2}] {word}",
+        c.ratio, c.ratio_interval.lo, c.ratio_interval.hi
+    )
+}
+
+fn flag_list(row: &Row) -> String {
+    row.flags
+        .iter()
+        .map(|(f, n)| format!("{f} {n}/{}", row.ok))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn write_messages(out: &mut String, rows: &[Row]) {
+    let streaming: Vec<&Row> = rows
+        .iter()
+        .filter(|r| {
+            r.metrics.is_some()
+                && r.config.load.whole_operations()
+                && r.config.shape != Shape::Unary
+        })
+        .collect();
+    if streaming.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "### Application message rates\n\nRequest and response protobuf messages per second of window (a client stream's summary counts as one response). Not payload bytes or wire throughput.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Cell | Shape | Load | c | request msg/s | response msg/s |"
+    );
+    let _ = writeln!(out, "|---|---|---|--:|--:|--:|");
+    for row in streaming {
+        if let Some(m) = &row.metrics {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {:.1} | {:.1} |",
+                row.config.cell,
+                row.config.shape,
+                row.config.load,
+                row.config.concurrency,
+                m.requests_per_s.median,
+                m.responses_per_s.median
+            );
+        }
+    }
+    out.push('\n');
+}
+
+fn write_open_loop(out: &mut String, rows: &[Row]) {
+    let open: Vec<&Row> = rows
+        .iter()
+        .filter(|r| matches!(r.config.load, LoadSpec::Open { .. }))
+        .collect();
+    if open.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "### Open loop\n\nEach operation has an intended start time; corrected latency runs from it (no coordinated omission), uncorrected latency from the actual start. Send lag is actual minus intended start.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Cell | Shape | Load | max in flight | target ops/s | achieved ops/s | corrected p50 us | corrected p99 us | uncorrected p50 us | uncorrected p99 us | send lag p99 us | flags | ok/n |"
+    );
+    let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|");
+    for row in open {
+        let Some(m) = &row.metrics else { continue };
+        let med = |s: Option<crate::aggregate::Stat>| s.map(|s| us(s.median)).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {}/{} |",
+            row.config.cell,
+            row.config.shape,
+            row.config.load,
+            row.config.concurrency,
+            m.target_rate.map(|r| format!("{r}")).unwrap_or_default(),
+            m.ops_per_s.median,
+            us(m.p50_us.median),
+            us(m.p99_us.median),
+            med(m.uncorrected_p50_us),
+            med(m.uncorrected_p99_us),
+            med(m.send_lag_p99_us),
+            flag_list(row),
+            row.ok,
+            row.ok + row.failed
+        );
+    }
+    out.push('\n');
+}
+
+fn write_saturation(out: &mut String, rows: &[Row]) {
+    let saturation: Vec<&Row> = rows
+        .iter()
+        .filter(|r| !r.config.load.whole_operations())
+        .collect();
+    if saturation.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "### Send saturation\n\nOne-way request messages on `streams` client streams as fast as the transport accepts them; the server counts what arrived, reported after a quiet settle window.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Cell | Load | streams | received msg/s | server CPU us/msg | flags | ok/n |"
+    );
+    let _ = writeln!(out, "|---|---|--:|--:|--:|---|--:|");
+    for row in saturation {
+        let Some(m) = &row.metrics else { continue };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {:.2} | {} | {}/{} |",
+            row.config.cell,
+            row.config.load,
+            row.config.concurrency,
+            m.received_per_s
+                .map(|s| format!("{:.1}", s.median))
+                .unwrap_or_default(),
+            m.server_cpu_us_per_op.median,
+            flag_list(row),
+            row.ok,
+            row.ok + row.failed
+        );
+    }
+    out.push('\n');
 }
 
 fn write_failures(out: &mut String, records: &[SampleRecord]) {
@@ -249,9 +394,104 @@ fn write_failures(out: &mut String, records: &[SampleRecord]) {
     out.push('\n');
 }
 
+fn cpus(list: &[usize]) -> String {
+    list.iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn write_noise(out: &mut String, records: &[SampleRecord]) {
+    let noise: Vec<(&SampleRecord, &rpcarena_model::record::Noise)> = records
+        .iter()
+        .filter_map(|r| r.noise.as_ref().map(|n| (r, n)))
+        .collect();
+    let Some((_, first)) = noise.first() else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "## Noise controls and flags
+"
+    );
+    let placement = if first.client_cpus.is_empty() && first.server_cpus.is_empty() {
+        "no CPU pinning".to_string()
+    } else {
+        format!(
+            "client on CPU {}, server on CPU {}{}",
+            cpus(&first.client_cpus),
+            cpus(&first.server_cpus),
+            if first.emulator_cpus.is_empty() {
+                String::new()
+            } else {
+                format!(", emulator on CPU {}", cpus(&first.emulator_cpus))
+            }
+        )
+    };
+    let notes = if first.placement_notes.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", first.placement_notes.join("; "))
+    };
+    let _ = writeln!(out, "- Placement: {placement}{notes}.");
+    let waited: Vec<u64> = noise
+        .iter()
+        .map(|(_, n)| n.load_gate_wait_ms)
+        .filter(|&w| w > 0)
+        .collect();
+    let max_load = noise.iter().map(|(_, n)| n.load_avg_1m).fold(0.0, f64::max);
+    let _ = writeln!(
+        out,
+        "- Load gate: {} of {} samples waited for the load average to settle ({:.1} s in all); the highest 1-minute load average at a sample's start was {:.2}.",
+        waited.len(),
+        noise.len(),
+        waited.iter().sum::<u64>() as f64 / 1e3,
+        max_load
+    );
+    let steal = noise.iter().map(|(_, n)| n.steal_pct).fold(0.0, f64::max);
+    let _ = writeln!(out, "- CPU steal during windows: at most {steal:.2}%.");
+    let mut counts: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
+    for (r, n) in &noise {
+        for f in &n.flags {
+            counts
+                .entry(f.as_str())
+                .or_default()
+                .push(r.sample.as_str());
+        }
+    }
+    if counts.is_empty() {
+        let _ = writeln!(out, "- No sample was flagged.");
+    }
+    for (flag, samples) in &counts {
+        let meaning = match *flag {
+            "client-bound" => {
+                "the client used nearly all of its CPU: the figure describes the load generator, not the stack"
+            }
+            "server-saturated" => "the server used nearly all of its CPU",
+            "drift" => "throughput changed between the window's halves by more than the threshold",
+            "load-gate-timeout" => "the machine was still busy when the sample started",
+            "steal" => "the hypervisor stole CPU time during the window",
+            "generator-behind" => "the open-loop generator could not keep to its schedule",
+            _ => "",
+        };
+        let _ = writeln!(
+            out,
+            "- `{flag}` in {} of {} samples ({meaning}).",
+            samples.len(),
+            noise.len()
+        );
+    }
+    out.push('\n');
+}
+
 fn write_boundaries(out: &mut String, inputs: &Inputs<'_>) {
     let _ = writeln!(out, "## Interpretation boundaries\n");
-    let with_metrics: Vec<&Row> = inputs.rows.iter().filter(|r| r.metrics.is_some()).collect();
+    // Spread needs at least two repetitions to mean anything.
+    let with_metrics: Vec<&Row> = inputs
+        .rows
+        .iter()
+        .filter(|r| r.metrics.is_some() && r.ok >= 2)
+        .collect();
     let spread_line = |name: &str, pick: &dyn Fn(&Row) -> Option<f64>| -> String {
         let spreads: Vec<(f64, &Row)> = with_metrics
             .iter()
@@ -286,7 +526,7 @@ fn write_boundaries(out: &mut String, inputs: &Inputs<'_>) {
     if reps < 4 {
         let _ = writeln!(
             out,
-            "- {reps} repetitions per configuration cannot show a statistically significant difference (two-sided Mann-Whitney at alpha 0.05 needs at least 4 per side); ratios here are descriptive."
+            "- {reps} repetition(s) per configuration cannot show a statistically significant difference (two-sided Mann-Whitney at alpha 0.05 needs at least 4 per side); ratios here are descriptive."
         );
     } else if reps < 6 {
         let _ = writeln!(

@@ -113,13 +113,28 @@ pub fn check_cells(campaign: &Campaign, caps: &BTreeMap<String, Capabilities>) -
                     });
                 }
             }
+            for payload in &campaign.workload.payload {
+                // A peer that lists no payloads offers zero-filled bytes only.
+                let offered = stack.payloads.iter().any(|p| p == payload.as_str())
+                    || (stack.payloads.is_empty() && payload.as_str() == "zeros");
+                if !offered {
+                    problems.push(Problem {
+                        path: format!("cells[{i}]"),
+                        message: format!(
+                            "peer {peer_id} does not offer payload {payload} on stack {} as a {role} (workload.payload)",
+                            cell.stack
+                        ),
+                    });
+                }
+            }
             if role == Role::Client {
                 for load in &campaign.workload.load {
-                    if !stack.load_models.iter().any(|l| l == load.as_str()) {
+                    if !stack.load_models.iter().any(|l| l == load.model()) {
                         problems.push(Problem {
                             path: format!("cells[{i}]"),
                             message: format!(
-                                "peer {peer_id} does not offer load model {load} on stack {} as a client (workload.load)",
+                                "peer {peer_id} does not offer load model {} on stack {} as a client (workload.load)",
+                                load.model(),
                                 cell.stack
                             ),
                         });
@@ -164,6 +179,7 @@ shapes = ["unary", "bidi"]
             shapes: vec!["unary".into()],
             load_models: vec!["closed".into()],
             libraries: BTreeMap::new(),
+            ..StackCapability::default()
         };
         let caps = BTreeMap::from([(
             "p".to_string(),

@@ -1,5 +1,6 @@
 //! Pure checks of a client's report against what the sample asked for, and the derived metrics.
 
+use rpcarena_model::load::LoadSpec;
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{ClientResult, Metrics};
 use rpcarena_protocol::histogram::{self, LatencySummary};
@@ -36,7 +37,8 @@ pub fn check_report(
     if result.completed == 0 {
         problems.push("no operation completed in the window".to_string());
     }
-    if result.lanes != config.concurrency {
+    let fixed_lanes = matches!(config.load, LoadSpec::Closed | LoadSpec::Window { .. });
+    if fixed_lanes && result.lanes != config.concurrency {
         problems.push(format!(
             "client armed {} lanes but concurrency {} was asked",
             result.lanes, config.concurrency
@@ -50,6 +52,19 @@ pub fn check_report(
             ));
         }
     };
+    if let (Some(sent), Some(received)) = (result.sent, result.received)
+        && received > sent
+    {
+        problems.push(format!(
+            "the server counted {received} messages but only {sent} were sent"
+        ));
+    }
+    if !config.load.whole_operations() {
+        // Send-saturation counts messages, not whole RPCs: the per-operation message checks
+        // below do not apply (docs/peer-protocol.md, send-saturation accounting).
+        let metrics = histogram_metrics(result, &mut problems);
+        return (problems, metrics);
+    }
     expect(
         "requests",
         result.requests,
@@ -87,41 +102,66 @@ pub fn check_report(
             window_asked_ns as f64 / 1e6
         ));
     }
-    let metrics = match histogram::decode(&result.histogram) {
+    let metrics = histogram_metrics(result, &mut problems);
+    (problems, metrics)
+}
+
+/// Rates and percentiles from the report's histograms; a histogram that does not decode or
+/// does not hold `completed` values is a problem.
+fn histogram_metrics(result: &ClientResult, problems: &mut Vec<String>) -> Option<Metrics> {
+    let h = match histogram::decode(&result.histogram) {
+        Ok(h) => h,
         Err(e) => {
             problems.push(format!("{e}"));
-            None
-        }
-        Ok(h) => {
-            if h.len() != result.completed {
-                problems.push(format!(
-                    "histogram holds {} values but {} operations completed",
-                    h.len(),
-                    result.completed
-                ));
-            }
-            let latency = LatencySummary::of(&h);
-            let seconds = result.window_ns.max(1) as f64 / 1e9;
-            Some(Metrics {
-                ops_per_s: result.completed as f64 / seconds,
-                requests_per_s: result.requests as f64 / seconds,
-                responses_per_s: result.responses as f64 / seconds,
-                mean_ns: latency.mean_ns,
-                p50_ns: latency.p50_ns,
-                p90_ns: latency.p90_ns,
-                p99_ns: latency.p99_ns,
-                p999_ns: latency.p999_ns,
-                max_ns: latency.max_ns,
-            })
+            return None;
         }
     };
-    (problems, metrics)
+    if h.len() != result.completed {
+        problems.push(format!(
+            "histogram holds {} values but {} operations completed",
+            h.len(),
+            result.completed
+        ));
+    }
+    let optional = |text: &Option<String>, what: &str, problems: &mut Vec<String>| {
+        text.as_ref().and_then(|t| match histogram::decode(t) {
+            Ok(h) => Some(LatencySummary::of(&h)),
+            Err(e) => {
+                problems.push(format!("{what}: {e}"));
+                None
+            }
+        })
+    };
+    let uncorrected = optional(
+        &result.uncorrected_histogram,
+        "uncorrected_histogram",
+        problems,
+    );
+    let lag = optional(&result.send_lag_histogram, "send_lag_histogram", problems);
+    let latency = LatencySummary::of(&h);
+    let seconds = result.window_ns.max(1) as f64 / 1e9;
+    Some(Metrics {
+        ops_per_s: result.completed as f64 / seconds,
+        requests_per_s: result.requests as f64 / seconds,
+        responses_per_s: result.responses as f64 / seconds,
+        mean_ns: latency.mean_ns,
+        p50_ns: latency.p50_ns,
+        p90_ns: latency.p90_ns,
+        p99_ns: latency.p99_ns,
+        p999_ns: latency.p999_ns,
+        max_ns: latency.max_ns,
+        uncorrected_p50_ns: uncorrected.map(|l| l.p50_ns),
+        uncorrected_p99_ns: uncorrected.map(|l| l.p99_ns),
+        send_lag_p50_ns: lag.map(|l| l.p50_ns),
+        send_lag_p99_ns: lag.map(|l| l.p99_ns),
+        received_per_s: result.received.map(|r| r as f64 / seconds),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rpcarena_model::campaign::LoadModel;
+    use rpcarena_model::load::PayloadKind;
     use rpcarena_protocol::workload::Shape;
 
     fn config(shape: Shape) -> SampleConfig {
@@ -136,7 +176,8 @@ mod tests {
             request_size: 10,
             response_size: 20,
             messages_per_stream: 8,
-            load: LoadModel::Closed,
+            payload: PayloadKind::Zeros,
+            load: LoadSpec::Closed,
         }
     }
 

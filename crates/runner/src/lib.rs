@@ -13,6 +13,7 @@ pub mod certs;
 pub mod checks;
 pub mod host;
 pub mod network;
+pub mod noise;
 pub mod process;
 pub mod procstat;
 pub mod resolve;
@@ -234,7 +235,10 @@ pub fn run(
     signals::install().context("installing signal handlers")?;
 
     let ca = certs::Authority::create(&dir.certificates(), &campaign.name)?;
-    let mut net = network::RunNetwork::create(&campaign.network, campaign.seed, &ca)?;
+    let emulated = campaign.network.backend == rpcarena_model::network::NetworkBackend::Emulated;
+    let pins = noise::plan(&noise::allowed_cpus(), campaign.noise.pinning, emulated);
+    let mut net =
+        network::RunNetwork::create(&campaign.network, campaign.seed, &ca, &pins.emulator)?;
 
     let configs = matrix::expand(campaign);
     let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
@@ -311,6 +315,9 @@ pub fn run(
             raw_dir,
             raw_rel,
             started_at: host::now_rfc3339(),
+            pins: &pins,
+            noise: &campaign.noise,
+            load_seed: campaign.seed ^ ((index as u64) << 20),
         });
         let mut record = record;
         match net.after_sample() {

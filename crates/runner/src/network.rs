@@ -99,7 +99,12 @@ pub struct RunNetwork {
 impl RunNetwork {
     /// Builds the network (namespaces, devices, emulator threads) and the server identity for its
     /// address.
-    pub fn create(network: &Network, seed: u64, ca: &Authority) -> Result<RunNetwork> {
+    pub fn create(
+        network: &Network,
+        seed: u64,
+        ca: &Authority,
+        emulator_cpus: &[usize],
+    ) -> Result<RunNetwork> {
         let config = match network.backend {
             NetworkBackend::Loopback => {
                 let identity = ca.server("127.0.0.1")?;
@@ -127,7 +132,9 @@ impl RunNetwork {
                     EmulatorChoice::Userspace => rpcarena_netem::EmulatorChoice::Userspace,
                     EmulatorChoice::Kernel => rpcarena_netem::EmulatorChoice::Kernel,
                 };
-                TopologyConfig::emulated(profile, emulator, seed)
+                let mut config = TopologyConfig::emulated(profile, emulator, seed);
+                config.timing.cpus = emulator_cpus.to_vec();
+                config
             }
         };
         let mut topology =

@@ -19,6 +19,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// One line of a peer's stdout, or its end.
+// A handful of lines per sample: boxing the large event would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum Line {
     /// A valid v1 event.
@@ -133,10 +135,10 @@ impl PeerProcess {
 
     /// The exit status, if the leader has exited.
     pub fn try_exit(&mut self) -> Option<ExitStatus> {
-        if self.exit.is_none() {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                self.exit = Some(status);
-            }
+        if self.exit.is_none()
+            && let Ok(Some(status)) = self.child.try_wait()
+        {
+            self.exit = Some(status);
         }
         self.exit
     }

@@ -7,8 +7,9 @@
 //! Resolution is the kernel's clock tick (usually 10 ms of CPU), which is why CPU is reported per
 //! operation over a whole window rather than per tick.
 
+use procfs::CurrentSI;
 use procfs::process::{Process, all_processes};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -25,6 +26,19 @@ pub struct GroupUsage {
     pub readings: u32,
     /// Most processes seen at once.
     pub processes: u32,
+    /// CPU of the group's busiest thread between the first and the last reading, microseconds.
+    pub busiest_thread_cpu_us: f64,
+}
+
+/// What the sampler found over the whole window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct WindowUsage {
+    /// Wall time between the first and the last reading, seconds.
+    pub elapsed_s: f64,
+    /// Share of all CPUs' time stolen by the hypervisor in that time, percent.
+    pub steal_pct: f64,
+    /// One entry per group, in the order given to [`Sampler::start`].
+    pub groups: Vec<GroupUsage>,
 }
 
 /// One reading of one group.
@@ -38,7 +52,7 @@ struct Reading {
 /// A running sampler over some process groups.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Vec<GroupUsage>>>,
+    handle: Option<JoinHandle<WindowUsage>>,
 }
 
 impl Sampler {
@@ -54,7 +68,7 @@ impl Sampler {
     }
 
     /// Takes a last reading and returns the usage of each group, in the order given to `start`.
-    pub fn stop(mut self) -> Vec<GroupUsage> {
+    pub fn stop(mut self) -> WindowUsage {
         self.stop.store(true, Ordering::Release);
         self.handle
             .take()
@@ -69,10 +83,13 @@ impl Drop for Sampler {
     }
 }
 
-fn sample_loop(pgids: &[i32], interval: Duration, stop: &AtomicBool) -> Vec<GroupUsage> {
+fn sample_loop(pgids: &[i32], interval: Duration, stop: &AtomicBool) -> WindowUsage {
     let ticks_per_second = procfs::ticks_per_second().max(1) as f64;
     let page_size = procfs::page_size();
     let mut members: Vec<BTreeSet<i32>> = pgids.iter().map(|&g| scan_group(g)).collect();
+    let first_threads: Vec<BTreeMap<i32, u64>> = members.iter().map(thread_ticks).collect();
+    let first_stat = cpu_times();
+    let started = std::time::Instant::now();
     let first: Vec<Reading> = members
         .iter_mut()
         .map(|m| read_group(m, page_size))
@@ -84,6 +101,7 @@ fn sample_loop(pgids: &[i32], interval: Duration, stop: &AtomicBool) -> Vec<Grou
             peak_rss_bytes: r.rss_bytes,
             readings: 1,
             processes: r.processes,
+            busiest_thread_cpu_us: 0.0,
         })
         .collect();
     let mut last = first.clone();
@@ -100,7 +118,7 @@ fn sample_loop(pgids: &[i32], interval: Duration, stop: &AtomicBool) -> Vec<Grou
             if next > now {
                 std::thread::sleep(next - now);
             }
-            if tick % 10 == 0 {
+            if tick.is_multiple_of(10) {
                 for (set, &pgid) in members.iter_mut().zip(pgids) {
                     set.extend(scan_group(pgid));
                 }
@@ -122,10 +140,64 @@ fn sample_loop(pgids: &[i32], interval: Duration, stop: &AtomicBool) -> Vec<Grou
             break;
         }
     }
+    let elapsed_s = started.elapsed().as_secs_f64();
     for (i, u) in usage.iter_mut().enumerate() {
         u.cpu_us = (last[i].cpu_ticks - first[i].cpu_ticks) as f64 * 1e6 / ticks_per_second;
+        let now = thread_ticks(&members[i]);
+        let busiest = now
+            .iter()
+            .map(|(tid, ticks)| {
+                ticks.saturating_sub(first_threads[i].get(tid).copied().unwrap_or(0))
+            })
+            .max()
+            .unwrap_or(0);
+        u.busiest_thread_cpu_us = busiest as f64 * 1e6 / ticks_per_second;
     }
-    usage
+    let steal_pct = match (first_stat, cpu_times()) {
+        (Some((steal0, total0)), Some((steal1, total1))) if total1 > total0 => {
+            (steal1.saturating_sub(steal0)) as f64 * 100.0 / (total1 - total0) as f64
+        }
+        _ => 0.0,
+    };
+    WindowUsage {
+        elapsed_s,
+        steal_pct,
+        groups: usage,
+    }
+}
+
+/// CPU ticks of every thread of every member, by thread id. A thread born during the window
+/// counts from zero, which is right: all its time is in the window.
+fn thread_ticks(members: &BTreeSet<i32>) -> BTreeMap<i32, u64> {
+    let mut ticks = BTreeMap::new();
+    for &pid in members {
+        let Ok(process) = Process::new(pid) else {
+            continue;
+        };
+        let Ok(tasks) = process.tasks() else { continue };
+        for task in tasks.flatten() {
+            if let Ok(stat) = task.stat() {
+                ticks.insert(task.tid, stat.utime + stat.stime);
+            }
+        }
+    }
+    ticks
+}
+
+/// (steal, total) ticks of all CPUs from /proc/stat.
+fn cpu_times() -> Option<(u64, u64)> {
+    let stat = procfs::KernelStats::current().ok()?;
+    let t = stat.total;
+    let steal = t.steal.unwrap_or(0);
+    let total = t.user
+        + t.nice
+        + t.system
+        + t.idle
+        + t.iowait.unwrap_or(0)
+        + t.irq.unwrap_or(0)
+        + t.softirq.unwrap_or(0)
+        + steal;
+    Some((steal, total))
 }
 
 /// Pids whose process group is `pgid`.
@@ -134,10 +206,10 @@ fn scan_group(pgid: i32) -> BTreeSet<i32> {
     set.insert(pgid);
     if let Ok(all) = all_processes() {
         for process in all.flatten() {
-            if let Ok(stat) = process.stat() {
-                if stat.pgrp == pgid {
-                    set.insert(stat.pid);
-                }
+            if let Ok(stat) = process.stat()
+                && stat.pgrp == pgid
+            {
+                set.insert(stat.pid);
             }
         }
     }
@@ -169,18 +241,25 @@ mod tests {
 
     #[test]
     fn measures_cpu_and_memory_of_a_busy_group() {
-        // A shell that burns CPU in a child for about 300 ms.
+        // A shell whose child (same process group) burns CPU until the group is killed.
         let mut child = std::process::Command::new("sh")
-            .args(["-c", "timeout 0.3 sh -c 'while :; do :; done'; sleep 0.2"])
+            .args(["-c", "sh -c 'while :; do :; done' & sleep 5"])
             .process_group(0)
             .spawn()
             .unwrap();
         let sampler = Sampler::start(vec![child.id() as i32], Duration::from_millis(10));
         std::thread::sleep(Duration::from_millis(600));
-        let usage = sampler.stop();
+        let window = sampler.stop();
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
         child.wait().unwrap();
-        assert_eq!(usage.len(), 1);
-        let u = usage[0];
+        assert_eq!(window.groups.len(), 1);
+        assert!(window.elapsed_s >= 0.5, "{window:?}");
+        assert!((0.0..=100.0).contains(&window.steal_pct), "{window:?}");
+        let u = window.groups[0];
+        assert!(u.busiest_thread_cpu_us >= 100_000.0, "{u:?}");
         assert!(u.cpu_us >= 100_000.0, "{u:?}");
         assert!(u.peak_rss_bytes > 0, "{u:?}");
         assert!(u.readings >= 20, "{u:?}");

@@ -3,13 +3,17 @@
 
 use crate::certs::ServerIdentity;
 use crate::checks::check_report;
+use crate::noise::{self, Observed, PinPlan};
 use crate::process::{Line, Message, PeerProcess, describe_exit};
-use crate::procstat::{GroupUsage, Sampler};
-use rpcarena_model::campaign::{Timeouts, Timing};
+use crate::procstat::{GroupUsage, Sampler, WindowUsage};
+use rpcarena_model::campaign::{NoiseControls, Timeouts, Timing};
+use rpcarena_model::load::PayloadKind;
 use rpcarena_model::matrix::SampleConfig;
-use rpcarena_model::record::{ClientResult, ProcessStats, SampleRecord, SampleStatus};
+use rpcarena_model::record::{
+    ClientResult, IntervalRecord, Noise, ProcessStats, SampleRecord, SampleStatus,
+};
 use rpcarena_model::schedule::Slot;
-use rpcarena_protocol::event::{Command, Event, Role};
+use rpcarena_protocol::event::{Command, Event, Role, SampleReport};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -58,6 +62,12 @@ pub struct SampleJob<'a> {
     pub raw_rel: String,
     /// UTC start time (RFC 3339), supplied by the caller so this module reads no wall clock.
     pub started_at: String,
+    /// CPU pinning of the peers (and the emulator, for the record).
+    pub pins: &'a PinPlan,
+    /// Load gate and drift threshold.
+    pub noise: &'a NoiseControls,
+    /// Seed for the open model's Poisson arrivals.
+    pub load_seed: u64,
 }
 
 /// Pseudo event kind: the peer closed its stdout.
@@ -94,50 +104,41 @@ impl Session {
         timeout_field: &str,
         phase: &str,
     ) -> Result<Event, String> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            let message = match self.rx.recv_timeout(remaining) {
-                Ok(m) => m,
-                Err(RecvTimeoutError::Timeout) => {
-                    return Err(format!(
-                        "{role} did not print `{kind}` within {} (timeouts.{timeout_field}) during {phase}",
-                        rpcarena_model::duration::format(&timeout)
-                    ));
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(format!("lost both peers' output during {phase}"));
-                }
-            };
-            let from = message.role;
-            match message.line {
-                Line::Event(event) if from == role && event.name() == kind => return Ok(event),
-                Line::Event(Event::Error(e)) => {
-                    return Err(format!(
-                        "{from} reported a {} error during {}: {}",
-                        e.code, e.phase, e.message
-                    ));
-                }
-                Line::Event(event) => {
-                    return Err(format!(
-                        "{from} printed an unexpected `{}` event during {phase} (waiting for the {role}'s `{kind}`)",
-                        event.name()
-                    ));
-                }
-                Line::Malformed { text, error } => {
-                    return Err(format!(
-                        "{from} printed a malformed event during {phase}: {error}; line: {text}"
-                    ));
-                }
-                Line::Closed if from == role && kind == END_OF_OUTPUT => {
-                    return Ok(Event::Stopped(Default::default()));
-                }
-                Line::Closed => {
-                    let note = self.exit_note(from, Duration::from_secs(1));
-                    return Err(format!(
-                        "{from} exited unexpectedly during {phase} ({note}); see {from}.stderr"
-                    ));
-                }
+        let message = match self.rx.recv_timeout(timeout) {
+            Ok(m) => m,
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(format!(
+                    "{role} did not print `{kind}` within {} (timeouts.{timeout_field}) during {phase}",
+                    rpcarena_model::duration::format(&timeout)
+                ));
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(format!("lost both peers' output during {phase}"));
+            }
+        };
+        // Whatever arrives first decides: the awaited event, or an anomaly.
+        let from = message.role;
+        match message.line {
+            Line::Event(event) if from == role && event.name() == kind => Ok(event),
+            Line::Event(Event::Error(e)) => Err(format!(
+                "{from} reported a {} error during {}: {}",
+                e.code, e.phase, e.message
+            )),
+            Line::Event(event) => Err(format!(
+                "{from} printed an unexpected `{}` event during {phase} (waiting for the {role}'s `{kind}`)",
+                event.name()
+            )),
+            Line::Malformed { text, error } => Err(format!(
+                "{from} printed a malformed event during {phase}: {error}; line: {text}"
+            )),
+            Line::Closed if from == role && kind == END_OF_OUTPUT => {
+                Ok(Event::Stopped(Default::default()))
+            }
+            Line::Closed => {
+                let note = self.exit_note(from, Duration::from_secs(1));
+                Err(format!(
+                    "{from} exited unexpectedly during {phase} ({note}); see {from}.stderr"
+                ))
             }
         }
     }
@@ -258,9 +259,21 @@ pub fn run_sample(job: SampleJob<'_>) -> SampleRecord {
         client_process: None,
         server_process: None,
         server_counters: BTreeMap::new(),
+        noise: None,
         network: None,
         raw: job.raw_rel.clone(),
     };
+    let cpus = noise::allowed_cpus().len();
+    let (waited, load_avg, gate_timed_out) =
+        noise::load_gate(job.noise, cpus, crate::signals::interrupted);
+    record.noise = Some(Noise {
+        client_cpus: job.pins.client.clone(),
+        server_cpus: job.pins.server.clone(),
+        emulator_cpus: job.pins.emulator.clone(),
+        load_avg_1m: load_avg,
+        load_gate_wait_ms: waited.as_millis() as u64,
+        ..Noise::default()
+    });
     let (tx, rx) = channel();
     let mut session = Session {
         rx,
@@ -268,7 +281,7 @@ pub fn run_sample(job: SampleJob<'_>) -> SampleRecord {
         client: None,
     };
     let mut problems: Vec<String> = Vec::new();
-    let outcome = drive(&job, &mut session, &tx, &mut record);
+    let outcome = drive(&job, &mut session, &tx, &mut record, gate_timed_out);
     if let Err(reason) = outcome {
         problems.push(reason);
         problems.extend(session.aftermath());
@@ -292,6 +305,7 @@ fn drive(
     session: &mut Session,
     tx: &std::sync::mpsc::Sender<Message>,
     record: &mut SampleRecord,
+    gate_timed_out: bool,
 ) -> Result<(), String> {
     let c = job.config;
     let p = &job.placement;
@@ -299,6 +313,7 @@ fn drive(
         .map_err(|e| format!("creating {}: {e}", job.raw_dir.display()))?;
 
     let mut server_argv = p.server_prefix.clone();
+    server_argv.extend(noise::taskset_prefix(&job.pins.server));
     server_argv.extend(job.server_command.iter().cloned());
     server_argv.extend(
         [
@@ -325,6 +340,7 @@ fn drive(
     };
 
     let mut client_argv = p.client_prefix.clone();
+    client_argv.extend(noise::taskset_prefix(&job.pins.client));
     client_argv.extend(job.client_command.iter().cloned());
     client_argv.extend([
         "client".to_string(),
@@ -346,8 +362,6 @@ fn drive(
         c.response_size.to_string(),
         "--messages-per-stream".into(),
         c.messages_per_stream.to_string(),
-        "--load".into(),
-        c.load.to_string(),
         "--warmup-ms".into(),
         ms(job.timing.warmup),
         "--window-ms".into(),
@@ -355,6 +369,11 @@ fn drive(
         "--drain-ms".into(),
         ms(job.timing.drain),
     ]);
+    if c.payload != PayloadKind::Zeros {
+        // Only peers that offer other payloads know the argument; zeros is the default.
+        client_argv.extend(["--payload".to_string(), c.payload.to_string()]);
+    }
+    client_argv.extend(c.load.peer_args(job.load_seed));
     session.client = Some(
         PeerProcess::spawn(Role::Client, &client_argv, &job.raw_dir, tx.clone())
             .map_err(|e| format!("{e:#}"))?,
@@ -388,7 +407,35 @@ fn drive(
         Event::Sample(s) => s,
         _ => unreachable!("expect returns the asked kind"),
     };
-    let result = ClientResult {
+    let result = client_result(&armed, report);
+    let (check_problems, metrics) = check_report(c, job.timing.window.as_nanos() as u64, &result);
+    record.metrics = metrics;
+    if let [client_usage, server_usage] = usage.groups[..] {
+        record.client_process = Some(process_stats(client_usage, result.completed));
+        record.server_process = Some(process_stats(server_usage, result.completed));
+    }
+    if let Some(noise) = record.noise.as_mut() {
+        let observed = observe(&usage, job.pins, &result, job.timing.window, gate_timed_out);
+        noise.steal_pct = observed.steal_pct;
+        noise.client_cores = observed.client_cores;
+        noise.server_cores = observed.server_cores;
+        noise.client_busiest_thread_cores = observed.client_busiest_thread_cores;
+        noise.server_busiest_thread_cores = observed.server_busiest_thread_cores;
+        noise::flags(&observed, job.pins, job.noise.drift_threshold, noise);
+    }
+    record.client = Some(result);
+
+    session.shutdown(Role::Client, job.timeouts.shutdown)?;
+    record.server_counters = session.shutdown(Role::Server, job.timeouts.shutdown)?;
+    if check_problems.is_empty() {
+        Ok(())
+    } else {
+        Err(check_problems.join("; "))
+    }
+}
+
+fn client_result(armed: &rpcarena_protocol::event::Armed, report: SampleReport) -> ClientResult {
+    ClientResult {
         lanes: armed.lanes,
         connections: armed.connections,
         connect_ns: armed.connect_ns,
@@ -404,20 +451,65 @@ fn drive(
         failures: report.failures,
         first_failure: report.first_failure,
         histogram: report.histogram,
-    };
-    let (check_problems, metrics) = check_report(c, job.timing.window.as_nanos() as u64, &result);
-    record.metrics = metrics;
-    if let [client_usage, server_usage] = usage[..] {
-        record.client_process = Some(process_stats(client_usage, result.completed));
-        record.server_process = Some(process_stats(server_usage, result.completed));
+        load: report.load,
+        uncorrected_histogram: report.uncorrected_histogram,
+        send_lag_histogram: report.send_lag_histogram,
+        offered: report.offered,
+        target_rate: report.target_rate,
+        fell_behind: report.fell_behind,
+        max_in_flight: report.max_in_flight,
+        sent: report.sent,
+        received: report.received,
+        intervals: report
+            .intervals
+            .into_iter()
+            .map(|i| IntervalRecord {
+                offset_ns: i.offset_ns,
+                completed: i.completed,
+                histogram: i.histogram,
+            })
+            .collect(),
     }
-    record.client = Some(result);
+}
 
-    session.shutdown(Role::Client, job.timeouts.shutdown)?;
-    record.server_counters = session.shutdown(Role::Server, job.timeouts.shutdown)?;
-    if check_problems.is_empty() {
-        Ok(())
-    } else {
-        Err(check_problems.join("; "))
+/// What the window looked like to the /proc sampler and the client, for the noise flags.
+fn observe(
+    usage: &WindowUsage,
+    pins: &PinPlan,
+    result: &ClientResult,
+    window: Duration,
+    gate_timed_out: bool,
+) -> Observed {
+    let all = noise::allowed_cpus().len();
+    let elapsed_us = (usage.elapsed_s * 1e6).max(1.0);
+    let cores = |i: usize| usage.groups.get(i).map_or(0.0, |g| g.cpu_us / elapsed_us);
+    let busiest = |i: usize| {
+        usage
+            .groups
+            .get(i)
+            .map_or(0.0, |g| g.busiest_thread_cpu_us / elapsed_us)
+    };
+    let count = |pinned: &Vec<usize>| if pinned.is_empty() { all } else { pinned.len() };
+    // Throughput per full second of the window, from the intervals (a partial last second is
+    // left out: it would look like a slowdown).
+    let full = Duration::from_secs(1).as_nanos() as u64;
+    let window_ns = window.as_nanos() as u64;
+    let per_second = result
+        .intervals
+        .iter()
+        .filter(|i| i.offset_ns + full <= window_ns)
+        .map(|i| i.completed as f64)
+        .collect();
+    Observed {
+        client_cores: cores(0),
+        server_cores: cores(1),
+        client_busiest_thread_cores: busiest(0),
+        server_busiest_thread_cores: busiest(1),
+        client_cpu_count: count(&pins.client),
+        server_cpu_count: count(&pins.server),
+        steal_pct: usage.steal_pct,
+        per_second,
+        generator_behind: result.fell_behind == Some(true),
+        gate_timed_out,
     }
 }

@@ -1,0 +1,279 @@
+//! Noise controls: CPU pinning, the load-average gate, and the flags that say when a sample
+//! describes the machine or the load generator rather than the stack under test.
+
+use rpcarena_model::campaign::{NoiseControls, Pinning};
+use rpcarena_model::record::Noise;
+use rpcarena_stats::drift;
+use std::time::{Duration, Instant};
+
+/// Where the client, the server and the emulator run.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PinPlan {
+    /// Client CPUs (empty: not pinned).
+    pub client: Vec<usize>,
+    /// Server CPUs.
+    pub server: Vec<usize>,
+    /// Emulator CPUs.
+    pub emulator: Vec<usize>,
+    /// Why the plan is not ideal, if it is not.
+    pub warnings: Vec<String>,
+}
+
+/// The pinning for `cpus` (the CPUs this process may use) under `policy`.
+///
+/// The server gets exactly one CPU, so server throughput is single-core throughput whatever the
+/// machine; with four or more CPUs the first stays free for the OS and the controller; the
+/// emulator (when there is one) gets its own CPU; the client gets the rest.
+pub fn plan(cpus: &[usize], policy: Pinning, emulated: bool) -> PinPlan {
+    let mut p = PinPlan::default();
+    if policy == Pinning::Off {
+        return p;
+    }
+    match cpus.len() {
+        0 | 1 => p.warnings.push(
+            "only one CPU: client, server and emulator share it; nothing is pinned".to_string(),
+        ),
+        2 => {
+            p.client = vec![cpus[0]];
+            p.server = vec![cpus[1]];
+            if emulated {
+                p.warnings.push(format!(
+                    "2 CPUs: the emulator's threads share CPUs {} and {} with the peers",
+                    cpus[0], cpus[1]
+                ));
+            }
+        }
+        3 => {
+            p.server = vec![cpus[1]];
+            if emulated {
+                p.emulator = vec![cpus[0]];
+                p.client = vec![cpus[2]];
+            } else {
+                p.client = vec![cpus[0], cpus[2]];
+            }
+        }
+        n => {
+            p.server = vec![cpus[1]];
+            if emulated {
+                p.emulator = vec![cpus[2]];
+                p.client = cpus[3..n].to_vec();
+            } else {
+                p.client = cpus[2..n].to_vec();
+            }
+        }
+    }
+    p
+}
+
+/// CPUs this process may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
+        Ok(set) => (0..nix::sched::CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap_or(false))
+            .collect(),
+        Err(_) => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
+    }
+}
+
+/// The argument-vector prefix that pins a command to `cpus` (`taskset -c 1,2`), if any.
+pub fn taskset_prefix(cpus: &[usize]) -> Vec<String> {
+    if cpus.is_empty() {
+        return Vec::new();
+    }
+    let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
+    vec!["taskset".into(), "-c".into(), list.join(",")]
+}
+
+/// The 1-minute load average.
+pub fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+/// Waits until the 1-minute load average is at most the limit (default: the CPU count) or the
+/// gate's timeout passes; returns (waited, load average at the end, timed out). Stops early
+/// when `stop()` says so (a signal).
+pub fn load_gate(
+    controls: &NoiseControls,
+    cpus: usize,
+    stop: impl Fn() -> bool,
+) -> (Duration, f64, bool) {
+    let limit = controls.max_load.unwrap_or(cpus as f64);
+    let start = Instant::now();
+    loop {
+        let load = load_average();
+        if limit <= 0.0 || load <= limit {
+            return (start.elapsed(), load, false);
+        }
+        if start.elapsed() >= controls.gate_timeout || stop() {
+            return (start.elapsed(), load, true);
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// What was measured around one window, for [`flags`].
+#[derive(Debug, Clone, Default)]
+pub struct Observed {
+    /// Client group CPU, cores.
+    pub client_cores: f64,
+    /// Server group CPU, cores.
+    pub server_cores: f64,
+    /// Client's busiest thread, cores.
+    pub client_busiest_thread_cores: f64,
+    /// Server's busiest thread, cores.
+    pub server_busiest_thread_cores: f64,
+    /// CPUs the client may use.
+    pub client_cpu_count: usize,
+    /// CPUs the server may use.
+    pub server_cpu_count: usize,
+    /// Steal, percent.
+    pub steal_pct: f64,
+    /// Operations completed per full second of the window, in order.
+    pub per_second: Vec<f64>,
+    /// The open model's generator fell behind.
+    pub generator_behind: bool,
+    /// The load gate timed out.
+    pub gate_timed_out: bool,
+}
+
+/// Near this share of its CPUs a process is considered saturated.
+pub const SATURATED: f64 = 0.9;
+/// Steal above this percentage is flagged.
+pub const STEAL_PCT: f64 = 2.0;
+
+/// Flags and warnings for one sample (pure).
+pub fn flags(o: &Observed, plan: &PinPlan, drift_threshold: f64, noise: &mut Noise) {
+    let mut flag = |name: &str, warning: String| {
+        noise.flags.push(name.to_string());
+        noise.warnings.push(warning);
+    };
+    if o.client_busiest_thread_cores >= SATURATED
+        || o.client_cores >= SATURATED * o.client_cpu_count.max(1) as f64
+    {
+        flag(
+            "client-bound",
+            format!(
+                "the client used {:.2} cores (busiest thread {:.2}) of {}: the figure describes the load generator, not the stack",
+                o.client_cores, o.client_busiest_thread_cores, o.client_cpu_count
+            ),
+        );
+    }
+    if o.server_cores >= SATURATED * o.server_cpu_count.max(1) as f64 {
+        flag(
+            "server-saturated",
+            format!(
+                "the server used {:.2} cores of {}: it ran at its limit",
+                o.server_cores, o.server_cpu_count
+            ),
+        );
+    }
+    if let Ok(d) = drift(&o.per_second, drift_threshold) {
+        noise.drift = Some(d.change);
+        if d.flagged {
+            flag(
+                "drift",
+                format!(
+                    "throughput changed {:+.1}% between the window's halves (threshold {:.0}%)",
+                    d.change * 100.0,
+                    drift_threshold * 100.0
+                ),
+            );
+        }
+    }
+    if o.gate_timed_out {
+        flag(
+            "load-gate-timeout",
+            format!(
+                "the load average was still {:.2} when the gate gave up",
+                noise.load_avg_1m
+            ),
+        );
+    }
+    if o.steal_pct > STEAL_PCT {
+        flag(
+            "steal",
+            format!(
+                "the hypervisor stole {:.1}% of CPU time during the window",
+                o.steal_pct
+            ),
+        );
+    }
+    if o.generator_behind {
+        flag(
+            "generator-behind",
+            "the open-loop generator fell behind its schedule: the offered load was lower than the target".to_string(),
+        );
+    }
+    noise.placement_notes = plan.warnings.clone();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_by_cpu_count() {
+        let p = plan(&[0, 1], Pinning::Auto, false);
+        assert_eq!((p.client.clone(), p.server.clone()), (vec![0], vec![1]));
+        assert!(p.warnings.is_empty());
+        let p = plan(&[0, 1], Pinning::Auto, true);
+        assert!(p.emulator.is_empty() && p.warnings[0].contains("share"));
+        let mut noise = Noise::default();
+        flags(
+            &Observed {
+                client_cpu_count: 1,
+                server_cpu_count: 1,
+                ..Observed::default()
+            },
+            &p,
+            0.03,
+            &mut noise,
+        );
+        assert!(noise.flags.is_empty() && noise.placement_notes == p.warnings);
+        let p = plan(&[0, 1, 2, 3, 4, 5], Pinning::Auto, true);
+        assert_eq!(
+            (p.server, p.emulator, p.client),
+            (vec![1], vec![2], vec![3, 4, 5])
+        );
+        let p = plan(&[0, 1, 2], Pinning::Auto, false);
+        assert_eq!((p.server, p.client), (vec![1], vec![0, 2]));
+        assert_eq!(plan(&[0, 1, 2, 3], Pinning::Off, true), PinPlan::default());
+        assert!(plan(&[0], Pinning::Auto, false).warnings[0].contains("one CPU"));
+        assert_eq!(taskset_prefix(&[2, 3]), ["taskset", "-c", "2,3"]);
+    }
+
+    #[test]
+    fn flags_say_what_they_saw() {
+        let o = Observed {
+            client_cores: 0.95,
+            server_cores: 0.5,
+            client_busiest_thread_cores: 0.6,
+            server_busiest_thread_cores: 0.3,
+            client_cpu_count: 1,
+            server_cpu_count: 1,
+            steal_pct: 5.0,
+            per_second: vec![100.0, 100.0, 90.0, 90.0],
+            generator_behind: true,
+            gate_timed_out: false,
+        };
+        let mut noise = Noise::default();
+        flags(&o, &PinPlan::default(), 0.03, &mut noise);
+        assert_eq!(
+            noise.flags,
+            ["client-bound", "drift", "steal", "generator-behind"]
+        );
+        assert!((noise.drift.unwrap() + 0.1).abs() < 1e-9);
+        let mut quiet = Noise::default();
+        let o = Observed {
+            client_cpu_count: 2,
+            server_cpu_count: 1,
+            per_second: vec![100.0, 101.0],
+            ..Observed::default()
+        };
+        flags(&o, &PinPlan::default(), 0.03, &mut quiet);
+        assert!(quiet.flags.is_empty(), "{quiet:?}");
+    }
+}
