@@ -6,6 +6,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed={proto_root}/{file}");
     let descriptors = protox::compile([file], [proto_root])?;
     tonic_prost_build::configure()
+        // A BTreeMap encodes its entries in key order, so a structured payload's bytes are the
+        // same on every run (a HashMap's order is random; sizes would not change, bytes would).
+        .btree_map(".rpcarena.bench.v1.Structured.attributes")
         .build_client(true)
         .build_server(true)
         .compile_fds(descriptors)?;

@@ -7,7 +7,7 @@
 
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use rpcarena_protocol::workload::Shape;
+use rpcarena_protocol::workload::{Payload, Shape};
 use rustls_pki_types::ServerName;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -68,11 +68,36 @@ impl Stack {
     }
 }
 
-/// Load models (v1 defines only `closed`).
+/// Largest `--in-flight`, `--max-in-flight`: far above any transport's concurrency limit.
+pub const MAX_IN_FLIGHT: u32 = 100_000;
+/// Largest `--streams` (each stream keeps its own histograms until its summary confirms them).
+pub const MAX_STREAMS: u32 = 1_000;
+/// Largest `--rate`, operations per second.
+pub const MAX_RATE: f64 = 10_000_000.0;
+
+/// Load models (docs/peer-protocol.md, "Load models").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Load {
-    /// `concurrency` lanes, each with one operation in flight.
+    /// `--concurrency` lanes, each with one operation in flight.
     Closed,
+    /// `--in-flight N` operations always outstanding.
+    Window,
+    /// A new operation whenever the transport accepts one, at most `--max-in-flight`.
+    Backpressure,
+    /// `--streams S` client streams of one-way messages, settled for `--settle-ms`.
+    #[value(name = "send-saturation")]
+    SendSaturation,
+    /// Operations at intended start times: `--rate`, `--arrival`, `--seed`.
+    Open,
+}
+
+/// Arrival processes of the open model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalArg {
+    /// Starts exactly 1/rate apart.
+    Constant,
+    /// Exponential gaps of mean 1/rate from a seeded ChaCha8 generator.
+    Poisson,
 }
 
 /// `server` arguments.
@@ -90,6 +115,13 @@ pub struct ServerArgs {
     /// PEM private key (PKCS#8).
     #[arg(long)]
     pub key: PathBuf,
+    /// Diagnostic, not part of the protocol: stall every this many milliseconds (with
+    /// `--stall-ms`), holding every response for the stall's length (docs/stacks.md).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..), requires = "stall_ms")]
+    pub stall_every_ms: Option<u64>,
+    /// Diagnostic: the length of each stall, in milliseconds (less than `--stall-every-ms`).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..), requires = "stall_every_ms")]
+    pub stall_ms: Option<u64>,
 }
 
 /// `client` arguments.
@@ -125,6 +157,30 @@ pub struct ClientArgs {
     /// Load model.
     #[arg(long, value_enum)]
     pub load: Load,
+    /// Payload kind: zeros (default) or structured.
+    #[arg(long, value_parser = parse_payload, default_value = "zeros")]
+    pub payload: Payload,
+    /// window: operations always outstanding (1 to 100000).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_IN_FLIGHT)))]
+    pub in_flight: Option<u32>,
+    /// backpressure: safety cap on operations in flight (1 to 100000).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_IN_FLIGHT)))]
+    pub max_in_flight: Option<u32>,
+    /// send-saturation: client streams (1 to 1000).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_STREAMS)))]
+    pub streams: Option<u32>,
+    /// send-saturation: how long after the window the summaries may take, in milliseconds.
+    #[arg(long, allow_negative_numbers = true)]
+    pub settle_ms: Option<u64>,
+    /// open: target rate in operations per second (above 0, at most 10000000).
+    #[arg(long, allow_negative_numbers = true, value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// open: constant (default) or poisson.
+    #[arg(long, value_enum)]
+    pub arrival: Option<ArrivalArg>,
+    /// open: seed of the Poisson arrivals (default 0).
+    #[arg(long, allow_negative_numbers = true)]
+    pub seed: Option<u64>,
     /// Untimed warmup, in milliseconds (0 allowed).
     #[arg(long, allow_negative_numbers = true)]
     pub warmup_ms: u64,
@@ -152,7 +208,10 @@ where
     T: Into<OsString> + Clone,
 {
     match Cli::try_parse_from(args) {
-        Ok(cli) => Ok(cli.command),
+        Ok(cli) => {
+            check(&cli.command).map_err(ArgError::Invalid)?;
+            Ok(cli.command)
+        }
         Err(err) => match err.kind() {
             ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
                 Err(ArgError::Info(err.render().to_string()))
@@ -165,6 +224,92 @@ where
             }
             _ => Err(ArgError::Invalid(one_line(&err.render().to_string()))),
         },
+    }
+}
+
+/// Checks what clap cannot: which arguments each load model needs and allows, payload sizes a
+/// structured payload can have, and a stall shorter than its period.
+fn check(command: &Command) -> Result<(), String> {
+    match command {
+        Command::Client(args) => check_client(args),
+        Command::Server(args) => match (args.stall_every_ms, args.stall_ms) {
+            (Some(every), Some(length)) if length >= every => Err(format!(
+                "--stall-ms {length} must be shorter than --stall-every-ms {every}"
+            )),
+            _ => Ok(()),
+        },
+        Command::Capabilities => Ok(()),
+    }
+}
+
+fn check_client(args: &ClientArgs) -> Result<(), String> {
+    for (name, size) in [
+        ("--request-size", args.request_size),
+        ("--response-size", args.response_size),
+    ] {
+        args.payload
+            .check_size(size)
+            .map_err(|e| format!("{name} {size} with --payload {}: {e}", args.payload))?;
+    }
+    let model = match args.load {
+        Load::Closed => "closed",
+        Load::Window => "window",
+        Load::Backpressure => "backpressure",
+        Load::SendSaturation => "send-saturation",
+        Load::Open => "open",
+    };
+    // (argument, given, the model that uses it, required by it)
+    let specific = [
+        ("--in-flight", args.in_flight.is_some(), Load::Window, true),
+        (
+            "--max-in-flight",
+            args.max_in_flight.is_some(),
+            Load::Backpressure,
+            true,
+        ),
+        (
+            "--streams",
+            args.streams.is_some(),
+            Load::SendSaturation,
+            true,
+        ),
+        (
+            "--settle-ms",
+            args.settle_ms.is_some(),
+            Load::SendSaturation,
+            true,
+        ),
+        ("--rate", args.rate.is_some(), Load::Open, true),
+        ("--arrival", args.arrival.is_some(), Load::Open, false),
+        ("--seed", args.seed.is_some(), Load::Open, false),
+    ];
+    for (name, given, owner, required) in specific {
+        if given && owner != args.load {
+            return Err(format!("{name} does not apply to --load {model}"));
+        }
+        if !given && required && owner == args.load {
+            return Err(format!("--load {model} needs {name}"));
+        }
+    }
+    if args.load == Load::SendSaturation && args.shape != Shape::ClientStream {
+        return Err(format!(
+            "--load send-saturation runs client streams only, not --shape {}",
+            args.shape
+        ));
+    }
+    Ok(())
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let rate: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of operations per second"))?;
+    if rate.is_finite() && rate > 0.0 && rate <= MAX_RATE {
+        Ok(rate)
+    } else {
+        Err(format!(
+            "{text} is outside (0, {MAX_RATE}] operations per second"
+        ))
     }
 }
 
@@ -202,6 +347,10 @@ fn parse_server_name(text: &str) -> Result<ServerName<'static>, String> {
 }
 
 fn parse_shape(text: &str) -> Result<Shape, String> {
+    text.parse()
+}
+
+fn parse_payload(text: &str) -> Result<Payload, String> {
     text.parse()
 }
 
@@ -305,7 +454,7 @@ mod tests {
             shape.contains("--shape") && shape.contains("client_stream"),
             "{shape}"
         );
-        assert!(invalid(with("--load", "open")).contains("--load"));
+        assert!(invalid(with("--load", "poisson")).contains("--load"));
         assert!(invalid(with("--server", "localhost")).contains("--server"));
         assert!(invalid(with("--server", "host:99999")).contains("--server"));
         assert!(invalid(with("--server-name", "not a name")).contains("--server-name"));
@@ -324,6 +473,114 @@ mod tests {
         assert!(!message.contains('\n'), "one line: {message}");
         assert!(invalid(vec!["peer"]).contains("no command"));
         assert!(invalid(vec!["peer", "dance"]).contains("dance"));
+    }
+
+    fn with_extra(load: &str, extra: &[&'static str]) -> Vec<&'static str> {
+        let mut args = with("--load", load);
+        args.extend_from_slice(extra);
+        args
+    }
+
+    #[test]
+    fn every_load_model_parses_with_its_arguments() {
+        let parsed = |args: Vec<&'static str>| match parse(args) {
+            Ok(Command::Client(client)) => client,
+            other => panic!("should parse: {other:?}"),
+        };
+        let window = parsed(with_extra("window", &["--in-flight", "100"]));
+        assert_eq!((window.load, window.in_flight), (Load::Window, Some(100)));
+        let bp = parsed(with_extra("backpressure", &["--max-in-flight", "5000"]));
+        assert_eq!(bp.max_in_flight, Some(5000));
+        let mut sat = with_extra("send-saturation", &["--streams", "8", "--settle-ms", "500"]);
+        let pos = sat.iter().position(|a| *a == "--shape").expect("present");
+        sat[pos + 1] = "client_stream";
+        let sat = parsed(sat);
+        assert_eq!((sat.streams, sat.settle_ms), (Some(8), Some(500)));
+        let open = parsed(with_extra(
+            "open",
+            &["--rate", "1000.5", "--arrival", "poisson", "--seed", "7"],
+        ));
+        assert_eq!(open.rate, Some(1000.5));
+        assert_eq!(open.arrival, Some(ArrivalArg::Poisson));
+        assert_eq!(open.seed, Some(7));
+        let open = parsed(with_extra("open", &["--rate", "10"]));
+        assert_eq!((open.arrival, open.seed), (None, None));
+        let structured = parsed({
+            let mut args = client_args();
+            args.extend(["--payload", "structured"]);
+            args
+        });
+        assert_eq!(structured.payload, Payload::Structured);
+        assert_eq!(parsed(client_args()).payload, Payload::Zeros);
+    }
+
+    #[test]
+    fn model_arguments_are_required_where_needed_and_refused_elsewhere() {
+        assert!(invalid(with("--load", "window")).contains("needs --in-flight"));
+        assert!(invalid(with("--load", "open")).contains("needs --rate"));
+        assert!(invalid(with_extra("closed", &["--rate", "5"])).contains("--rate does not apply"));
+        assert!(
+            invalid(with_extra("window", &["--in-flight", "3", "--seed", "1"]))
+                .contains("--seed does not apply")
+        );
+        let sat = invalid(with_extra(
+            "send-saturation",
+            &["--streams", "8", "--settle-ms", "5"],
+        ));
+        assert!(sat.contains("client streams only"), "{sat}");
+        for rate in ["0", "-1", "nan", "inf", "20000000"] {
+            assert!(
+                invalid(with_extra("open", &["--rate", rate])).contains("--rate"),
+                "{rate}"
+            );
+        }
+        assert!(invalid(with_extra("window", &["--in-flight", "0"])).contains("--in-flight"));
+        let mut tiny = with("--request-size", "2");
+        tiny.extend(["--payload", "structured"]);
+        assert!(invalid(tiny).contains("--request-size 2"));
+        assert!(
+            invalid({
+                let mut args = client_args();
+                args.extend(["--payload", "json"]);
+                args
+            })
+            .contains("--payload")
+        );
+    }
+
+    #[test]
+    fn the_stall_options_go_together() {
+        let server = |extra: &[&'static str]| {
+            let mut args = vec![
+                "peer",
+                "server",
+                "--stack",
+                "tcp",
+                "--listen",
+                "127.0.0.1:0",
+                "--cert",
+                "c",
+                "--key",
+                "k",
+            ];
+            args.extend_from_slice(extra);
+            parse(args)
+        };
+        let Ok(Command::Server(stalling)) =
+            server(&["--stall-every-ms", "500", "--stall-ms", "50"])
+        else {
+            panic!("stall options parse");
+        };
+        assert_eq!(
+            (stalling.stall_every_ms, stalling.stall_ms),
+            (Some(500), Some(50))
+        );
+        assert!(
+            matches!(server(&["--stall-ms", "50"]), Err(ArgError::Invalid(m)) if m.contains("--stall-every-ms"))
+        );
+        assert!(
+            matches!(server(&["--stall-every-ms", "50", "--stall-ms", "50"]), Err(ArgError::Invalid(m)) if m.contains("shorter"))
+        );
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use crate::args::Stack;
 use rpcarena_protocol::event::{Capabilities, Event, Roles, StackCapability};
-use rpcarena_protocol::workload::Shape;
+use rpcarena_protocol::workload::{Payload, Shape};
 use std::collections::BTreeMap;
 
 /// Load models this peer runs as a client.
@@ -40,6 +40,10 @@ pub fn event() -> Event {
         stack: stack.as_str().to_string(),
         shapes: shapes.clone(),
         load_models,
+        payloads: Payload::ALL
+            .iter()
+            .map(|p| p.as_str().to_string())
+            .collect(),
         libraries: libraries(stack)
             .into_iter()
             .map(|(name, version)| (name.to_string(), version.to_string()))

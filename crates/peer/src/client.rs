@@ -1,9 +1,16 @@
 //! `client`: connect, validate one operation, warm up, `armed`, START, the admission window,
 //! `sample`, SHUTDOWN, `stopped` (docs/peer-protocol.md, "armed" and "sample").
 
-use crate::args::{ClientArgs, Load, Stack};
-use crate::engine::tally::Totals;
-use crate::engine::{Clock, Lane, LoadModel, MonotonicClock, OpError, Window, run_window};
+use crate::args::{ArrivalArg, ClientArgs, Load, Stack};
+use crate::engine::backpressure::BackpressureSchedule;
+use crate::engine::generator::run_open;
+use crate::engine::lanes::{SharedWindow, run_closed, run_lanes};
+use crate::engine::open::{Arrival, OpenConfig};
+use crate::engine::pool::{PoolSchedule, run_pool};
+use crate::engine::saturation::run_saturation;
+use crate::engine::tally::{ModelReport, Totals};
+use crate::engine::window::WindowSchedule;
+use crate::engine::{Clock, Lane, LoadModel, MonotonicClock, OpError, Window};
 use crate::failure::{FailExt, Failure};
 use crate::output::{Commands, Input, emit};
 use crate::stacks::grpc::GrpcClient;
@@ -22,6 +29,101 @@ const VALIDATE_BOUND: Duration = Duration::from_secs(120);
 /// How long warmup operations still running at the end of the warmup may take to finish.
 const WARMUP_DRAIN_BOUND: Duration = Duration::from_secs(120);
 
+/// The load model the arguments ask for (args.rs has checked that its arguments are there).
+pub fn load_model(args: &ClientArgs) -> LoadModel {
+    match args.load {
+        Load::Closed => LoadModel::Closed,
+        Load::Window => LoadModel::Window {
+            in_flight: args.in_flight.unwrap_or(args.concurrency),
+        },
+        Load::Backpressure => LoadModel::Backpressure {
+            max_in_flight: args.max_in_flight.unwrap_or(args.concurrency),
+        },
+        Load::SendSaturation => LoadModel::SendSaturation {
+            streams: args.streams.unwrap_or(args.concurrency),
+            settle_ns: args.settle_ms.unwrap_or(0).saturating_mul(1_000_000),
+        },
+        Load::Open => LoadModel::Open(OpenConfig {
+            rate: args.rate.unwrap_or(1.0),
+            arrival: match args.arrival.unwrap_or(ArrivalArg::Constant) {
+                ArrivalArg::Constant => Arrival::Constant,
+                ArrivalArg::Poisson => Arrival::Poisson,
+            },
+            seed: args.seed.unwrap_or(0),
+        }),
+    }
+}
+
+/// How many lanes (tcp: connections) a model needs: `--in-flight` for window, `--streams` for
+/// send-saturation, `--concurrency` otherwise (backpressure: tcp's pool of connections; open:
+/// the cap on operations in flight).
+pub fn lanes_for(model: &LoadModel, concurrency: u32) -> u32 {
+    match model {
+        LoadModel::Window { in_flight } => *in_flight,
+        LoadModel::SendSaturation { streams, .. } => *streams,
+        LoadModel::Closed | LoadModel::Backpressure { .. } | LoadModel::Open(_) => concurrency,
+    }
+}
+
+/// Runs `model` through `window` on `lanes` and merges what it measured.
+pub async fn run_model<S: ClientStack>(
+    stack: &S,
+    lanes: Vec<S::Lane>,
+    model: LoadModel,
+    clock: MonotonicClock,
+    window: Window,
+    bound: &'static str,
+) -> Result<(Vec<S::Lane>, Totals), OpError> {
+    match model {
+        LoadModel::Closed => {
+            let (lanes, mut totals) = run_closed(lanes, clock, window, bound).await?;
+            totals.model.load = model.name();
+            Ok((lanes, totals))
+        }
+        LoadModel::Window { in_flight } => {
+            let shared = SharedWindow::new(WindowSchedule::new(&window, in_flight));
+            let (lanes, mut totals) =
+                run_lanes(lanes, |_| shared.clone(), clock, window, bound).await?;
+            totals.model = ModelReport {
+                load: model.name(),
+                max_in_flight: Some(shared.max_in_flight()),
+                ..ModelReport::default()
+            };
+            Ok((lanes, totals))
+        }
+        LoadModel::Backpressure { max_in_flight } => {
+            let mut submitter = stack.submitter(lanes);
+            let mut schedule = BackpressureSchedule::new(&window, max_in_flight);
+            let tally = run_pool(&mut submitter, &mut schedule, clock, window, bound).await;
+            if schedule.times_capped() > 0 {
+                eprintln!(
+                    "rpcarena-peer-rust: backpressure: the safety cap --max-in-flight {max_in_flight} \
+                     held the submitter back {} times; the transport did not push back below it",
+                    schedule.times_capped()
+                );
+            }
+            let mut totals = Totals::merge([tally], None);
+            totals.model = ModelReport {
+                load: model.name(),
+                max_in_flight: Some(schedule.max_in_flight()),
+                ..ModelReport::default()
+            };
+            Ok((S::lanes_back(submitter), totals))
+        }
+        LoadModel::SendSaturation { settle_ns, .. } => {
+            // Summaries may take the settle time, and never more than the drain allows.
+            let settle = Window {
+                hard_deadline: window
+                    .deadline
+                    .saturating_add(settle_ns.min(window.hard_deadline - window.deadline)),
+                ..window
+            };
+            run_saturation(lanes, clock, settle, bound).await
+        }
+        LoadModel::Open(config) => run_open(lanes, config, clock, window, bound).await,
+    }
+}
+
 /// Runs the client through one sample.
 pub async fn run(args: ClientArgs) -> Result<(), Failure> {
     let config =
@@ -35,8 +137,9 @@ pub async fn run(args: ClientArgs) -> Result<(), Failure> {
             request_size: args.request_size,
             response_size: args.response_size,
             messages: args.messages_per_stream,
+            payload: args.payload,
         },
-        lanes: args.concurrency,
+        lanes: lanes_for(&load_model(&args), args.concurrency),
     };
     let commands = Commands::from_stdin();
     match args.stack {
@@ -67,9 +170,7 @@ async fn sample<S: ClientStack>(
     settings: &ClientSettings,
     mut commands: Commands,
 ) -> Result<(), Failure> {
-    let model = match args.load {
-        Load::Closed => LoadModel::Closed,
-    };
+    let model = load_model(args);
     let clock = MonotonicClock::new();
 
     let began = clock.now();
@@ -113,9 +214,16 @@ async fn sample<S: ClientStack>(
             args.warmup_ms.saturating_mul(1_000_000),
             WARMUP_DRAIN_BOUND.as_nanos() as u64,
         );
-        let (warm, totals) = run_window(lanes, model, clock, window, "the warmup's drain bound")
-            .await
-            .map_err(|e| op_failure(phase::WARMUP, e))?;
+        let (warm, totals) = run_model(
+            &stack,
+            lanes,
+            model,
+            clock,
+            window,
+            "the warmup's drain bound",
+        )
+        .await
+        .map_err(|e| op_failure(phase::WARMUP, e))?;
         lanes = warm;
         if let Some(failure) = window_failure(phase::WARMUP, &totals) {
             return Err(failure);
@@ -124,7 +232,7 @@ async fn sample<S: ClientStack>(
     }
 
     emit(&Event::Armed(Armed {
-        lanes: args.concurrency,
+        lanes: settings.lanes,
         connections: stack.connections(),
         connect_ns: Some(connect_ns),
         warmup_completed,
@@ -146,7 +254,11 @@ async fn sample<S: ClientStack>(
         args.window_ms.saturating_mul(1_000_000),
         args.drain_ms.saturating_mul(1_000_000),
     );
-    let (lanes, totals) = run_window(lanes, model, clock, window, "the drain bound (--drain-ms)")
+    let bound = match model {
+        LoadModel::SendSaturation { .. } => "the settle bound (--settle-ms, at most --drain-ms)",
+        _ => "the drain bound (--drain-ms)",
+    };
+    let (lanes, totals) = run_model(&stack, lanes, model, clock, window, bound)
         .await
         .map_err(|e| op_failure(phase::MEASURE, e))?;
     let report = totals

@@ -11,18 +11,9 @@
 //! main is the pipeline: arguments -> command -> (runtime) -> exit code. stdout carries only
 //! events (crate::output), so every failure ends as one `error` event and a non-zero exit.
 
-mod args;
-mod capabilities;
-mod client;
-mod engine;
-mod failure;
-mod output;
-mod server;
-mod stacks;
-mod tls;
-
-use args::{ArgError, Command};
-use failure::{FailExt, Failure};
+use rpcarena_peer_rust::args::{self, ArgError, Command};
+use rpcarena_peer_rust::failure::{FailExt, Failure};
+use rpcarena_peer_rust::{capabilities, client, output, server};
 use rpcarena_protocol::event::{Event, PeerError, code, phase};
 use std::process::ExitCode;
 

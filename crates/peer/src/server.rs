@@ -4,7 +4,7 @@
 use crate::args::{ServerArgs, Stack};
 use crate::failure::{FailExt, Failure};
 use crate::output::{Commands, Input, emit};
-use crate::stacks::{self, Counters, resolve};
+use crate::stacks::{self, ServerState, Stall, resolve};
 use crate::tls;
 use rpcarena_protocol::event::{Command, Event, Ready, Role, Stopped, code, phase};
 use std::collections::BTreeMap;
@@ -24,11 +24,27 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
         .await
         .map_err(|e| e.context("--listen"))
         .fail(phase::LISTEN, code::CONFIG)?;
-    let counters = Arc::new(Counters::default());
+    let stall = match (args.stall_every_ms, args.stall_ms) {
+        (Some(every), Some(length)) => {
+            eprintln!(
+                "rpcarena-peer-rust: diagnostic stalls: every {every} ms the server holds every response for {length} ms"
+            );
+            Some(Stall {
+                epoch: std::time::Instant::now(),
+                every: Duration::from_millis(every),
+                length: Duration::from_millis(length),
+            })
+        }
+        _ => None,
+    };
+    let state = Arc::new(ServerState {
+        stall,
+        ..ServerState::default()
+    });
     let mut server = match args.stack {
-        Stack::Grpc => stacks::grpc::serve(addr, config, counters.clone()).await?,
-        Stack::Quic => stacks::quic::serve(addr, config, counters.clone()).await?,
-        Stack::Tcp => stacks::tcp::serve(addr, config, counters.clone()).await?,
+        Stack::Grpc => stacks::grpc::serve(addr, config, state.clone()).await?,
+        Stack::Quic => stacks::quic::serve(addr, config, state.clone()).await?,
+        Stack::Tcp => stacks::tcp::serve(addr, config, state.clone()).await?,
     };
     emit(&Event::Ready(Ready {
         role: Role::Server,
@@ -55,7 +71,7 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
         }
     }
     server.stop(STOP_GRACE).await;
-    let (rpcs, requests, responses) = counters.snapshot();
+    let (rpcs, requests, responses) = state.counters.snapshot();
     emit(&Event::Stopped(Stopped {
         counters: BTreeMap::from([
             ("rpcs".to_string(), rpcs),

@@ -113,9 +113,13 @@ pub struct StackCapability {
     pub stack: String,
     /// Shapes offered: `unary`, `client_stream`, `server_stream`, `bidi`.
     pub shapes: Vec<String>,
-    /// Load models offered (clients only), e.g. `closed`.
+    /// Load models offered (clients only): `closed`, `window`, `backpressure`,
+    /// `send-saturation`, `open` (see [`load`]).
     #[serde(default)]
     pub load_models: Vec<String>,
+    /// Payload kinds offered: `zeros`, `structured`. Empty (an older peer) means zeros only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub payloads: Vec<String>,
     /// Library name to version, e.g. `{"tonic": "0.14.9"}`.
     #[serde(default)]
     pub libraries: BTreeMap<String, String>,
@@ -190,6 +194,83 @@ pub struct SampleReport {
     /// The first failure's message, for the report.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_failure: Option<String>,
+    /// The load model that ran (see [`load`]); absent from older peers, which ran `closed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load: Option<String>,
+    /// Open model: latency of every completed operation from its actual start (the `histogram`
+    /// is from its intended start); same encoding as `histogram`, same count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncorrected_histogram: Option<String>,
+    /// Open model: actual minus intended start of every started operation (completed or
+    /// failed), in nanoseconds; same encoding as `histogram`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub send_lag_histogram: Option<String>,
+    /// Open model: intended starts before the deadline.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub offered: Option<u64>,
+    /// Open model: the target rate in operations per second (a JSON number).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_rate: Option<f64>,
+    /// Open model: the generator could not keep to the schedule (see docs/peer-protocol.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fell_behind: Option<bool>,
+    /// Window, backpressure, open, send-saturation: the most operations in flight at once.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub max_in_flight: Option<u64>,
+    /// Send-saturation: request messages sent on every stream, completed or failed.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sent: Option<u64>,
+    /// Send-saturation: request messages the server's summaries confirmed (= `completed`).
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub received: Option<u64>,
+    /// One entry per second of the window (the last may be partial), by operation start time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub intervals: Vec<Interval>,
+}
+
+/// The operations of a sample that started in one second of its window.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct Interval {
+    /// Start of the interval, in nanoseconds after the window opened (0, 1e9, 2e9, ...).
+    #[serde(with = "counter")]
+    pub offset_ns: u64,
+    /// Operations that started in `[offset_ns, offset_ns + 1 s)` and completed.
+    #[serde(with = "counter")]
+    pub completed: u64,
+    /// Their latencies, encoded like [`SampleReport::histogram`].
+    pub histogram: String,
+}
+
+/// Names of the load models (`--load`, capabilities `load_models`, sample `load`).
+pub mod load {
+    /// `--concurrency` lanes, one operation in flight each.
+    pub const CLOSED: &str = "closed";
+    /// `--in-flight N` operations always outstanding.
+    pub const WINDOW: &str = "window";
+    /// A new operation whenever the transport accepts one, up to `--max-in-flight`.
+    pub const BACKPRESSURE: &str = "backpressure";
+    /// `--streams S` client streams of one-way messages sent as fast as the transport accepts.
+    pub const SEND_SATURATION: &str = "send-saturation";
+    /// Operations at intended start times (`--rate`, `--arrival`, `--seed`).
+    pub const OPEN: &str = "open";
+    /// Every model, in report order.
+    pub const ALL: [&str; 5] = [CLOSED, WINDOW, BACKPRESSURE, SEND_SATURATION, OPEN];
 }
 
 /// An error a peer reports before exiting non-zero.
@@ -388,6 +469,34 @@ mod tests {
             histogram: "HISTFAAAA".into(),
             failures: BTreeMap::new(),
             first_failure: None,
+            ..SampleReport::default()
+        }
+    }
+
+    fn open_sample() -> SampleReport {
+        SampleReport {
+            load: Some(load::OPEN.into()),
+            uncorrected_histogram: Some("HISTFAAAB".into()),
+            send_lag_histogram: Some("HISTFAAAC".into()),
+            offered: Some(9_007_199_254_740_995),
+            target_rate: Some(1234.5),
+            fell_behind: Some(false),
+            max_in_flight: Some(4),
+            sent: Some(11),
+            received: Some(10),
+            intervals: vec![
+                Interval {
+                    offset_ns: 0,
+                    completed: 6,
+                    histogram: "HISTFAAAD".into(),
+                },
+                Interval {
+                    offset_ns: 1_000_000_000,
+                    completed: 4,
+                    histogram: "HISTFAAAE".into(),
+                },
+            ],
+            ..sample()
         }
     }
 
@@ -414,6 +523,7 @@ mod tests {
                         stack: "grpc".into(),
                         shapes: vec!["unary".into()],
                         load_models: vec!["closed".into()],
+                        payloads: vec!["zeros".into(), "structured".into()],
                         libraries: BTreeMap::from([("tonic".into(), "0.14".into())]),
                     }],
                     server: vec![],
@@ -442,6 +552,55 @@ mod tests {
         for event in events {
             assert_eq!(parse_event(&event.to_line()).as_ref(), Ok(&event));
         }
+    }
+
+    #[test]
+    fn the_new_sample_fields_round_trip_as_strings_numbers_and_booleans() {
+        let line = Event::Sample(open_sample()).to_line();
+        for part in [
+            r#""load":"open""#,
+            r#""offered":"9007199254740995""#,
+            r#""target_rate":1234.5"#,
+            r#""fell_behind":false"#,
+            r#""max_in_flight":"4""#,
+            r#""sent":"11""#,
+            r#""received":"10""#,
+            r#""intervals":[{"offset_ns":"0","completed":"6","histogram":"HISTFAAAD"}"#,
+        ] {
+            assert!(line.contains(part), "{part} missing in {line}");
+        }
+        assert_eq!(parse_event(&line), Ok(Event::Sample(open_sample())));
+    }
+
+    #[test]
+    fn an_older_peers_sample_and_capabilities_still_parse() {
+        // what a closed-loop peer of the first release printed: none of the new fields
+        let line = r#"{"protocol":1,"event":"sample","completed":"5","failed":"0","requests":"5","responses":"5","request_bytes":"0","response_bytes":"0","window_ns":"10","drain_ns":"0","histogram":"H"}"#;
+        let Ok(Event::Sample(report)) = parse_event(line) else {
+            panic!("an old sample must parse");
+        };
+        assert_eq!(report.load, None);
+        assert!(report.intervals.is_empty());
+        assert_eq!(report.offered, None);
+        // and a closed sample prints none of them
+        let printed = Event::Sample(sample()).to_line();
+        for absent in ["load", "offered", "intervals", "fell_behind", "target_rate"] {
+            assert!(!printed.contains(absent), "{absent} in {printed}");
+        }
+        let caps = r#"{"protocol":1,"event":"capabilities","peer":"p","language":"go","version":"1","roles":{"client":[{"stack":"grpc","shapes":["unary"],"load_models":["closed"]}]}}"#;
+        let Ok(Event::Capabilities(caps)) = parse_event(caps) else {
+            panic!("old capabilities must parse");
+        };
+        assert!(caps.roles.client[0].payloads.is_empty());
+        // counters inside intervals are strings too
+        let bad = line.replace(
+            r#""histogram":"H""#,
+            r#""histogram":"H","intervals":[{"offset_ns":0,"completed":"1","histogram":"H"}]"#,
+        );
+        assert!(matches!(
+            parse_event(&bad),
+            Err(EventError::Malformed { .. })
+        ));
     }
 
     #[test]

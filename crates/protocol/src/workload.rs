@@ -101,6 +101,81 @@ impl FromStr for Shape {
     }
 }
 
+/// The kind of payload every message of a sample carries (`--payload`).
+#[derive(
+    Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Payload {
+    /// `payload` holds the configured number of zero bytes (the published reference's workload).
+    #[default]
+    Zeros,
+    /// `body` holds a [`pb::Structured`] message of exactly the configured encoded size, built
+    /// by [`structured`], so that encoding, decoding and validation of nested messages, strings
+    /// and repeated fields are part of every operation.
+    Structured,
+}
+
+impl Payload {
+    /// Every kind, in report order.
+    pub const ALL: [Payload; 2] = [Payload::Zeros, Payload::Structured];
+
+    /// The name used in campaigns, arguments and capabilities.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Payload::Zeros => "zeros",
+            Payload::Structured => "structured",
+        }
+    }
+
+    /// The wire value of `Request.payload_kind`.
+    pub fn to_pb(self) -> pb::PayloadKind {
+        match self {
+            Payload::Zeros => pb::PayloadKind::Zeros,
+            Payload::Structured => pb::PayloadKind::Structured,
+        }
+    }
+
+    /// The kind a request asks for; an unknown wire value is refused.
+    pub fn of_request(request: &pb::Request) -> Result<Payload, String> {
+        match pb::PayloadKind::try_from(request.payload_kind) {
+            Ok(pb::PayloadKind::Zeros) => Ok(Payload::Zeros),
+            Ok(pb::PayloadKind::Structured) => Ok(Payload::Structured),
+            Err(_) => Err(format!(
+                "unknown payload_kind {}; expected 0 (zeros) or 1 (structured)",
+                request.payload_kind
+            )),
+        }
+    }
+
+    /// Whether a payload of `size` bytes can be built: every size for zeros; 0 or at least 3 for
+    /// structured (no message of its fields encodes to 1 or 2 bytes).
+    pub fn check_size(&self, size: u32) -> Result<(), String> {
+        match self {
+            Payload::Structured if size == 1 || size == 2 => Err(format!(
+                "a structured payload of {size} bytes cannot be built; use 0 or at least 3"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl fmt::Display for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Payload {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Payload, String> {
+        Payload::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s)
+            .ok_or_else(|| format!("unknown payload {s:?}; expected zeros or structured"))
+    }
+}
+
 /// A response that does not match what was asked for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -128,9 +203,128 @@ pub fn check_payload(what: &str, payload: &[u8], expected_len: u32) -> Result<()
     Ok(())
 }
 
+/// `created_unix_ms` of a structured payload is this plus `seq mod 1e9` (a 6-byte varint for
+/// every seq, like a real timestamp of our decade).
+pub const STRUCTURED_EPOCH_MS: i64 = 1_700_000_000_000;
+
+/// Bytes a length-delimited field with a body of `len` bytes takes: tag, length varint, body.
+fn field_cost(len: usize) -> usize {
+    1 + prost::encoding::encoded_len_varint(len as u64) + len
+}
+
+/// Item `k` of every structured payload.
+fn item(k: u64) -> pb::Item {
+    pb::Item {
+        id: k + 1,
+        name: format!("item-{k}"),
+        score: (k + 1) as f64 * 0.25,
+        tags: vec!["bench".to_string(), format!("tag{}", k % 10)],
+    }
+}
+
+/// The structured payload of message `seq` whose encoding is exactly `size` bytes (for `size`
+/// 0 or at least 3; 1 and 2 give the empty message, see [`Payload::check_size`]).
+///
+/// The rule is in bench.proto ("Structured generation") so that every language builds the same
+/// message: base fields when they fit, then items while they fit with room for a title of at
+/// least one character, then a title that fills the rest exactly.
+pub fn structured(seq: u64, size: u32) -> pb::Structured {
+    use prost::Message;
+    let size = size as usize;
+    let mut message = pb::Structured::default();
+    if size < 3 {
+        return message;
+    }
+    let seq_text = seq.to_string();
+    let created = STRUCTURED_EPOCH_MS + (seq % 1_000_000_000) as i64;
+    // tag + 6-byte varint, and the map entry: tag, length, key "seq" and value fields.
+    let base = 1
+        + prost::encoding::encoded_len_varint(created as u64)
+        + field_cost(5 + 2 + seq_text.len());
+    let mut used = 0;
+    if base + 3 <= size {
+        message.created_unix_ms = created;
+        message.attributes.insert("seq".to_string(), seq_text);
+        used = base;
+        for k in 0.. {
+            let next = item(k);
+            let cost = field_cost(next.encoded_len());
+            if used + cost + 3 > size {
+                break;
+            }
+            used += cost;
+            message.items.push(next);
+        }
+    }
+    // 3 <= rest <= 128: a title of rest - 2 characters has a one-byte length prefix.
+    let rest = size - used;
+    message.title = (0..rest - 2)
+        .map(|j| char::from(b'a' + ((seq % 26 + j as u64 % 26) % 26) as u8))
+        .collect();
+    debug_assert_eq!(message.encoded_len(), size);
+    message
+}
+
+/// The encoding of `structured(1, 64)` in field-number order, as docs/peer-protocol.md quotes it:
+/// title "bcdefghijkl", created_unix_ms, one item, attributes {"seq": "1"}.
+pub const STRUCTURED_1_64_HEX: &str = "0a0b62636465666768696a6b6c1081d095ffbc311a20080112066974656d2d3019000000000000d03f220562656e636822047461673022080a03736571120131";
+
+/// Checks a structured payload: its encoded size and every field against [`structured`].
+pub fn check_structured(
+    what: &str,
+    body: Option<&pb::Structured>,
+    seq: u64,
+    size: u32,
+) -> Result<(), Invalid> {
+    use prost::Message;
+    let empty = pb::Structured::default();
+    let body = body.unwrap_or(&empty);
+    let len = body.encoded_len();
+    if len != size as usize {
+        return Err(Invalid(format!(
+            "{what}: structured payload encodes to {len} bytes but {size} was requested"
+        )));
+    }
+    let expected = structured(seq, size);
+    if *body == expected {
+        return Ok(());
+    }
+    let field = if body.title != expected.title {
+        "title".to_string()
+    } else if body.created_unix_ms != expected.created_unix_ms {
+        "created_unix_ms".to_string()
+    } else if body.attributes != expected.attributes {
+        "attributes".to_string()
+    } else {
+        let k = body
+            .items
+            .iter()
+            .zip(&expected.items)
+            .position(|(got, want)| got != want)
+            .unwrap_or(body.items.len().min(expected.items.len()));
+        format!("items[{k}]")
+    };
+    Err(Invalid(format!(
+        "{what}: structured payload differs from the one generated for seq {seq} and {size} bytes in {field}"
+    )))
+}
+
+/// The payload length of a message: its zero bytes plus the encoded length of its structured
+/// body (one of the two is empty).
+pub fn payload_len(payload: &[u8], body: Option<&pb::Structured>) -> u64 {
+    use prost::Message;
+    payload.len() as u64 + body.map_or(0, |b| b.encoded_len() as u64)
+}
+
+/// The payload length of a request as the summary counts it (see [`payload_len`]).
+pub fn request_payload_len(request: &pb::Request) -> u64 {
+    payload_len(&request.payload, request.body.as_ref())
+}
+
 /// Checks one response: its sequence number and payload.
 pub fn check_response(
     response: &pb::Response,
+    kind: Payload,
     expected_seq: u64,
     response_size: u32,
 ) -> Result<(), Invalid> {
@@ -140,18 +334,91 @@ pub fn check_response(
             response.seq
         )));
     }
-    check_payload("response", &response.payload, response_size)
+    check_body(
+        "response",
+        kind,
+        &response.payload,
+        response.body.as_ref(),
+        expected_seq,
+        response_size,
+    )
+}
+
+fn check_body(
+    what: &str,
+    kind: Payload,
+    payload: &[u8],
+    body: Option<&pb::Structured>,
+    seq: u64,
+    size: u32,
+) -> Result<(), Invalid> {
+    match kind {
+        Payload::Zeros => {
+            if body.is_some() {
+                return Err(Invalid(format!(
+                    "{what}: a structured body where zero bytes were requested"
+                )));
+            }
+            check_payload(what, payload, size)
+        }
+        Payload::Structured => {
+            if !payload.is_empty() {
+                return Err(Invalid(format!(
+                    "{what}: {} payload bytes where a structured body was requested",
+                    payload.len()
+                )));
+            }
+            check_structured(what, body, seq, size)
+        }
+    }
 }
 
 /// Checks a client stream's summary against what the client sent.
 pub fn check_summary(
     summary: &pb::Summary,
+    kind: Payload,
     messages: u32,
     request_size: u32,
     response_size: u32,
 ) -> Result<(), Invalid> {
-    let expected_bytes = u64::from(messages) * u64::from(request_size);
-    if summary.count != u64::from(messages) {
+    check_stream_summary(
+        summary,
+        kind,
+        u64::from(messages),
+        request_size,
+        response_size,
+    )
+}
+
+/// [`check_summary`] for a stream of any length (send-saturation streams send until the
+/// deadline, so their count is only known at the end).
+pub fn check_stream_summary(
+    summary: &pb::Summary,
+    kind: Payload,
+    messages: u64,
+    request_size: u32,
+    response_size: u32,
+) -> Result<(), Invalid> {
+    check_summary_counts(summary, messages, request_size)?;
+    check_body(
+        "summary",
+        kind,
+        &summary.payload,
+        summary.body.as_ref(),
+        summary.last_seq,
+        response_size,
+    )
+}
+
+/// Checks a summary's count, payload bytes and last seq against `messages` requests of
+/// `request_size` with seq 0..messages-1.
+pub fn check_summary_counts(
+    summary: &pb::Summary,
+    messages: u64,
+    request_size: u32,
+) -> Result<(), Invalid> {
+    let expected_bytes = messages * u64::from(request_size);
+    if summary.count != messages {
         return Err(Invalid(format!(
             "summary counts {} messages but {messages} were sent",
             summary.count
@@ -163,36 +430,53 @@ pub fn check_summary(
             summary.payload_bytes
         )));
     }
-    if messages > 0 && summary.last_seq != u64::from(messages - 1) {
+    if messages > 0 && summary.last_seq != messages - 1 {
         return Err(Invalid(format!(
             "summary last seq {} but {} was sent last",
             summary.last_seq,
             messages - 1
         )));
     }
-    check_payload("summary", &summary.payload, response_size)
+    Ok(())
 }
 
-/// A request message.
+/// A request message with a payload of `kind`.
 pub fn request(
+    kind: Payload,
     seq: u64,
     request_size: u32,
     response_size: u32,
     response_messages: u32,
 ) -> pb::Request {
+    let (payload, body) = match kind {
+        Payload::Zeros => (payload(request_size), None),
+        Payload::Structured => (Vec::new(), Some(structured(seq, request_size))),
+    };
     pb::Request {
         seq,
         response_size,
         response_messages,
-        payload: payload(request_size),
+        payload,
+        body,
+        payload_kind: kind.to_pb() as i32,
     }
 }
 
-/// The server's answer to a unary or bidi request, or the `index`-th message of a server stream.
+/// The server's answer to a unary or bidi request, or the `index`-th message of a server stream,
+/// with a payload of the kind the request asks for (zeros if it names an unknown kind; servers
+/// refuse those earlier).
 pub fn response_to(request: &pb::Request, seq: u64) -> pb::Response {
-    pb::Response {
-        seq,
-        payload: payload(request.response_size),
+    match Payload::of_request(request).unwrap_or_default() {
+        Payload::Zeros => pb::Response {
+            seq,
+            payload: payload(request.response_size),
+            body: None,
+        },
+        Payload::Structured => pb::Response {
+            seq,
+            payload: Vec::new(),
+            body: Some(structured(seq, request.response_size)),
+        },
     }
 }
 
@@ -203,6 +487,7 @@ pub struct SummaryBuilder {
     payload_bytes: u64,
     last_seq: u64,
     response_size: u32,
+    kind: Payload,
 }
 
 impl SummaryBuilder {
@@ -210,19 +495,33 @@ impl SummaryBuilder {
     pub fn add(&mut self, request: &pb::Request) {
         if self.count == 0 {
             self.response_size = request.response_size;
+            self.kind = Payload::of_request(request).unwrap_or_default();
         }
         self.count += 1;
-        self.payload_bytes += request.payload.len() as u64;
+        self.payload_bytes += request_payload_len(request);
         self.last_seq = request.seq;
+    }
+
+    /// Requests added so far.
+    pub fn count(&self) -> u64 {
+        self.count
     }
 
     /// The summary to send when the stream ends.
     pub fn finish(&self) -> pb::Summary {
+        let (payload, body) = match self.kind {
+            Payload::Zeros => (payload(self.response_size), None),
+            Payload::Structured => (
+                Vec::new(),
+                Some(structured(self.last_seq, self.response_size)),
+            ),
+        };
         pb::Summary {
             count: self.count,
             payload_bytes: self.payload_bytes,
             last_seq: self.last_seq,
-            payload: payload(self.response_size),
+            payload,
+            body,
         }
     }
 }
@@ -252,17 +551,17 @@ mod tests {
 
     #[test]
     fn responses_are_checked_for_seq_length_and_contents() {
-        let req = request(5, 16, 32, 0);
+        let req = request(Payload::Zeros, 5, 16, 32, 0);
         let good = response_to(&req, 5);
-        assert_eq!(check_response(&good, 5, 32), Ok(()));
+        assert_eq!(check_response(&good, Payload::Zeros, 5, 32), Ok(()));
         assert!(
-            check_response(&good, 6, 32)
+            check_response(&good, Payload::Zeros, 6, 32)
                 .unwrap_err()
                 .0
                 .contains("seq 5")
         );
         assert!(
-            check_response(&good, 5, 31)
+            check_response(&good, Payload::Zeros, 5, 31)
                 .unwrap_err()
                 .0
                 .contains("length 32")
@@ -270,7 +569,7 @@ mod tests {
         let mut dirty = good.clone();
         dirty.payload[7] = 1;
         assert!(
-            check_response(&dirty, 5, 32)
+            check_response(&dirty, Payload::Zeros, 5, 32)
                 .unwrap_err()
                 .0
                 .contains("byte 7")
@@ -281,12 +580,140 @@ mod tests {
     fn summaries_are_checked() {
         let mut tally = SummaryBuilder::default();
         for seq in 0..4 {
-            tally.add(&request(seq, 10, 3, 0));
+            tally.add(&request(Payload::Zeros, seq, 10, 3, 0));
         }
         let summary = tally.finish();
-        assert_eq!(check_summary(&summary, 4, 10, 3), Ok(()));
-        assert!(check_summary(&summary, 5, 10, 3).is_err());
-        assert!(check_summary(&summary, 4, 11, 3).is_err());
-        assert!(check_summary(&summary, 4, 10, 4).is_err());
+        assert_eq!(check_summary(&summary, Payload::Zeros, 4, 10, 3), Ok(()));
+        assert!(check_summary(&summary, Payload::Zeros, 5, 10, 3).is_err());
+        assert!(check_summary(&summary, Payload::Zeros, 4, 11, 3).is_err());
+        assert!(check_summary(&summary, Payload::Zeros, 4, 10, 4).is_err());
+    }
+
+    #[test]
+    fn payload_kinds_parse_and_refuse_unbuildable_sizes() {
+        for kind in Payload::ALL {
+            assert_eq!(kind.as_str().parse::<Payload>(), Ok(kind));
+        }
+        assert!(
+            "json"
+                .parse::<Payload>()
+                .unwrap_err()
+                .contains("structured")
+        );
+        assert!(Payload::Zeros.check_size(1).is_ok());
+        assert!(Payload::Structured.check_size(0).is_ok());
+        assert!(Payload::Structured.check_size(1).is_err());
+        assert!(Payload::Structured.check_size(2).is_err());
+        assert!(Payload::Structured.check_size(3).is_ok());
+        let mut req = request(Payload::Structured, 1, 10, 10, 0);
+        assert_eq!(Payload::of_request(&req), Ok(Payload::Structured));
+        req.payload_kind = 7;
+        assert!(
+            Payload::of_request(&req)
+                .unwrap_err()
+                .contains("payload_kind 7")
+        );
+    }
+
+    #[test]
+    fn structured_payloads_encode_to_exactly_the_requested_size() {
+        use prost::Message;
+        let sizes = (0..600u32)
+            .chain([1_000, 4_096, 16_384, 65_536, 1 << 20])
+            .filter(|s| *s != 1 && *s != 2);
+        for size in sizes {
+            for seq in [0, 7, 123_456_789, u64::MAX] {
+                let body = structured(seq, size);
+                assert_eq!(body.encoded_len(), size as usize, "seq {seq} size {size}");
+                assert_eq!(check_structured("x", Some(&body), seq, size), Ok(()));
+            }
+        }
+        // the largest payload, 16 MiB, too
+        let big = structured(3, 16 * 1024 * 1024);
+        assert_eq!(big.encoded_len(), 16 * 1024 * 1024);
+        assert!(big.items.len() > 100_000);
+    }
+
+    #[test]
+    fn structured_generation_follows_the_documented_rule() {
+        let body = structured(27, 200);
+        // base: created_unix_ms and attributes {"seq": "27"}
+        assert_eq!(body.created_unix_ms, 1_700_000_000_027);
+        assert_eq!(body.attributes.get("seq").map(String::as_str), Some("27"));
+        assert_eq!(body.items[0].id, 1);
+        assert_eq!(body.items[0].name, "item-0");
+        assert_eq!(body.items[0].score, 0.25);
+        assert_eq!(body.items[0].tags, vec!["bench", "tag0"]);
+        assert_eq!(body.items[3].name, "item-3");
+        assert_eq!(body.items[3].score, 1.0);
+        // the title starts at letter 27 mod 26 = 'b'
+        assert!(body.title.starts_with("bcde"), "{}", body.title);
+        assert!(!body.title.is_empty() && body.title.len() <= 126);
+        // too small for the base: a title alone (3 bytes: tag, length, one letter)
+        let tiny = structured(0, 3);
+        assert_eq!(tiny.title, "a");
+        assert!(tiny.items.is_empty() && tiny.attributes.is_empty());
+        assert_eq!(structured(9, 0), pb::Structured::default());
+        // the exact bytes of a small one are fixed (Go and JavaScript peers test against them)
+        use prost::Message;
+        let bytes = structured(1, 64).encode_to_vec();
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, STRUCTURED_1_64_HEX);
+    }
+
+    #[test]
+    fn structured_responses_are_validated_exactly() {
+        let req = request(Payload::Structured, 42, 64, 300, 0);
+        assert!(req.payload.is_empty());
+        let good = response_to(&req, 42);
+        assert_eq!(check_response(&good, Payload::Structured, 42, 300), Ok(()));
+        // a response generated for another seq has the right size but other contents
+        let other = response_to(&req, 43);
+        let err = check_response(
+            &pb::Response { seq: 42, ..other },
+            Payload::Structured,
+            42,
+            300,
+        )
+        .unwrap_err();
+        assert!(err.0.contains("differs"), "{err}");
+        let mut tampered = good.clone();
+        if let Some(body) = tampered.body.as_mut() {
+            body.items[1].score += 1.0;
+        }
+        let err = check_response(&tampered, Payload::Structured, 42, 300).unwrap_err();
+        assert!(err.0.contains("items[1]"), "{err}");
+        let mut renamed = good.clone();
+        if let Some(body) = renamed.body.as_mut() {
+            body.title.replace_range(0..1, "z");
+        }
+        let err = check_response(&renamed, Payload::Structured, 42, 300).unwrap_err();
+        assert!(err.0.contains("title"), "{err}");
+        // zero bytes where a structured body was asked for, and the reverse
+        let zeros = response_to(&request(Payload::Zeros, 42, 1, 300, 0), 42);
+        assert!(check_response(&zeros, Payload::Structured, 42, 300).is_err());
+        assert!(check_response(&good, Payload::Zeros, 42, 300).is_err());
+        // a truncated body reports its size
+        let mut short = good.clone();
+        if let Some(body) = short.body.as_mut() {
+            body.items.pop();
+        }
+        let err = check_response(&short, Payload::Structured, 42, 300).unwrap_err();
+        assert!(err.0.contains("encodes to"), "{err}");
+    }
+
+    #[test]
+    fn structured_summaries_count_encoded_lengths() {
+        let mut tally = SummaryBuilder::default();
+        for seq in 0..5 {
+            tally.add(&request(Payload::Structured, seq, 100, 50, 0));
+        }
+        let summary = tally.finish();
+        assert_eq!(summary.payload_bytes, 500);
+        assert_eq!(
+            check_summary(&summary, Payload::Structured, 5, 100, 50),
+            Ok(())
+        );
+        assert!(check_summary(&summary, Payload::Zeros, 5, 100, 50).is_err());
     }
 }

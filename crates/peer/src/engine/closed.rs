@@ -5,7 +5,7 @@
 //! the lane does next; it never reads a clock or touches a socket, so the admission rule is tested
 //! on a fake clock below.
 
-use super::{Nanos, Next, Window};
+use super::{LaneSchedule, Nanos, Next, Window};
 
 /// The closed-loop schedule of one lane.
 #[derive(Debug, Clone)]
@@ -22,10 +22,12 @@ impl ClosedLane {
             stopped: false,
         }
     }
+}
 
+impl LaneSchedule for ClosedLane {
     /// What the lane does at `now`: start an operation while the window is open (strictly before
     /// the deadline, so no operation starts at or after it), else stop.
-    pub fn poll_next(&mut self, now: Nanos) -> Next {
+    fn poll_next(&mut self, now: Nanos) -> Next {
         if self.stopped || now >= self.deadline {
             self.stopped = true;
             Next::Stop
@@ -36,7 +38,7 @@ impl ClosedLane {
 
     /// The operation started last has finished. A failure stops the lane, so that a dead server
     /// does not turn the lane into a busy loop of instant failures.
-    pub fn handle_finished(&mut self, ok: bool) {
+    fn handle_finished(&mut self, ok: bool) {
         if !ok {
             self.stopped = true;
         }
@@ -46,25 +48,11 @@ impl ClosedLane {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::fake::{FakeClock, run_ready};
+    use crate::engine::lanes::drive;
     use crate::engine::tally::LaneTally;
-    use crate::engine::{Clock, Lane, LaneSchedule, LoadModel, OpError, OpOutcome, drive};
+    use crate::engine::{Clock, Lane, OpError, OpOutcome};
     use rpcarena_protocol::event::code;
-    use std::future::Future;
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicU64, Ordering};
-
-    /// A clock that only moves when the fake lane says an operation took time.
-    #[derive(Clone, Default)]
-    struct FakeClock(Arc<AtomicU64>);
-
-    impl Clock for FakeClock {
-        fn now(&self) -> Nanos {
-            self.0.load(Ordering::SeqCst)
-        }
-        async fn sleep_until(&self, until: Nanos) {
-            self.0.fetch_max(until, Ordering::SeqCst);
-        }
-    }
 
     /// Operation k takes `durations[k]` (the last one repeats) and fails if `k == fail_at`.
     struct FakeLane {
@@ -79,7 +67,7 @@ mod tests {
             let k = self.starts.len();
             self.starts.push((self.clock.now(), seq));
             let duration = self.durations[k.min(self.durations.len() - 1)];
-            self.clock.0.fetch_add(duration, Ordering::SeqCst);
+            self.clock.advance(duration);
             if self.fail_at == Some(k) {
                 return Err(OpError::new(code::RPC, format!("op {k} failed")));
             }
@@ -93,24 +81,17 @@ mod tests {
     }
 
     fn run(window: Window, durations: Vec<Nanos>, fail_at: Option<usize>) -> (FakeLane, LaneTally) {
-        let clock = FakeClock::default();
-        clock.0.store(window.t0, Ordering::SeqCst);
+        let clock = FakeClock::at(window.t0);
         let mut lane = FakeLane {
             clock: clock.clone(),
             durations,
             fail_at,
             starts: Vec::new(),
         };
-        let mut schedule = LoadModel::Closed.lane_schedule(&window);
-        assert!(matches!(schedule, LaneSchedule::Closed(_)));
+        let mut schedule = ClosedLane::new(&window);
         let mut tally = LaneTally::new();
-        {
-            let driven = drive(&mut lane, 1, 4, &mut schedule, &mut tally, &clock);
-            // The fake lane and clock never pend, so one poll runs the lane to its end.
-            let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-            let mut driven = std::pin::pin!(driven);
-            assert!(driven.as_mut().poll(&mut context).is_ready());
-        }
+        // The fake lane and clock never pend, so one poll runs the lane to its end.
+        run_ready(drive(&mut lane, 1, 4, &mut schedule, &mut tally, &clock));
         (lane, tally)
     }
 

@@ -262,7 +262,13 @@ mod tests {
     fn frames_round_trip_and_split_reads_wait_for_the_whole_frame() {
         let mut wire = BytesMut::new();
         wire.extend_from_slice(&encode(Outgoing::Header(method_path(Shape::Bidi))));
-        let request = rpcarena_protocol::workload::request(7, 300, 10, 0);
+        let request = rpcarena_protocol::workload::request(
+            rpcarena_protocol::workload::Payload::Zeros,
+            7,
+            300,
+            10,
+            0,
+        );
         wire.extend_from_slice(&encode(Outgoing::Message(request.clone())));
         wire.extend_from_slice(&encode(Outgoing::End));
         let mut codec = FrameCodec;

@@ -7,10 +7,12 @@
 
 use super::tcp::connect_tls;
 use super::{
-    CallTally, ClientSettings, ClientStack, Counters, FLOW_WINDOW, HANDSHAKE_TIMEOUT,
-    MAX_CONCURRENT_STREAMS, MAX_MESSAGE, RunningServer, Workload, check_request, resolve, tune_tcp,
+    CallTally, ClientSettings, ClientStack, FLOW_WINDOW, HANDSHAKE_TIMEOUT, MAX_CONCURRENT_STREAMS,
+    MAX_MESSAGE, RunningServer, ServerState, Workload, check_request, resolve, tune_tcp,
 };
-use crate::engine::{Lane, OpError, OpOutcome};
+use crate::engine::pool::{Submitter, Ticket};
+use crate::engine::saturation::StreamSender;
+use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::{FailExt, Failure};
 use anyhow::Context as _;
 use futures::{Stream, StreamExt, stream};
@@ -20,13 +22,14 @@ use rpcarena_protocol::pb;
 use rpcarena_protocol::pb::bench_service_client::BenchServiceClient;
 use rpcarena_protocol::pb::bench_service_server::{BenchService, BenchServiceServer};
 use rpcarena_protocol::workload::{
-    Shape, SummaryBuilder, check_response, check_summary, request, response_to,
+    Payload, Shape, SummaryBuilder, check_response, check_stream_summary, check_summary,
+    payload_len, request, response_to,
 };
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -43,7 +46,7 @@ pub const MAX_FRAME_SIZE: u32 = 16 * 1024;
 
 /// The client: one channel (one HTTP/2 connection).
 pub struct GrpcClient {
-    _channel: Channel,
+    channel: Channel,
 }
 
 /// A lane: a clone of the client (a cheap handle on the shared channel).
@@ -90,8 +93,29 @@ fn connector_error(error: &(dyn std::error::Error + 'static)) -> Option<OpError>
     None
 }
 
+/// A gRPC client on `channel` with the message limits every lane uses.
+fn bench_client(channel: Channel) -> BenchServiceClient<Channel> {
+    BenchServiceClient::new(channel)
+        .max_decoding_message_size(MAX_MESSAGE)
+        .max_encoding_message_size(MAX_MESSAGE)
+}
+
 impl ClientStack for GrpcClient {
     type Lane = GrpcLane;
+    type Submitter = GrpcSubmitter;
+
+    fn submitter(&self, lanes: Vec<GrpcLane>) -> GrpcSubmitter {
+        GrpcSubmitter {
+            channel: self.channel.clone(),
+            pending: None,
+            workload: lanes.first().map(|l| l.workload),
+            lanes,
+        }
+    }
+
+    fn lanes_back(submitter: GrpcSubmitter) -> Vec<GrpcLane> {
+        submitter.lanes
+    }
 
     async fn connect(settings: &ClientSettings) -> Result<(GrpcClient, Vec<GrpcLane>), OpError> {
         let addr = resolve(&settings.server)
@@ -129,16 +153,14 @@ impl ClientStack for GrpcClient {
                     )
                 })
             })?;
-        let client = BenchServiceClient::new(channel.clone())
-            .max_decoding_message_size(MAX_MESSAGE)
-            .max_encoding_message_size(MAX_MESSAGE);
+        let client = bench_client(channel.clone());
         let lanes = (0..settings.lanes)
             .map(|_| GrpcLane {
                 client: client.clone(),
                 workload: settings.workload,
             })
             .collect();
-        Ok((GrpcClient { _channel: channel }, lanes))
+        Ok((GrpcClient { channel }, lanes))
     }
 
     fn connections(&self) -> u32 {
@@ -175,6 +197,7 @@ async fn read_responses(
     mut responses: Streaming<pb::Response>,
     n: u32,
     response_size: u32,
+    payload: Payload,
 ) -> Result<u64, OpError> {
     let mut received: u32 = 0;
     let mut bytes = 0u64;
@@ -186,8 +209,8 @@ async fn read_responses(
                 format!("the server sent more than the {n} responses asked for"),
             ));
         }
-        check_response(&response, u64::from(received), response_size).map_err(invalid)?;
-        bytes += response.payload.len() as u64;
+        check_response(&response, payload, u64::from(received), response_size).map_err(invalid)?;
+        bytes += payload_len(&response.payload, response.body.as_ref());
         received += 1;
     }
     if received != n {
@@ -200,31 +223,89 @@ async fn read_responses(
 }
 
 impl Lane for GrpcLane {
+    /// Send-saturation: tonic pulls the request stream from its own task as HTTP/2 flow control
+    /// allows; each pull after the first marks the previous message accepted.
+    async fn saturate<C: Clock>(
+        &mut self,
+        clock: &C,
+        sender: &mut StreamSender,
+    ) -> Result<(), OpError> {
+        if !sender.open(clock.now()) {
+            return Ok(());
+        }
+        let Workload {
+            request_size,
+            response_size,
+            payload,
+            ..
+        } = self.workload;
+        // The stream moves into tonic, so it works on a shared copy of the sender (locked once
+        // per message, by one task at a time), which comes back when the call ends.
+        let placeholder = || StreamSender::new(&crate::engine::Window::new(0, 0, 0));
+        let shared = Arc::new(Mutex::new(std::mem::replace(sender, placeholder())));
+        let requests = stream::unfold(
+            (shared.clone(), clock.clone(), false),
+            move |(shared, clock, started)| async move {
+                let seq = {
+                    let mut sender = shared.lock().unwrap_or_else(|p| p.into_inner());
+                    let now = clock.now();
+                    if started {
+                        sender.accepted(now, u64::from(request_size));
+                    }
+                    sender.next_message(now)
+                }?;
+                let message = request(payload, seq, request_size, response_size, 0);
+                Some((message, (shared, clock, true)))
+            },
+        );
+        let result = self.client.client_stream(requests).await;
+        *sender = std::mem::replace(
+            &mut *shared.lock().unwrap_or_else(|p| p.into_inner()),
+            placeholder(),
+        );
+        let summary = result.map_err(status_error)?.into_inner();
+        check_stream_summary(
+            &summary,
+            payload,
+            sender.sent(),
+            request_size,
+            response_size,
+        )
+        .map_err(invalid)?;
+        sender.summary_received(
+            clock.now(),
+            payload_len(&summary.payload, summary.body.as_ref()),
+        );
+        Ok(())
+    }
+
     async fn call(&mut self, seq: u64) -> Result<OpOutcome, OpError> {
         let Workload {
             shape,
             request_size,
             response_size,
             messages,
+            payload,
         } = self.workload;
         let n = u64::from(messages);
         // Streams build their requests lazily, as tonic pulls them, inside the measured operation.
-        let requests =
-            move || stream::iter((0..n).map(move |i| request(i, request_size, response_size, 0)));
+        let requests = move || {
+            stream::iter((0..n).map(move |i| request(payload, i, request_size, response_size, 0)))
+        };
         match shape {
             Shape::Unary => {
                 let response = self
                     .client
-                    .unary(request(seq, request_size, response_size, 0))
+                    .unary(request(payload, seq, request_size, response_size, 0))
                     .await
                     .map_err(status_error)?
                     .into_inner();
-                check_response(&response, seq, response_size).map_err(invalid)?;
+                check_response(&response, payload, seq, response_size).map_err(invalid)?;
                 Ok(OpOutcome {
                     requests: 1,
                     responses: 1,
                     request_bytes: u64::from(request_size),
-                    response_bytes: response.payload.len() as u64,
+                    response_bytes: payload_len(&response.payload, response.body.as_ref()),
                 })
             }
             Shape::ClientStream => {
@@ -234,22 +315,24 @@ impl Lane for GrpcLane {
                     .await
                     .map_err(status_error)?
                     .into_inner();
-                check_summary(&summary, messages, request_size, response_size).map_err(invalid)?;
+                check_summary(&summary, payload, messages, request_size, response_size)
+                    .map_err(invalid)?;
                 Ok(OpOutcome {
                     requests: n,
                     responses: 1,
                     request_bytes: n * u64::from(request_size),
-                    response_bytes: summary.payload.len() as u64,
+                    response_bytes: payload_len(&summary.payload, summary.body.as_ref()),
                 })
             }
             Shape::ServerStream => {
                 let responses = self
                     .client
-                    .server_stream(request(seq, request_size, response_size, messages))
+                    .server_stream(request(payload, seq, request_size, response_size, messages))
                     .await
                     .map_err(status_error)?
                     .into_inner();
-                let response_bytes = read_responses(responses, messages, response_size).await?;
+                let response_bytes =
+                    read_responses(responses, messages, response_size, payload).await?;
                 Ok(OpOutcome {
                     requests: 1,
                     responses: n,
@@ -266,7 +349,8 @@ impl Lane for GrpcLane {
                     .await
                     .map_err(status_error)?
                     .into_inner();
-                let response_bytes = read_responses(responses, messages, response_size).await?;
+                let response_bytes =
+                    read_responses(responses, messages, response_size, payload).await?;
                 Ok(OpOutcome {
                     requests: n,
                     responses: n,
@@ -278,12 +362,53 @@ impl Lane for GrpcLane {
     }
 }
 
+/// The backpressure submitter: ready when the channel is (`tower::Service::poll_ready`: tonic's
+/// request buffer has a slot and hyper's HTTP/2 connection can take another stream).
+pub struct GrpcSubmitter {
+    channel: Channel,
+    /// A clone whose readiness is being awaited: a permit it acquired stays with it, so a
+    /// cancelled `ready` loses nothing.
+    pending: Option<Channel>,
+    workload: Option<Workload>,
+    lanes: Vec<GrpcLane>,
+}
+
+impl Submitter for GrpcSubmitter {
+    type Ticket = GrpcLane;
+
+    async fn ready(&mut self) -> Result<GrpcLane, OpError> {
+        let workload = self
+            .workload
+            .ok_or_else(|| OpError::new(code::INTERNAL, "a submitter without lanes"))?;
+        let channel = self.pending.get_or_insert_with(|| self.channel.clone());
+        tower::ServiceExt::<http::Request<tonic::body::Body>>::ready(channel)
+            .await
+            .map_err(|e| OpError::new(code::CONNECT, format!("the gRPC channel failed: {e}")))?;
+        // The ready clone carries its buffer slot into the call (tonic's own `ready` inside the
+        // call then returns at once).
+        let channel = self
+            .pending
+            .take()
+            .ok_or_else(|| OpError::new(code::INTERNAL, "no channel was made ready"))?;
+        Ok(GrpcLane {
+            client: bench_client(channel),
+            workload,
+        })
+    }
+}
+
+impl Ticket for GrpcLane {
+    async fn call(mut self, seq: u64) -> Result<OpOutcome, OpError> {
+        Lane::call(&mut self, seq).await
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Server
 
 /// The service: answers every shape as bench.proto says and counts what it handled.
 struct GrpcService {
-    counters: Arc<Counters>,
+    state: Arc<ServerState>,
 }
 
 type ResponseStream = Pin<Box<dyn Stream<Item = Result<pb::Response, Status>> + Send>>;
@@ -291,19 +416,21 @@ type ResponseStream = Pin<Box<dyn Stream<Item = Result<pb::Response, Status>> + 
 #[tonic::async_trait]
 impl BenchService for GrpcService {
     async fn unary(&self, request: Request<pb::Request>) -> Result<Response<pb::Response>, Status> {
-        let mut tally = CallTally::new(&self.counters);
+        let mut tally = CallTally::new(&self.state);
         let request = request.into_inner();
         tally.request();
         check_request(&request, Shape::Unary).map_err(Status::invalid_argument)?;
+        let response = response_to(&request, request.seq);
+        self.state.hold().await;
         tally.response();
-        Ok(Response::new(response_to(&request, request.seq)))
+        Ok(Response::new(response))
     }
 
     async fn client_stream(
         &self,
         request: Request<Streaming<pb::Request>>,
     ) -> Result<Response<pb::Summary>, Status> {
-        let mut tally = CallTally::new(&self.counters);
+        let mut tally = CallTally::new(&self.state);
         let mut requests = request.into_inner();
         let mut summary = SummaryBuilder::default();
         while let Some(request) = requests.message().await? {
@@ -316,8 +443,10 @@ impl BenchService for GrpcService {
                 "a client stream carries at least one request",
             ));
         }
+        let summary = summary.finish();
+        self.state.hold().await;
         tally.response();
-        Ok(Response::new(summary.finish()))
+        Ok(Response::new(summary))
     }
 
     type ServerStreamStream = ResponseStream;
@@ -326,7 +455,7 @@ impl BenchService for GrpcService {
         &self,
         request: Request<pb::Request>,
     ) -> Result<Response<ResponseStream>, Status> {
-        let mut tally = CallTally::new(&self.counters);
+        let mut tally = CallTally::new(&self.state);
         let request = request.into_inner();
         tally.request();
         check_request(&request, Shape::ServerStream).map_err(Status::invalid_argument)?;
@@ -336,7 +465,7 @@ impl BenchService for GrpcService {
             tally.response();
             Ok(response_to(&request, index))
         });
-        Ok(Response::new(Box::pin(responses)))
+        Ok(Response::new(stalled(Box::pin(responses), &self.state)))
     }
 
     type BidiStream = ResponseStream;
@@ -345,7 +474,7 @@ impl BenchService for GrpcService {
         &self,
         request: Request<Streaming<pb::Request>>,
     ) -> Result<Response<ResponseStream>, Status> {
-        let mut tally = CallTally::new(&self.counters);
+        let mut tally = CallTally::new(&self.state);
         // Each request is answered as it arrives, with the same seq.
         let responses = request.into_inner().map(move |request| {
             let request = request?;
@@ -354,8 +483,24 @@ impl BenchService for GrpcService {
             tally.response();
             Ok(response_to(&request, request.seq))
         });
-        Ok(Response::new(Box::pin(responses)))
+        Ok(Response::new(stalled(Box::pin(responses), &self.state)))
     }
+}
+
+/// The response stream, holding each message through a diagnostic stall when one is configured
+/// (without one, the stream is left as it is).
+fn stalled(responses: ResponseStream, state: &Arc<ServerState>) -> ResponseStream {
+    if state.stall.is_none() {
+        return responses;
+    }
+    let state = state.clone();
+    Box::pin(responses.then(move |item| {
+        let state = state.clone();
+        async move {
+            state.hold().await;
+            item
+        }
+    }))
 }
 
 /// An accepted TLS connection, as tonic's server wants it (tonic's own `Connected` impl for TLS
@@ -411,7 +556,7 @@ impl AsyncWrite for TlsConnection {
 pub async fn serve(
     addr: SocketAddr,
     tls: Arc<rustls::ServerConfig>,
-    counters: Arc<Counters>,
+    state: Arc<ServerState>,
 ) -> Result<RunningServer, Failure> {
     let listener = TcpListener::bind(addr)
         .await
@@ -454,7 +599,7 @@ pub async fn serve(
             });
         }
     });
-    let service = BenchServiceServer::new(GrpcService { counters })
+    let service = BenchServiceServer::new(GrpcService { state })
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -16,10 +16,11 @@ pub mod quic;
 pub mod tcp;
 
 use crate::args::{MAX_MESSAGES, MAX_PAYLOAD};
+use crate::engine::pool::Submitter;
 use crate::engine::{Lane, OpError};
 use anyhow::Context;
 use rpcarena_protocol::pb;
-use rpcarena_protocol::workload::Shape;
+use rpcarena_protocol::workload::{Payload, Shape};
 use rustls_pki_types::ServerName;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -80,6 +81,8 @@ pub struct Workload {
     pub response_size: u32,
     /// N, messages in each streamed direction.
     pub messages: u32,
+    /// What the payloads are: zero bytes or structured messages.
+    pub payload: Payload,
 }
 
 /// What a client stack needs to connect.
@@ -101,6 +104,15 @@ pub struct ClientSettings {
 pub trait ClientStack: Sized + Send + 'static {
     /// One lane of this stack.
     type Lane: Lane;
+    /// The backpressure model's submitter: ready when the transport accepts one more operation.
+    type Submitter: Submitter;
+
+    /// The submitter for the backpressure model over `lanes` (tcp: a pool of its connections;
+    /// grpc and quic keep the lanes and submit on the shared connection).
+    fn submitter(&self, lanes: Vec<Self::Lane>) -> Self::Submitter;
+
+    /// The lanes back from a submitter, for the next phase or for closing.
+    fn lanes_back(submitter: Self::Submitter) -> Vec<Self::Lane>;
 
     /// Opens the connections (TLS handshakes included) and returns one lane per unit of
     /// concurrency. Errors carry code `tls`, `connect` or `config`.
@@ -182,21 +194,66 @@ impl Counters {
     }
 }
 
+/// What every connection of a server shares: its counters and, for diagnostics, a stall.
+#[derive(Debug, Default)]
+pub struct ServerState {
+    /// RPCs and messages handled.
+    pub counters: Counters,
+    /// `--stall-every-ms`/`--stall-ms`: periodic stalls of every response (not in the protocol).
+    pub stall: Option<Stall>,
+}
+
+impl ServerState {
+    /// Waits out a stall in progress, if any, before a response message is sent.
+    pub async fn hold(&self) {
+        if let Some(stall) = &self.stall {
+            let wait = stall.remaining(stall.epoch.elapsed());
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+        }
+    }
+}
+
+/// A diagnostic server stall: for `length` out of every `every`, counted from the server's
+/// start, the server holds every response it is about to send until the stall ends, as a
+/// garbage-collection pause or a blocked disk would. It shows what an open-loop client measures
+/// that a closed loop hides (docs/stacks.md, "Diagnostic stalls").
+#[derive(Debug, Clone, Copy)]
+pub struct Stall {
+    /// When the first stall began.
+    pub epoch: std::time::Instant,
+    /// Period: a stall begins every this long.
+    pub every: Duration,
+    /// How long each stall lasts (shorter than `every`).
+    pub length: Duration,
+}
+
+impl Stall {
+    /// How long a response about to be sent `since_epoch` after the first stall must wait: the
+    /// rest of the stall in progress, or zero between stalls.
+    pub fn remaining(&self, since_epoch: Duration) -> Duration {
+        let every = self.every.as_nanos().max(1);
+        let phase = Duration::from_nanos((since_epoch.as_nanos() % every) as u64);
+        self.length.saturating_sub(phase)
+    }
+}
+
 /// Counts one RPC's messages locally and adds them to the shared [`Counters`] once, when the RPC
 /// ends (also when it is cancelled), so the shared atomics are touched three times per RPC and
 /// not per message.
 #[derive(Debug)]
 pub struct CallTally {
-    counters: Arc<Counters>,
+    state: Arc<ServerState>,
     requests: u64,
     responses: u64,
 }
 
 impl CallTally {
     /// Starts counting one RPC.
-    pub fn new(counters: &Arc<Counters>) -> CallTally {
+    pub fn new(state: &Arc<ServerState>) -> CallTally {
         CallTally {
-            counters: counters.clone(),
+            state: state.clone(),
             requests: 0,
             responses: 0,
         }
@@ -220,11 +277,12 @@ impl CallTally {
 
 impl Drop for CallTally {
     fn drop(&mut self) {
-        self.counters.rpcs.fetch_add(1, Ordering::Relaxed);
-        self.counters
+        let counters = &self.state.counters;
+        counters.rpcs.fetch_add(1, Ordering::Relaxed);
+        counters
             .requests
             .fetch_add(self.requests, Ordering::Relaxed);
-        self.counters
+        counters
             .responses
             .fetch_add(self.responses, Ordering::Relaxed);
     }
@@ -234,6 +292,9 @@ impl Drop for CallTally {
 /// is answered with INVALID_ARGUMENT instead of being served (a 4 GiB response would otherwise be
 /// one malformed message away).
 pub fn check_request(request: &pb::Request, shape: Shape) -> Result<(), String> {
+    Payload::of_request(request)?
+        .check_size(request.response_size)
+        .map_err(|e| format!("response_size: {e}"))?;
     if request.response_size > MAX_PAYLOAD {
         return Err(format!(
             "response_size {} is above the maximum {MAX_PAYLOAD}",
@@ -271,10 +332,19 @@ pub mod status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rpcarena_protocol::workload::request;
-
     #[test]
     fn requests_out_of_range_are_refused() {
+        let request = |seq, size, response_size, messages| {
+            rpcarena_protocol::workload::request(Payload::Zeros, seq, size, response_size, messages)
+        };
+        let structured = |response_size| {
+            rpcarena_protocol::workload::request(Payload::Structured, 0, 3, response_size, 0)
+        };
+        assert!(check_request(&structured(3), Shape::Unary).is_ok());
+        assert!(check_request(&structured(2), Shape::Unary).is_err());
+        let mut unknown = structured(3);
+        unknown.payload_kind = 9;
+        assert!(check_request(&unknown, Shape::Unary).is_err());
         assert!(check_request(&request(0, 1, 10, 0), Shape::Unary).is_ok());
         assert!(check_request(&request(0, 1, MAX_PAYLOAD + 1, 0), Shape::Unary).is_err());
         assert!(check_request(&request(0, 1, 1, 0), Shape::ServerStream).is_err());
@@ -303,14 +373,29 @@ mod tests {
 
     #[test]
     fn call_tallies_add_once_when_dropped() {
-        let counters = Arc::new(Counters::default());
+        let state = Arc::new(ServerState::default());
         {
-            let mut tally = CallTally::new(&counters);
+            let mut tally = CallTally::new(&state);
             tally.request();
             tally.request();
             tally.response();
-            assert_eq!(counters.snapshot(), (0, 0, 0));
+            assert_eq!(state.counters.snapshot(), (0, 0, 0));
         }
-        assert_eq!(counters.snapshot(), (1, 2, 1));
+        assert_eq!(state.counters.snapshot(), (1, 2, 1));
+    }
+
+    #[test]
+    fn a_stall_holds_responses_for_the_rest_of_it_and_none_between() {
+        let stall = Stall {
+            epoch: std::time::Instant::now(),
+            every: Duration::from_millis(500),
+            length: Duration::from_millis(100),
+        };
+        let ms = Duration::from_millis;
+        assert_eq!(stall.remaining(ms(0)), ms(100));
+        assert_eq!(stall.remaining(ms(30)), ms(70));
+        assert_eq!(stall.remaining(ms(100)), ms(0));
+        assert_eq!(stall.remaining(ms(499)), ms(0));
+        assert_eq!(stall.remaining(ms(520)), ms(80));
     }
 }

@@ -12,14 +12,16 @@ use super::framing::{
     Frame, FrameCodec, FrameError, FrameType, Outgoing, has_complete_frame, method_path,
     shape_of_path,
 };
-use super::{CallTally, Counters, Workload, check_request, status};
-use crate::engine::{OpError, OpOutcome};
+use super::{CallTally, ServerState, Workload, check_request, status};
+use crate::engine::saturation::StreamSender;
+use crate::engine::{Clock, OpError, OpOutcome};
 use futures::{SinkExt, StreamExt};
 use prost::Message;
 use rpcarena_protocol::event::code;
 use rpcarena_protocol::pb;
 use rpcarena_protocol::workload::{
-    Shape, SummaryBuilder, check_response, check_summary, request, response_to,
+    Payload, Shape, SummaryBuilder, check_response, check_stream_summary, check_summary,
+    payload_len, request, response_to,
 };
 use std::io;
 use std::sync::Arc;
@@ -96,38 +98,42 @@ pub async fn call<R: RecvHalf, W: SendHalf>(
         request_size,
         response_size,
         messages,
+        payload,
     } = *workload;
     let n = u64::from(messages);
     let outcome = match shape {
         Shape::Unary => {
-            let requests = std::iter::once_with(|| request(seq, request_size, response_size, 0));
+            let requests =
+                std::iter::once_with(|| request(payload, seq, request_size, response_size, 0));
             send_requests(writer, shape, requests).await?;
             let response: pb::Response = read_one(reader).await?;
-            check_response(&response, seq, response_size).map_err(invalid)?;
+            check_response(&response, payload, seq, response_size).map_err(invalid)?;
             OpOutcome {
                 requests: 1,
                 responses: 1,
                 request_bytes: u64::from(request_size),
-                response_bytes: response.payload.len() as u64,
+                response_bytes: payload_len(&response.payload, response.body.as_ref()),
             }
         }
         Shape::ClientStream => {
-            let requests = (0..n).map(|i| request(i, request_size, response_size, 0));
+            let requests = (0..n).map(|i| request(payload, i, request_size, response_size, 0));
             send_requests(writer, shape, requests).await?;
             let summary: pb::Summary = read_one(reader).await?;
-            check_summary(&summary, messages, request_size, response_size).map_err(invalid)?;
+            check_summary(&summary, payload, messages, request_size, response_size)
+                .map_err(invalid)?;
             OpOutcome {
                 requests: n,
                 responses: 1,
                 request_bytes: n * u64::from(request_size),
-                response_bytes: summary.payload.len() as u64,
+                response_bytes: payload_len(&summary.payload, summary.body.as_ref()),
             }
         }
         Shape::ServerStream => {
-            let requests =
-                std::iter::once_with(|| request(seq, request_size, response_size, messages));
+            let requests = std::iter::once_with(|| {
+                request(payload, seq, request_size, response_size, messages)
+            });
             send_requests(writer, shape, requests).await?;
-            let response_bytes = read_responses(reader, messages, response_size).await?;
+            let response_bytes = read_responses(reader, messages, response_size, payload).await?;
             OpOutcome {
                 requests: 1,
                 responses: n,
@@ -137,10 +143,10 @@ pub async fn call<R: RecvHalf, W: SendHalf>(
         }
         Shape::Bidi => {
             // Full duplex: all N requests go out without waiting while responses are read.
-            let requests = (0..n).map(|i| request(i, request_size, response_size, 0));
+            let requests = (0..n).map(|i| request(payload, i, request_size, response_size, 0));
             let ((), response_bytes) = tokio::try_join!(
                 send_requests(writer, shape, requests),
-                read_responses(reader, messages, response_size)
+                read_responses(reader, messages, response_size, payload)
             )?;
             OpOutcome {
                 requests: n,
@@ -154,6 +160,67 @@ pub async fn call<R: RecvHalf, W: SendHalf>(
         expect_end_of_stream(reader).await?;
     }
     Ok(outcome)
+}
+
+/// Send-saturation: one client stream on a call's reader and writer. The caller has opened
+/// `sender` (admitting the first message); messages go out while it admits them, each timed from
+/// its start to the frame writer taking it (which flushes, and so waits for the transport, when
+/// its buffer passes [`WRITE_BATCH`]); then END, and the summary must confirm every message.
+pub async fn saturate<R: RecvHalf, W: SendHalf, C: Clock>(
+    reader: &mut Reader<R>,
+    writer: &mut Writer<W>,
+    workload: &Workload,
+    clock: &C,
+    sender: &mut StreamSender,
+) -> Result<(), OpError> {
+    let Workload {
+        request_size,
+        response_size,
+        payload,
+        ..
+    } = *workload;
+    writer
+        .feed(Outgoing::<pb::Request>::Header(method_path(
+            Shape::ClientStream,
+        )))
+        .await
+        .map_err(send_error)?;
+    while let Some(seq) = sender.next_message(clock.now()) {
+        let message = request(payload, seq, request_size, response_size, 0);
+        writer
+            .feed(Outgoing::Message(message))
+            .await
+            .map_err(send_error)?;
+        sender.accepted(clock.now(), u64::from(request_size));
+    }
+    writer
+        .feed(Outgoing::<pb::Request>::End)
+        .await
+        .map_err(send_error)?;
+    SinkExt::<Outgoing<pb::Request>>::flush(writer)
+        .await
+        .map_err(send_error)?;
+    writer
+        .get_mut()
+        .finish_call()
+        .map_err(|e| OpError::new(code::CONNECT, format!("cannot end the request stream: {e}")))?;
+    let summary: pb::Summary = read_one(reader).await?;
+    check_stream_summary(
+        &summary,
+        payload,
+        sender.sent(),
+        request_size,
+        response_size,
+    )
+    .map_err(invalid)?;
+    if R::ONE_CALL {
+        expect_end_of_stream(reader).await?;
+    }
+    sender.summary_received(
+        clock.now(),
+        payload_len(&summary.payload, summary.body.as_ref()),
+    );
+    Ok(())
 }
 
 /// HEADER, one MESSAGE per request (built lazily, inside the measured operation), END; flushed.
@@ -216,6 +283,7 @@ async fn read_responses<R: RecvHalf>(
     reader: &mut Reader<R>,
     n: u32,
     response_size: u32,
+    payload: Payload,
 ) -> Result<u64, OpError> {
     let mut received: u32 = 0;
     let mut bytes: u64 = 0;
@@ -230,8 +298,9 @@ async fn read_responses<R: RecvHalf>(
                 }
                 let response = pb::Response::decode(frame.body)
                     .map_err(|e| invalid_text(format!("undecodable response message: {e}")))?;
-                check_response(&response, u64::from(received), response_size).map_err(invalid)?;
-                bytes += response.payload.len() as u64;
+                check_response(&response, payload, u64::from(received), response_size)
+                    .map_err(invalid)?;
+                bytes += payload_len(&response.payload, response.body.as_ref());
                 received += 1;
             }
             FrameType::Status => {
@@ -352,7 +421,7 @@ enum CallError {
 pub async fn serve_call<R: RecvHalf, W: SendHalf>(
     reader: &mut Reader<R>,
     writer: &mut Writer<W>,
-    counters: &Arc<Counters>,
+    state: &Arc<ServerState>,
 ) -> CallEnd {
     let header = match reader.next().await {
         None => return CallEnd::Closed,
@@ -374,8 +443,8 @@ pub async fn serve_call<R: RecvHalf, W: SendHalf>(
             header.kind
         )))
     } else if let Some(shape) = shape_of_path(&header.body) {
-        let mut tally = CallTally::new(counters);
-        serve_shape(shape, reader, writer, &mut tally).await
+        let mut tally = CallTally::new(state);
+        serve_shape(shape, reader, writer, &mut tally, state).await
     } else {
         Err(CallError::Rejected {
             code: status::UNIMPLEMENTED,
@@ -411,6 +480,7 @@ async fn serve_shape<R: RecvHalf, W: SendHalf>(
     reader: &mut Reader<R>,
     writer: &mut Writer<W>,
     tally: &mut CallTally,
+    state: &ServerState,
 ) -> Result<(), CallError> {
     match shape {
         Shape::Unary | Shape::ServerStream => {
@@ -419,10 +489,12 @@ async fn serve_shape<R: RecvHalf, W: SendHalf>(
             expect_end(reader, shape).await?;
             check_request(&request, shape).map_err(|m| rejected(m, true))?;
             if shape == Shape::Unary {
+                state.hold().await;
                 feed(writer, response_to(&request, request.seq)).await?;
                 tally.response();
             } else {
                 for index in 0..u64::from(request.response_messages) {
+                    state.hold().await;
                     feed(writer, response_to(&request, index)).await?;
                     tally.response();
                 }
@@ -441,6 +513,7 @@ async fn serve_shape<R: RecvHalf, W: SendHalf>(
                     true,
                 ));
             }
+            state.hold().await;
             feed(writer, summary.finish()).await?;
             tally.response();
         }
@@ -448,6 +521,7 @@ async fn serve_shape<R: RecvHalf, W: SendHalf>(
             while let Some(request) = next_request(reader, shape).await? {
                 tally.request();
                 check_request(&request, shape).map_err(|m| rejected(m, false))?;
+                state.hold().await;
                 feed(writer, response_to(&request, request.seq)).await?;
                 tally.response();
                 // Answer each request as it arrives: flush unless more input is already here.
@@ -584,11 +658,11 @@ mod tests {
     }
 
     /// A server on one end of an in-memory pipe, serving calls until the pipe closes.
-    fn server(counters: Arc<Counters>) -> Half<DuplexStream> {
+    fn server(state: Arc<ServerState>) -> Half<DuplexStream> {
         let (client, server) = tokio::io::duplex(1 << 20);
         tokio::spawn(async move {
             let (mut reader, mut writer) = framed(server);
-            while serve_call(&mut reader, &mut writer, &counters).await == CallEnd::Next {}
+            while serve_call(&mut reader, &mut writer, &state).await == CallEnd::Next {}
         });
         framed(client)
     }
@@ -599,13 +673,14 @@ mod tests {
             request_size: 100,
             response_size: 200,
             messages: 16,
+            payload: Payload::Zeros,
         }
     }
 
     #[tokio::test]
     async fn every_shape_round_trips_and_a_connection_carries_many_calls() {
-        let counters = Arc::new(Counters::default());
-        let (mut reader, mut writer) = server(counters.clone());
+        let state = Arc::new(ServerState::default());
+        let (mut reader, mut writer) = server(state.clone());
         for shape in Shape::ALL {
             for seq in 0..3 {
                 let outcome = call(&mut reader, &mut writer, &workload(shape), seq)
@@ -624,15 +699,15 @@ mod tests {
         drop((reader, writer));
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         // 3 calls of each shape: requests 1 + 16 + 1 + 16, responses 1 + 1 + 16 + 16, times 3
-        assert_eq!(counters.snapshot(), (12, 3 * 34, 3 * 34));
+        assert_eq!(state.counters.snapshot(), (12, 3 * 34, 3 * 34));
     }
 
     async fn raw_call(frames: &[u8]) -> Vec<u8> {
-        let counters = Arc::new(Counters::default());
+        let state = Arc::new(ServerState::default());
         let (mut client, server_end) = tokio::io::duplex(1 << 16);
         let task = tokio::spawn(async move {
             let (mut reader, mut writer) = framed(server_end);
-            while serve_call(&mut reader, &mut writer, &counters).await == CallEnd::Next {}
+            while serve_call(&mut reader, &mut writer, &state).await == CallEnd::Next {}
         });
         client.write_all(frames).await.expect("pipe open");
         client.shutdown().await.expect("pipe open");
@@ -667,18 +742,24 @@ mod tests {
     async fn malformed_calls_get_a_non_ok_status_and_the_connection_stays_in_step() {
         let bad_then_good = frames(vec![
             Outgoing::Header("/rpcarena.bench.v1.BenchService/Nope"),
-            Outgoing::Message(request(0, 1, 1, 0)),
+            Outgoing::Message(request(Payload::Zeros, 0, 1, 1, 0)),
             Outgoing::End,
             Outgoing::Header(method_path(Shape::ServerStream)),
-            Outgoing::Message(request(0, 1, 1, 0)), // response_messages 0
+            Outgoing::Message(request(Payload::Zeros, 0, 1, 1, 0)), // response_messages 0
             Outgoing::End,
             Outgoing::Header(method_path(Shape::Unary)),
-            Outgoing::Message(request(0, 1, crate::args::MAX_PAYLOAD + 1, 0)),
+            Outgoing::Message(request(
+                Payload::Zeros,
+                0,
+                1,
+                crate::args::MAX_PAYLOAD + 1,
+                0,
+            )),
             Outgoing::End,
             Outgoing::Header(method_path(Shape::Unary)),
             Outgoing::End, // no request
             Outgoing::Header(method_path(Shape::Unary)),
-            Outgoing::Message(request(5, 1, 1, 0)),
+            Outgoing::Message(request(Payload::Zeros, 5, 1, 1, 0)),
             Outgoing::End,
         ]);
         assert_eq!(

@@ -4,10 +4,12 @@
 
 use super::native::{self, CallEnd, RecvHalf, SendHalf};
 use super::{
-    ClientSettings, ClientStack, Counters, FLOW_WINDOW, MAX_CONCURRENT_STREAMS, RunningServer,
+    ClientSettings, ClientStack, FLOW_WINDOW, MAX_CONCURRENT_STREAMS, RunningServer, ServerState,
     Workload, resolve,
 };
-use crate::engine::{Lane, OpError, OpOutcome};
+use crate::engine::pool::{Submitter, Ticket};
+use crate::engine::saturation::StreamSender;
+use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::{FailExt, Failure};
 use anyhow::Context;
 use futures::StreamExt;
@@ -135,6 +137,19 @@ pub struct QuicLane {
 
 impl ClientStack for QuicClient {
     type Lane = QuicLane;
+    type Submitter = QuicSubmitter;
+
+    fn submitter(&self, lanes: Vec<QuicLane>) -> QuicSubmitter {
+        QuicSubmitter {
+            connection: self.connection.clone(),
+            workload: lanes.first().map(|l| l.workload),
+            lanes,
+        }
+    }
+
+    fn lanes_back(submitter: QuicSubmitter) -> Vec<QuicLane> {
+        submitter.lanes
+    }
 
     async fn connect(settings: &ClientSettings) -> Result<(QuicClient, Vec<QuicLane>), OpError> {
         let server = resolve(&settings.server)
@@ -202,14 +217,73 @@ impl ClientStack for QuicClient {
     }
 }
 
+fn open_error(e: ConnectionError) -> OpError {
+    OpError::new(code::CONNECT, format!("cannot open a QUIC stream: {e}"))
+}
+
 impl Lane for QuicLane {
     async fn call(&mut self, seq: u64) -> Result<OpOutcome, OpError> {
-        let (send, recv) =
-            self.connection.open_bi().await.map_err(|e| {
-                OpError::new(code::CONNECT, format!("cannot open a QUIC stream: {e}"))
-            })?;
+        let (send, recv) = self.connection.open_bi().await.map_err(open_error)?;
+        QuicTicket {
+            send,
+            recv,
+            workload: self.workload,
+        }
+        .call(seq)
+        .await
+    }
+
+    async fn saturate<C: Clock>(
+        &mut self,
+        clock: &C,
+        sender: &mut StreamSender,
+    ) -> Result<(), OpError> {
+        if !sender.open(clock.now()) {
+            return Ok(());
+        }
+        let (send, recv) = self.connection.open_bi().await.map_err(open_error)?;
         let mut writer = native::writer(send);
         let mut reader = native::reader(recv);
+        native::saturate(&mut reader, &mut writer, &self.workload, clock, sender).await
+    }
+}
+
+/// The backpressure submitter: ready when quinn's `open_bi()` resolves, i.e. when the server's
+/// stream credit (max_concurrent_bidi_streams, 10,000) allows one more stream.
+pub struct QuicSubmitter {
+    connection: quinn::Connection,
+    workload: Option<Workload>,
+    lanes: Vec<QuicLane>,
+}
+
+/// One opened stream, ready for one call.
+pub struct QuicTicket {
+    send: quinn::SendStream,
+    recv: quinn::RecvStream,
+    workload: Workload,
+}
+
+impl Submitter for QuicSubmitter {
+    type Ticket = QuicTicket;
+
+    async fn ready(&mut self) -> Result<QuicTicket, OpError> {
+        let workload = self
+            .workload
+            .ok_or_else(|| OpError::new(code::INTERNAL, "a submitter without lanes"))?;
+        // Cancel-safe: quinn allocates the stream only when the future completes.
+        let (send, recv) = self.connection.open_bi().await.map_err(open_error)?;
+        Ok(QuicTicket {
+            send,
+            recv,
+            workload,
+        })
+    }
+}
+
+impl Ticket for QuicTicket {
+    async fn call(self, seq: u64) -> Result<OpOutcome, OpError> {
+        let mut writer = native::writer(self.send);
+        let mut reader = native::reader(self.recv);
         native::call(&mut reader, &mut writer, &self.workload, seq).await
     }
 }
@@ -221,7 +295,7 @@ impl Lane for QuicLane {
 pub async fn serve(
     addr: SocketAddr,
     tls: Arc<rustls::ServerConfig>,
-    counters: Arc<Counters>,
+    state: Arc<ServerState>,
 ) -> Result<RunningServer, Failure> {
     let crypto = QuicServerConfig::try_from(tls)
         .context("TLS configuration unusable for QUIC")
@@ -242,7 +316,7 @@ pub async fn serve(
     let task = tokio::spawn(async move {
         let accept = async {
             while let Some(incoming) = endpoint.accept().await {
-                tokio::spawn(serve_connection(incoming, counters.clone()));
+                tokio::spawn(serve_connection(incoming, state.clone()));
             }
         };
         tokio::select! {
@@ -256,7 +330,7 @@ pub async fn serve(
     Ok(RunningServer::new(local_addr, stop, task))
 }
 
-async fn serve_connection(incoming: quinn::Incoming, counters: Arc<Counters>) {
+async fn serve_connection(incoming: quinn::Incoming, state: Arc<ServerState>) {
     let remote = incoming.remote_address();
     let connection = match incoming.await {
         Ok(connection) => connection,
@@ -268,7 +342,7 @@ async fn serve_connection(incoming: quinn::Incoming, counters: Arc<Counters>) {
     loop {
         match connection.accept_bi().await {
             Ok((send, recv)) => {
-                tokio::spawn(serve_stream(send, recv, counters.clone()));
+                tokio::spawn(serve_stream(send, recv, state.clone()));
             }
             Err(ConnectionError::ApplicationClosed(_) | ConnectionError::LocallyClosed) => return,
             Err(e) => {
@@ -279,10 +353,10 @@ async fn serve_connection(incoming: quinn::Incoming, counters: Arc<Counters>) {
     }
 }
 
-async fn serve_stream(send: quinn::SendStream, recv: quinn::RecvStream, counters: Arc<Counters>) {
+async fn serve_stream(send: quinn::SendStream, recv: quinn::RecvStream, state: Arc<ServerState>) {
     let mut writer = native::writer(send);
     let mut reader = native::reader(recv);
-    if native::serve_call(&mut reader, &mut writer, &counters).await == CallEnd::Next {
+    if native::serve_call(&mut reader, &mut writer, &state).await == CallEnd::Next {
         // Read the client's FIN (it follows END) so the stream closes without STOP_SENDING.
         let _ = tokio::time::timeout(CLOSE_GRACE, reader.next()).await;
     }

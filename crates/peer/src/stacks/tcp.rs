@@ -3,10 +3,12 @@
 
 use super::native::{self, CallEnd, Reader, Writer};
 use super::{
-    ClientSettings, ClientStack, Counters, HANDSHAKE_TIMEOUT, RunningServer, Workload, resolve,
+    ClientSettings, ClientStack, HANDSHAKE_TIMEOUT, RunningServer, ServerState, Workload, resolve,
     tune_tcp,
 };
-use crate::engine::{Lane, OpError, OpOutcome};
+use crate::engine::pool::LanePool;
+use crate::engine::saturation::StreamSender;
+use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::{FailExt, Failure};
 use anyhow::Context;
 use rpcarena_protocol::event::{code, phase};
@@ -69,6 +71,17 @@ pub struct TcpLane {
 
 impl ClientStack for TcpClient {
     type Lane = TcpLane;
+    // A tcp connection carries one call at a time, so the transport accepts a new operation
+    // exactly when one of the pool's connections is free.
+    type Submitter = LanePool<TcpLane>;
+
+    fn submitter(&self, lanes: Vec<TcpLane>) -> LanePool<TcpLane> {
+        LanePool::new(lanes)
+    }
+
+    fn lanes_back(submitter: LanePool<TcpLane>) -> Vec<TcpLane> {
+        submitter.into_lanes()
+    }
 
     async fn connect(settings: &ClientSettings) -> Result<(TcpClient, Vec<TcpLane>), OpError> {
         let addr = resolve(&settings.server)
@@ -114,6 +127,24 @@ impl Lane for TcpLane {
     async fn call(&mut self, seq: u64) -> Result<OpOutcome, OpError> {
         native::call(&mut self.reader, &mut self.writer, &self.workload, seq).await
     }
+
+    async fn saturate<C: Clock>(
+        &mut self,
+        clock: &C,
+        sender: &mut StreamSender,
+    ) -> Result<(), OpError> {
+        if !sender.open(clock.now()) {
+            return Ok(());
+        }
+        native::saturate(
+            &mut self.reader,
+            &mut self.writer,
+            &self.workload,
+            clock,
+            sender,
+        )
+        .await
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -124,7 +155,7 @@ impl Lane for TcpLane {
 pub async fn serve(
     addr: SocketAddr,
     tls: Arc<rustls::ServerConfig>,
-    counters: Arc<Counters>,
+    state: Arc<ServerState>,
 ) -> Result<RunningServer, Failure> {
     let listener = TcpListener::bind(addr)
         .await
@@ -147,7 +178,7 @@ pub async fn serve(
                             tcp,
                             remote,
                             acceptor.clone(),
-                            counters.clone(),
+                            state.clone(),
                         ));
                         // Reap finished connection tasks so the set does not grow forever.
                         while connections.try_join_next().is_some() {}
@@ -173,7 +204,7 @@ async fn serve_connection(
     tcp: TcpStream,
     remote: SocketAddr,
     acceptor: TlsAcceptor,
-    counters: Arc<Counters>,
+    state: Arc<ServerState>,
 ) {
     if let Err(e) = tune_tcp(&tcp) {
         eprintln!("rpcarena-peer-rust: cannot set TCP_NODELAY for {remote}: {e}");
@@ -193,6 +224,6 @@ async fn serve_connection(
     let (read, write) = tokio::io::split(stream);
     let mut reader = native::reader(read);
     let mut writer = native::writer(write);
-    while native::serve_call(&mut reader, &mut writer, &counters).await == CallEnd::Next {}
+    while native::serve_call(&mut reader, &mut writer, &state).await == CallEnd::Next {}
     let _ = tokio::time::timeout(CLOSE_GRACE, native::close(&mut writer)).await;
 }

@@ -1,0 +1,327 @@
+//! The shell of the open model: a timing thread that releases every operation at its intended
+//! start, and lane tasks that run them.
+//!
+//! tokio's timer has a 1 ms granularity, far too coarse for starts 1 ms apart, so the schedule
+//! is kept by a dedicated OS thread: it sleeps with `clock_nanosleep` (absolute, CLOCK_MONOTONIC,
+//! timer slack 1 ns so the kernel does not defer the wake-up to batch it) until shortly before
+//! each intended start, spins the rest ([`Pacer`]), and then puts the start in a queue. Idle lane
+//! tasks take starts from the queue in order; when every lane is busy (`--concurrency` operations
+//! in flight) a start waits in the queue, and that wait is part of its latency, because latency
+//! is measured from the intended start. The actual start is read on the lane task, right before
+//! the operation builds its first request, so the send lag (actual minus intended start) counts
+//! the generator's own lateness, the hand-over to the runtime and any wait for a lane.
+//!
+//! Admission: the generator produces only intended starts before the deadline, and a lane that
+//! takes a start at or after the deadline drops it (no operation starts after the window); such
+//! starts count in `offered` but not in `completed` or `failed`, and set `fell_behind`.
+
+use super::open::{Arrivals, OpenConfig, Pace, Pacer};
+use super::tally::{LaneTally, ModelReport, Totals};
+use super::{Clock, Lane, MonotonicClock, Nanos, OpError, Window};
+use rpcarena_protocol::event::{code, load};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// The generator sleeps until this long before an intended start and spins the rest: the p99
+/// wake-up lateness of a sleep on this project's machines with a 1 ns timer slack is about
+/// 150 µs, so this keeps most starts exact at the cost of at most this much CPU per operation.
+pub const SPIN_NS: Nanos = 200_000;
+
+/// A sample whose send lag p99 is above this fell behind its schedule.
+pub const FELL_BEHIND_LAG_NS: Nanos = 1_000_000;
+
+/// One operation released by the generator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenStart {
+    /// Operation number (its request seq).
+    pub seq: u64,
+    /// When it is meant to start.
+    pub intended: Nanos,
+}
+
+/// The generator thread's loop: releases every arrival of `arrivals` at its time into `queue`,
+/// and returns how many it released (the offered operations).
+pub fn generate(
+    arrivals: Arrivals,
+    pacer: Pacer,
+    clock: MonotonicClock,
+    queue: mpsc::UnboundedSender<OpenStart>,
+    stop: &AtomicBool,
+) -> u64 {
+    tighten_timer_slack();
+    let sleeper = Sleeper::new(&clock);
+    let mut offered = 0;
+    let mut arrivals = arrivals;
+    while let Some((seq, intended)) = arrivals.next() {
+        offered += 1;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                // The lanes are gone (drain bound): count what was offered, release nothing.
+                return offered + arrivals.count() as u64;
+            }
+            match pacer.pace(clock.now(), intended) {
+                Pace::Go => break,
+                Pace::Spin => std::hint::spin_loop(),
+                Pace::Sleep(until) => sleeper.sleep_until(until),
+            }
+        }
+        if queue.send(OpenStart { seq, intended }).is_err() {
+            return offered + arrivals.count() as u64;
+        }
+    }
+    offered
+}
+
+/// Timer slack 1 ns for this thread: the kernel's default 50 µs slack lets it delay a wake-up to
+/// batch it with others, which would be 50 µs of send lag added on purpose.
+fn tighten_timer_slack() {
+    if let Err(e) = nix::sys::prctl::set_timerslack(1) {
+        eprintln!(
+            "rpcarena-peer-rust: cannot set the generator's timer slack to 1 ns ({e}); starts may be later"
+        );
+    }
+}
+
+/// Sleeps until an engine time with `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`, which
+/// cannot drift the way a relative sleep computed from an earlier reading can.
+struct Sleeper {
+    /// CLOCK_MONOTONIC minus the engine clock, in nanoseconds (std's `Instant` is
+    /// CLOCK_MONOTONIC on Linux, so this is constant).
+    offset: Option<u64>,
+}
+
+impl Sleeper {
+    fn new(clock: &MonotonicClock) -> Sleeper {
+        use nix::time::{ClockId, clock_gettime};
+        let offset = clock_gettime(ClockId::CLOCK_MONOTONIC).ok().map(|now| {
+            let mono = now.tv_sec() as u64 * 1_000_000_000 + now.tv_nsec() as u64;
+            mono.saturating_sub(clock.now())
+        });
+        Sleeper { offset }
+    }
+
+    fn sleep_until(&self, until: Nanos) {
+        use nix::sys::time::TimeSpec;
+        use nix::time::{ClockId, ClockNanosleepFlags, clock_nanosleep};
+        let Some(offset) = self.offset else {
+            std::thread::sleep(std::time::Duration::from_micros(50));
+            return;
+        };
+        let target = TimeSpec::from_duration(std::time::Duration::from_nanos(until + offset));
+        // An interruption (EINTR) just returns early; the caller asks the pacer again.
+        let _ = clock_nanosleep(
+            ClockId::CLOCK_MONOTONIC,
+            ClockNanosleepFlags::TIMER_ABSTIME,
+            &target,
+        );
+    }
+}
+
+/// What the lanes share: the queue of starts, one tally, and in-flight counters.
+struct Shared {
+    queue: tokio::sync::Mutex<mpsc::UnboundedReceiver<OpenStart>>,
+    tally: Mutex<LaneTally>,
+    started: AtomicU64,
+    in_flight: AtomicU64,
+    max_in_flight: AtomicU64,
+}
+
+impl Shared {
+    fn tally(&self) -> std::sync::MutexGuard<'_, LaneTally> {
+        self.tally.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// One lane: takes starts from the queue and runs them until the queue ends. `current` holds
+/// the (intended, actual) start of the operation in flight, for the drain bound.
+async fn drive_open<L: Lane>(
+    lane: &mut L,
+    shared: &Shared,
+    clock: &MonotonicClock,
+    deadline: Nanos,
+    current: &mut Option<(Nanos, Nanos)>,
+) {
+    loop {
+        let next = {
+            let mut queue = shared.queue.lock().await;
+            queue.recv().await
+        };
+        let Some(start) = next else {
+            return;
+        };
+        let actual = clock.now();
+        if actual >= deadline {
+            // Admission: the window closed while this start waited for a lane.
+            continue;
+        }
+        shared.started.fetch_add(1, Ordering::Relaxed);
+        let depth = shared.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        shared.max_in_flight.fetch_max(depth, Ordering::Relaxed);
+        *current = Some((start.intended, actual));
+        let result = lane.call(start.seq).await;
+        let end = clock.now();
+        *current = None;
+        shared.in_flight.fetch_sub(1, Ordering::Relaxed);
+        shared
+            .tally()
+            .handle_finished_open(start.intended, actual, end, result);
+    }
+}
+
+/// Runs the open model through `window` on `lanes` (at most that many operations in flight).
+pub async fn run_open<L: Lane>(
+    lanes: Vec<L>,
+    config: OpenConfig,
+    clock: MonotonicClock,
+    window: Window,
+    bound: &'static str,
+) -> Result<(Vec<L>, Totals), OpError> {
+    let (sender, receiver) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared {
+        queue: tokio::sync::Mutex::new(receiver),
+        tally: Mutex::new(LaneTally::open(window.t0)),
+        started: AtomicU64::new(0),
+        in_flight: AtomicU64::new(0),
+        max_in_flight: AtomicU64::new(0),
+    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let generator = {
+        let arrivals = Arrivals::new(&config, &window);
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("open-generator".into())
+            .spawn(move || generate(arrivals, Pacer { spin_ns: SPIN_NS }, clock, sender, &stop))
+            .map_err(|e| {
+                OpError::new(
+                    code::INTERNAL,
+                    format!("cannot start the generator thread: {e}"),
+                )
+            })?
+    };
+    let mut tasks = Vec::with_capacity(lanes.len());
+    for mut lane in lanes {
+        let shared = shared.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut current = None;
+            let hard_deadline = tokio::time::sleep_until(clock.instant(window.hard_deadline));
+            let finished = tokio::select! {
+                biased;
+                () = drive_open(&mut lane, &shared, &clock, window.deadline, &mut current) => true,
+                () = hard_deadline => false,
+            };
+            if !finished && let Some((intended, actual)) = current {
+                let mut tally = shared.tally();
+                tally.handle_send_lag(actual.saturating_sub(intended));
+                tally.handle_timeout(clock.now(), actual, bound);
+            }
+            lane
+        }));
+    }
+    let mut lanes = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        lanes.push(
+            task.await
+                .map_err(|e| OpError::new(code::INTERNAL, format!("a lane task failed: {e}")))?,
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    let offered = tokio::task::spawn_blocking(move || generator.join())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .ok_or_else(|| OpError::new(code::INTERNAL, "the generator thread failed"))?;
+    let tally = std::mem::take(&mut *shared.tally());
+    let started = shared.started.load(Ordering::Relaxed);
+    let lag_p99 = tally
+        .send_lag
+        .as_ref()
+        .map_or(0, |h| h.value_at_quantile(0.99));
+    let mut totals = Totals::merge([tally], None);
+    totals.model = ModelReport {
+        load: load::OPEN,
+        offered: Some(offered),
+        target_rate: Some(config.rate),
+        fell_behind: Some(started < offered || lag_p99 > FELL_BEHIND_LAG_NS),
+        max_in_flight: Some(shared.max_in_flight.load(Ordering::Relaxed)),
+        ..ModelReport::default()
+    };
+    Ok((lanes, totals))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::open::Arrival;
+    use crate::engine::{OpError, OpOutcome};
+    use std::time::Duration;
+
+    struct SleepyLane(Duration);
+
+    impl Lane for SleepyLane {
+        async fn call(&mut self, _seq: u64) -> Result<OpOutcome, OpError> {
+            tokio::time::sleep(self.0).await;
+            Ok(OpOutcome::default())
+        }
+    }
+
+    #[test]
+    fn the_generator_releases_every_start_in_order_and_not_before_its_time() {
+        let clock = MonotonicClock::new();
+        let window = Window::new(clock.now(), 20_000_000, 0);
+        let config = OpenConfig {
+            rate: 2_000.0,
+            arrival: Arrival::Constant,
+            seed: 0,
+        };
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let stop = AtomicBool::new(false);
+        let offered = generate(
+            Arrivals::new(&config, &window),
+            Pacer { spin_ns: SPIN_NS },
+            clock,
+            sender,
+            &stop,
+        );
+        assert_eq!(offered, 40);
+        let mut released = Vec::new();
+        while let Ok(start) = receiver.try_recv() {
+            released.push(start);
+        }
+        assert_eq!(released.len(), 40);
+        assert!(released.windows(2).all(|w| w[0].intended < w[1].intended));
+        assert_eq!(released[3].seq, 3);
+        assert!(clock.now() >= released[39].intended);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_saturated_lane_makes_starts_wait_and_the_wait_counts() {
+        // one lane, 10 ms operations, 1000/s for 50 ms: most starts wait for the lane
+        let clock = MonotonicClock::new();
+        let window = Window::new(clock.now(), 50_000_000, 2_000_000_000);
+        let config = OpenConfig {
+            rate: 1_000.0,
+            arrival: Arrival::Constant,
+            seed: 0,
+        };
+        let lanes = vec![SleepyLane(Duration::from_millis(10))];
+        let (lanes, totals) = run_open(lanes, config, clock, window, "the drain")
+            .await
+            .expect("runs");
+        assert_eq!(lanes.len(), 1);
+        let model = &totals.model;
+        assert_eq!(model.offered, Some(50));
+        assert_eq!(model.fell_behind, Some(true));
+        assert_eq!(model.max_in_flight, Some(1));
+        let t = &totals.tally;
+        assert_eq!(t.failed, 0);
+        // about 5 operations fit in 50 ms; the rest were still queued at the deadline
+        assert!((4..=7).contains(&t.completed), "{}", t.completed);
+        let corrected = t.histogram.max();
+        let uncorrected = t.uncorrected.as_ref().map_or(0, |h| h.max());
+        assert!(
+            corrected > uncorrected + 20_000_000,
+            "{corrected} vs {uncorrected}"
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! The window model: N operations always outstanding.
+//!
+//! Sans-IO: a [`WindowSchedule`] is told the time and when operations start and finish, and
+//! answers whether one more starts now, must wait for a completion, or nothing starts any more.
+//! The shell runs N lanes that share it ([`super::lanes::SharedWindow`]; grpc and quic: N calls
+//! multiplexed on the one connection; tcp: N connections, because a native tcp connection carries
+//! one call at a time): every completion is followed at once by the next start on the same lane,
+//! so N stay in flight until the deadline.
+
+use super::pool::{PoolNext, PoolSchedule};
+use super::{Nanos, Window};
+
+/// The window schedule: keep `in_flight` operations outstanding while the window is open.
+#[derive(Debug, Clone)]
+pub struct WindowSchedule {
+    deadline: Nanos,
+    target: u64,
+    in_flight: u64,
+    max_in_flight: u64,
+    stopped: bool,
+}
+
+impl WindowSchedule {
+    /// `in_flight` operations outstanding until `window.deadline`.
+    pub fn new(window: &Window, in_flight: u32) -> WindowSchedule {
+        WindowSchedule {
+            deadline: window.deadline,
+            target: u64::from(in_flight.max(1)),
+            in_flight: 0,
+            max_in_flight: 0,
+            stopped: false,
+        }
+    }
+}
+
+impl PoolSchedule for WindowSchedule {
+    fn poll_next(&mut self, now: Nanos) -> PoolNext {
+        if self.stopped || now >= self.deadline {
+            self.stopped = true;
+            PoolNext::Stop
+        } else if self.in_flight < self.target {
+            PoolNext::Start
+        } else {
+            PoolNext::WaitForCompletion
+        }
+    }
+
+    fn handle_started(&mut self) {
+        self.in_flight += 1;
+        self.max_in_flight = self.max_in_flight.max(self.in_flight);
+    }
+
+    fn handle_finished(&mut self, ok: bool) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        // As in the closed model: after a failure nothing new starts, so a dead server does not
+        // turn the window into a busy loop of instant failures.
+        if !ok {
+            self.stopped = true;
+        }
+    }
+
+    fn in_flight(&self) -> u64 {
+        self.in_flight
+    }
+
+    fn max_in_flight(&self) -> u64 {
+        self.max_in_flight
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_fills_to_n_and_refills_after_each_completion() {
+        let window = Window::new(0, 100, 10);
+        let mut schedule = WindowSchedule::new(&window, 3);
+        for _ in 0..3 {
+            assert_eq!(schedule.poll_next(0), PoolNext::Start);
+            schedule.handle_started();
+        }
+        assert_eq!(schedule.poll_next(1), PoolNext::WaitForCompletion);
+        schedule.handle_finished(true);
+        assert_eq!(schedule.poll_next(2), PoolNext::Start);
+        schedule.handle_started();
+        assert_eq!(schedule.in_flight(), 3);
+        assert_eq!(schedule.max_in_flight(), 3);
+        // the deadline stops admission; in-flight operations still finish
+        assert_eq!(schedule.poll_next(100), PoolNext::Stop);
+        schedule.handle_finished(true);
+        assert_eq!(schedule.poll_next(50), PoolNext::Stop);
+    }
+
+    #[test]
+    fn a_failure_stops_new_starts() {
+        let mut schedule = WindowSchedule::new(&Window::new(0, 100, 10), 2);
+        schedule.handle_started();
+        schedule.handle_finished(false);
+        assert_eq!(schedule.poll_next(1), PoolNext::Stop);
+    }
+}

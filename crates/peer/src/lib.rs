@@ -1,0 +1,20 @@
+//! The Rust peer of rpcarena as a library: the binary `rpcarena-peer-rust` (src/main.rs) wires
+//! these modules, and the Criterion benchmark (benches/engine.rs) measures the load engine
+//! through them.
+//!
+//! - [`args`]: the command line of docs/peer-protocol.md;
+//! - [`engine`]: the load models (sans-IO schedules and their async shells) and measurement;
+//! - [`stacks`]: grpc (tonic), quic (quinn) and tcp, client lanes and servers;
+//! - [`client`], [`server`]: one sample's life cycle for each role;
+//! - [`output`]: events on stdout, commands on stdin; [`failure`]: errors as `error` events;
+//! - [`capabilities`], [`tls`]: what the peer offers, and the one TLS configuration of every stack.
+
+pub mod args;
+pub mod capabilities;
+pub mod client;
+pub mod engine;
+pub mod failure;
+pub mod output;
+pub mod server;
+pub mod stacks;
+pub mod tls;
