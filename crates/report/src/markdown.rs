@@ -226,6 +226,7 @@ fn write_tables(out: &mut String, inputs: &Inputs<'_>) {
         out.push('\n');
     }
     write_messages(out, inputs.rows);
+    write_connect(out, inputs.rows);
     write_open_loop(out, inputs.rows);
     write_saturation(out, inputs.rows);
 }
@@ -284,6 +285,47 @@ fn write_messages(out: &mut String, rows: &[Row]) {
                 m.responses_per_s.median
             );
         }
+    }
+    out.push('\n');
+}
+
+/// Connection set-up per cell and concurrency, apart from operation latency.
+fn write_connect(out: &mut String, rows: &[Row]) {
+    let mut seen: Vec<(String, u32)> = Vec::new();
+    let mut lines = Vec::new();
+    for row in rows {
+        let Some(connect) = row.metrics.as_ref().and_then(|m| m.connect_ms) else {
+            continue;
+        };
+        let key = (row.config.cell.clone(), row.config.concurrency);
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
+        lines.push(format!(
+            "| {} | {} | {} | {:.3} | {:.3}-{:.3} |",
+            row.config.cell,
+            row.config.stack,
+            row.config.concurrency,
+            connect.median,
+            connect.min,
+            connect.max
+        ));
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "### Connection set-up
+
+Time for the client to open all its connections, TLS handshakes included, before the validation operation; not part of any operation's latency. gRPC and QUIC open one connection, raw TCP one per lane. First configuration of each cell and concurrency, medians in milliseconds.
+"
+    );
+    let _ = writeln!(out, "| Cell | Stack | c | connect ms | min-max |");
+    let _ = writeln!(out, "|---|---|--:|--:|--:|");
+    for line in lines {
+        let _ = writeln!(out, "{line}");
     }
     out.push('\n');
 }
