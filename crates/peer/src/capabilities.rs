@@ -1,13 +1,14 @@
-//! The `capabilities` event: every stack in both roles, every shape, the closed load model, and
-//! the versions of the libraries behind each stack (read from Cargo.lock by build.rs).
+//! The `capabilities` event: every stack in both roles, every shape, every load model (client),
+//! both payload kinds, and the versions of the libraries behind each stack (read from Cargo.lock
+//! by build.rs).
 
 use crate::args::Stack;
 use rpcarena_protocol::event::{Capabilities, Event, Roles, StackCapability};
 use rpcarena_protocol::workload::{Payload, Shape};
 use std::collections::BTreeMap;
 
-/// Load models this peer runs as a client.
-pub const LOAD_MODELS: &[&str] = &["closed"];
+/// Load models this peer runs as a client: every one of docs/peer-protocol.md.
+pub const LOAD_MODELS: &[&str] = &rpcarena_protocol::event::load::ALL;
 
 /// (library, version) pairs that implement `stack`.
 pub fn libraries(stack: Stack) -> Vec<(&'static str, &'static str)> {

@@ -1,0 +1,177 @@
+//! What the integration tests share: a private CA and server certificate for 127.0.0.1, a peer
+//! process driven over stdin/stdout with bounded waits, and a server started on loopback.
+
+#![allow(dead_code)]
+
+use rpcarena_protocol::event::{Event, parse_event};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::Duration;
+
+pub const PEER: &str = env!("CARGO_BIN_EXE_rpcarena-peer-rust");
+pub const EVENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A CA, a server certificate for 127.0.0.1 signed by it, and a second, unrelated CA.
+pub struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    pub fn new() -> Pki {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (ca_cert, ca_key, ca_params) = new_ca("rpcarena test CA");
+        let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
+        let server_key = rcgen::KeyPair::generate().expect("P-256 key");
+        let mut params =
+            rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "rpcarena test server");
+        let server_cert = params.signed_by(&server_key, &issuer).expect("signed");
+        let (other_ca, _, _) = new_ca("some other CA");
+        let write =
+            |name: &str, text: String| std::fs::write(dir.path().join(name), text).expect("write");
+        write("ca.pem", ca_cert.pem());
+        write("server.pem", server_cert.pem());
+        write("server.key", server_key.serialize_pem());
+        write("other-ca.pem", other_ca.pem());
+        Pki { dir }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+fn new_ca(name: &str) -> (rcgen::Certificate, rcgen::KeyPair, rcgen::CertificateParams) {
+    let key = rcgen::KeyPair::generate().expect("P-256 key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::CrlSign,
+    ];
+    params
+        .distinguished_name
+        .push(rcgen::DnType::CommonName, name);
+    let cert = params.self_signed(&key).expect("self-signed");
+    (cert, key, params)
+}
+
+/// A peer process: events from its stdout through a channel, commands to its stdin.
+pub struct Peer {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    events: Receiver<String>,
+    stderr: PathBuf,
+}
+
+impl Peer {
+    pub fn spawn(args: &[String], stderr: &Path) -> Peer {
+        let mut child = Command::new(PEER)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(stderr).expect("stderr file"))
+            .spawn()
+            .expect("the peer binary starts");
+        let stdout = child.stdout.take().expect("piped");
+        let (sender, events) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        Peer {
+            child,
+            stdin,
+            events,
+            stderr: stderr.to_path_buf(),
+        }
+    }
+
+    pub fn next_event(&self) -> Event {
+        match self.events.recv_timeout(EVENT_TIMEOUT) {
+            Ok(line) => parse_event(&line).unwrap_or_else(|e| {
+                panic!("not a v1 event: {line:?}: {e}\n{}", self.stderr_text())
+            }),
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("no event within {EVENT_TIMEOUT:?}\n{}", self.stderr_text())
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("the peer closed stdout\n{}", self.stderr_text())
+            }
+        }
+    }
+
+    pub fn send(&mut self, command: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{command}").expect("the peer reads stdin");
+        stdin.flush().expect("flush");
+    }
+
+    /// Waits for the exit (bounded) and checks that nothing more was printed.
+    pub fn exit_code(&mut self) -> i32 {
+        self.stdin.take();
+        for _ in 0..300 {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                if let Ok(extra) = self.events.recv_timeout(Duration::from_millis(100)) {
+                    panic!("output after the last event: {extra}");
+                }
+                return status.code().expect("exited, not killed");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the peer did not exit\n{}", self.stderr_text());
+    }
+
+    pub fn stderr_text(&self) -> String {
+        format!(
+            "--- peer stderr ---\n{}",
+            std::fs::read_to_string(&self.stderr).unwrap_or_default()
+        )
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn strings(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+pub fn start_server(pki: &Pki, stack: &str) -> (Peer, String) {
+    start_server_with(pki, stack, &[])
+}
+
+/// A server of `stack` with `extra` arguments (e.g. the diagnostic stall), and its address.
+pub fn start_server_with(pki: &Pki, stack: &str, extra: &[&str]) -> (Peer, String) {
+    let mut args = strings(&["server", "--stack", stack, "--listen", "127.0.0.1:0"]);
+    args.extend(strings(extra));
+    args.extend([
+        "--cert".to_string(),
+        pki.path("server.pem").display().to_string(),
+        "--key".to_string(),
+        pki.path("server.key").display().to_string(),
+    ]);
+    let server = Peer::spawn(&args, &pki.path(&format!("{stack}-server.stderr")));
+    let Event::Ready(ready) = server.next_event() else {
+        panic!(
+            "the server's first event must be ready\n{}",
+            server.stderr_text()
+        );
+    };
+    assert_eq!(ready.pid, server.child.id());
+    assert!(ready.address.starts_with("127.0.0.1:") && !ready.address.ends_with(":0"));
+    (server, ready.address)
+}
