@@ -68,8 +68,11 @@ impl Stack {
     }
 }
 
-/// Largest `--in-flight`, `--max-in-flight`: far above any transport's concurrency limit.
+/// Largest `--in-flight` (window lanes; tcp opens that many connections).
 pub const MAX_IN_FLIGHT: u32 = 100_000;
+/// Largest `--max-in-flight`: only a safety cap, far above any transport's own limit (10,000
+/// streams per connection here).
+pub const MAX_CAP: u32 = 1_000_000;
 /// Largest `--streams` (each stream keeps its own histograms until its summary confirms them).
 pub const MAX_STREAMS: u32 = 1_000;
 /// Largest `--rate`, operations per second.
@@ -163,8 +166,8 @@ pub struct ClientArgs {
     /// window: operations always outstanding (1 to 100000).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_IN_FLIGHT)))]
     pub in_flight: Option<u32>,
-    /// backpressure: safety cap on operations in flight (1 to 100000).
-    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_IN_FLIGHT)))]
+    /// backpressure: safety cap on operations in flight (1 to 1000000).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_CAP)))]
     pub max_in_flight: Option<u32>,
     /// send-saturation: client streams (1 to 1000).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_STREAMS)))]
