@@ -2,7 +2,7 @@
 //!
 //! A peer is any executable that speaks this protocol (see `docs/peer-protocol.md`): the
 //! controller starts it with a command (`capabilities`, `server` or `client`) and arguments, reads
-//! newline-delimited JSON [`Event`]s from its stdout and writes [`Command`]s (`START`, `SHUTDOWN`)
+//! newline-delimited JSON [`event::Event`]s from its stdout and writes [`event::Command`]s (`START`, `SHUTDOWN`)
 //! to its stdin. This crate holds the types both sides share, so the Rust peer and the controller
 //! cannot disagree about them:
 //!

@@ -99,10 +99,12 @@ pub trait Lane: Send + 'static {
     /// decodes and validates every response and reads the terminal status.
     fn call(&mut self, seq: u64) -> impl Future<Output = Result<OpOutcome, OpError>> + Send;
 
-    /// Send-saturation: opens one client stream and sends request messages while `sender`
-    /// admits them (it reads `clock` for each), telling `sender` when the transport accepted each
-    /// one; then ends the stream, reads the server's summary and checks it with
-    /// [`saturation::StreamSender::check_summary`]. Only the `client_stream` shape is used.
+    /// Send-saturation: opens one client stream (if [`saturation::StreamSender::open`] admits
+    /// it) and sends request messages while `sender` admits them (it reads `clock` for each),
+    /// telling `sender` when the transport accepted each one; then ends the stream, reads the
+    /// server's summary, checks that it confirms every message sent
+    /// (`rpcarena_protocol::workload::check_stream_summary`) and reports it with
+    /// [`saturation::StreamSender::summary_received`]. Only the `client_stream` shape is used.
     ///
     /// The default refuses, for lanes (test doubles) that never stream.
     fn saturate<C: Clock>(
