@@ -58,8 +58,9 @@ pub struct NoiseControls {
     /// recorded where they must share); `off`: let the scheduler place them.
     #[serde(default)]
     pub pinning: Pinning,
-    /// Before each sample, wait until the 1-minute load average is at most this (default: the
-    /// number of CPUs). 0 disables the gate.
+    /// Before each sample, wait until the 1-minute load average is at most this (default: 1.5 x
+    /// the number of CPUs, because the average still holds the previous sample's own peers).
+    /// 0 disables the gate.
     #[serde(default)]
     pub max_load: Option<f64>,
     /// Longest wait at the load gate; a sample that starts after it is flagged.

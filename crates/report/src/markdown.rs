@@ -276,10 +276,11 @@ fn write_messages(out: &mut String, rows: &[Row]) {
         if let Some(m) = &row.metrics {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {:.1} | {:.1} |",
+                "| {} | {} | {} | {} | {} | {:.1} | {:.1} |",
                 row.config.cell,
                 row.config.shape,
                 row.config.load,
+                row.config.payload,
                 row.config.concurrency,
                 m.requests_per_s.median,
                 m.responses_per_s.median
@@ -344,18 +345,22 @@ fn write_open_loop(out: &mut String, rows: &[Row]) {
     );
     let _ = writeln!(
         out,
-        "| Cell | Shape | Load | max in flight | target ops/s | achieved ops/s | corrected p50 us | corrected p99 us | uncorrected p50 us | uncorrected p99 us | send lag p99 us | flags | ok/n |"
+        "| Cell | Shape | Load | Payload | max in flight | target ops/s | achieved ops/s | corrected p50 us | corrected p99 us | uncorrected p50 us | uncorrected p99 us | send lag p99 us | flags | ok/n |"
     );
-    let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|");
+    let _ = writeln!(
+        out,
+        "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|"
+    );
     for row in open {
         let Some(m) = &row.metrics else { continue };
         let med = |s: Option<crate::aggregate::Stat>| s.map(|s| us(s.median)).unwrap_or_default();
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {}/{} |",
+            "| {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {}/{} |",
             row.config.cell,
             row.config.shape,
             row.config.load,
+            row.config.payload,
             row.config.concurrency,
             m.target_rate.map(|r| format!("{r}")).unwrap_or_default(),
             m.ops_per_s.median,
@@ -393,9 +398,10 @@ fn write_saturation(out: &mut String, rows: &[Row]) {
         let Some(m) = &row.metrics else { continue };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {:.2} | {} | {}/{} |",
+            "| {} | {} | {} | {} | {} | {:.2} | {} | {}/{} |",
             row.config.cell,
             row.config.load,
+            row.config.payload,
             row.config.concurrency,
             m.received_per_s
                 .map(|s| format!("{:.1}", s.median))
@@ -510,7 +516,9 @@ fn write_noise(out: &mut String, records: &[SampleRecord]) {
                 "the client used nearly all of its CPU: the figure describes the load generator, not the stack"
             }
             "server-saturated" => "the server used nearly all of its CPU",
-            "drift" => "throughput changed between the window's halves by more than the threshold",
+            "drift" => {
+                "throughput changed between the window's halves by more than the threshold (judged on windows of at least 4 s)"
+            }
             "load-gate-timeout" => "the machine was still busy when the sample started",
             "steal" => "the hypervisor stole CPU time during the window",
             "generator-behind" => "the open-loop generator could not keep to its schedule",

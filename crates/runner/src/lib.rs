@@ -286,7 +286,7 @@ pub fn run(
         }
         let config = &configs[slot.config];
         let id = format!(
-            "r{:02}-{:03}-{}-{}-c{}-{}B-{}B-{}",
+            "r{:02}-{:03}-{}-{}-c{}-{}B-{}B-{}-{}",
             slot.round,
             slot.position,
             config.cell,
@@ -294,6 +294,7 @@ pub fn run(
             config.concurrency,
             config.request_size,
             config.response_size,
+            config.payload,
             config.load
         );
         progress.sample_started(index, &id, config);

@@ -92,7 +92,15 @@ pub fn load_average() -> f64 {
         .unwrap_or(0.0)
 }
 
-/// Waits until the 1-minute load average is at most the limit (default: the CPU count) or the
+/// The default gate: 1.5 x the CPU count. The 1-minute average decays slowly and still holds
+/// the previous sample's own peers (up to about one runnable thread per CPU plus the emulator), so
+/// a gate at the CPU count would mostly wait for rpcarena itself; 1.5 x catches a machine that is
+/// busy with something else.
+pub fn default_max_load(cpus: usize) -> f64 {
+    1.5 * cpus as f64
+}
+
+/// Waits until the 1-minute load average is at most the limit (default: [`default_max_load`]) or the
 /// gate's timeout passes; returns (waited, load average at the end, timed out). Stops early
 /// when `stop()` says so (a signal).
 pub fn load_gate(
@@ -100,7 +108,7 @@ pub fn load_gate(
     cpus: usize,
     stop: impl Fn() -> bool,
 ) -> (Duration, f64, bool) {
-    let limit = controls.max_load.unwrap_or(cpus as f64);
+    let limit = controls.max_load.unwrap_or_else(|| default_max_load(cpus));
     let start = Instant::now();
     loop {
         let load = load_average();
@@ -141,6 +149,8 @@ pub struct Observed {
 
 /// Near this share of its CPUs a process is considered saturated.
 pub const SATURATED: f64 = 0.9;
+/// Full seconds of window needed before drift is flagged.
+pub const MIN_DRIFT_SECONDS: usize = 4;
 /// Steal above this percentage is flagged.
 pub const STEAL_PCT: f64 = 2.0;
 
@@ -172,7 +182,9 @@ pub fn flags(o: &Observed, plan: &PinPlan, drift_threshold: f64, noise: &mut Noi
     }
     if let Ok(d) = drift(&o.per_second, drift_threshold) {
         noise.drift = Some(d.change);
-        if d.flagged {
+        // Halves of one or two seconds wobble by more than 3% on their own (Poisson arrivals,
+        // scheduler ticks): the change is recorded, but only judged on windows of 4 s or more.
+        if d.flagged && o.per_second.len() >= MIN_DRIFT_SECONDS {
             flag(
                 "drift",
                 format!(
@@ -256,6 +268,7 @@ mod tests {
             server_cpu_count: 1,
             steal_pct: 5.0,
             per_second: vec![100.0, 100.0, 90.0, 90.0],
+            // four full seconds: enough to judge drift
             generator_behind: true,
             gate_timed_out: false,
         };
