@@ -8,7 +8,7 @@
 //! with three histograms would cost too much memory at high concurrency. All tallies are merged
 //! once, after the drain, into [`Totals`].
 
-use super::intervals::{IntervalRecorder, Intervals, record};
+use super::intervals::{IntervalRecorder, Intervals, record, small_histogram};
 use super::{Nanos, OpError, OpOutcome, Window};
 use hdrhistogram::Histogram;
 use rpcarena_protocol::event::{SampleReport, code};
@@ -77,9 +77,14 @@ impl LaneTally {
         LaneTally::with_sink(t0, IntervalSink::Own(Intervals::new()))
     }
 
-    /// An empty tally whose intervals go to `shared` (closed-loop lanes).
+    /// An empty tally whose intervals go to `shared` (closed and window lanes). Its histogram
+    /// starts small and grows with the values, so thousands of lanes do not each hold a 270 KB
+    /// histogram sized up to an hour.
     pub fn sharing(t0: Nanos, shared: Arc<Mutex<Intervals>>) -> LaneTally {
-        LaneTally::with_sink(t0, IntervalSink::Shared(IntervalRecorder::new(t0, shared)))
+        let mut tally =
+            LaneTally::with_sink(t0, IntervalSink::Shared(IntervalRecorder::new(t0, shared)));
+        tally.histogram = small_histogram();
+        tally
     }
 
     /// An empty tally for the open model: also the uncorrected and send-lag histograms.
