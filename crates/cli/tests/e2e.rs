@@ -354,3 +354,97 @@ fn an_invalid_campaign_is_refused_before_anything_runs() {
     }
     assert!(!tmp.path().join("results").exists(), "nothing ran");
 }
+
+#[test]
+fn every_load_model_and_structured_payloads_run_on_every_stack_with_noise_recorded() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let peers = format!(
+        "[[peers]]\nid = \"rust\"\ncommand = [{:?}]\n",
+        peer().display().to_string()
+    );
+    let cells: String = ["grpc", "quic", "tcp"]
+        .iter()
+        .map(|s| format!("[[cells]]\nid = \"rust-{s}\"\nclient = \"rust\"\nserver = \"rust\"\nstack = \"{s}\"\n"))
+        .collect();
+    let timing = "warmup = \"200ms\"\nwindow = \"500ms\"\ndrain = \"5s\"\n";
+    let text = campaign(
+        &peers,
+        &cells,
+        "shapes = [\"unary\"]\nconcurrency = [2]\npayload = [\"structured\"]\nload = [{ model = \"window\", in_flight = 8 }, \"backpressure\", { model = \"open\", rate = 300, arrival = \"poisson\" }]\n",
+        timing,
+    );
+    let run = run_campaign(tmp.path(), &text);
+    assert!(
+        run.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let samples = records(&run.dir);
+    assert_eq!(samples.len(), 9);
+    for r in &samples {
+        assert_eq!(r.status, SampleStatus::Ok, "{}: {:?}", r.sample, r.reason);
+        let noise = r.noise.as_ref().expect("noise is recorded");
+        assert!(noise.load_avg_1m >= 0.0);
+        assert!(
+            noise.client_cores > 0.0 && noise.server_cores > 0.0,
+            "{noise:?}"
+        );
+        if rpcarena_runner_cpus() >= 2 {
+            assert!(
+                !noise.client_cpus.is_empty() && !noise.server_cpus.is_empty(),
+                "pinning recorded"
+            );
+        }
+        let client = r.client.as_ref().unwrap();
+        assert!(
+            !client.intervals.is_empty(),
+            "per-second intervals are kept"
+        );
+        match r.config.load.model() {
+            "open" => {
+                let m = r.metrics.unwrap();
+                assert!(m.uncorrected_p99_ns.is_some() && m.send_lag_p99_ns.is_some());
+                assert_eq!(client.target_rate, Some(300.0));
+            }
+            "backpressure" => assert!(client.max_in_flight.unwrap_or(0) >= 1),
+            _ => {}
+        }
+    }
+    let md = std::fs::read_to_string(run.dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("### Open loop") && md.contains("structured"),
+        "{md}"
+    );
+
+    // Send saturation: one-way messages on client streams; the server's counts come back.
+    let tmp = tempfile::tempdir().unwrap();
+    let text = campaign(
+        &peers,
+        &cells,
+        "shapes = [\"client_stream\"]\nconcurrency = [2]\nload = [{ model = \"send-saturation\", streams = 2, settle = \"200ms\" }]\n",
+        timing,
+    );
+    let run = run_campaign(tmp.path(), &text);
+    assert!(
+        run.status.success(),
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout,
+        run.stderr
+    );
+    for r in records(&run.dir) {
+        assert_eq!(r.status, SampleStatus::Ok, "{}: {:?}", r.sample, r.reason);
+        let client = r.client.unwrap();
+        let (sent, received) = (client.sent.unwrap(), client.received.unwrap());
+        assert!(
+            received > 0 && received <= sent,
+            "{sent} sent, {received} received"
+        );
+        assert!(r.metrics.unwrap().received_per_s.unwrap() > 0.0);
+    }
+}
+
+fn rpcarena_runner_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
