@@ -269,9 +269,9 @@ fn write_messages(out: &mut String, rows: &[Row]) {
     );
     let _ = writeln!(
         out,
-        "| Cell | Shape | Load | c | request msg/s | response msg/s |"
+        "| Cell | Shape | Load | Payload | c | request msg/s | response msg/s |"
     );
-    let _ = writeln!(out, "|---|---|---|--:|--:|--:|");
+    let _ = writeln!(out, "|---|---|---|---|--:|--:|--:|");
     for row in streaming {
         if let Some(m) = &row.metrics {
             let _ = writeln!(
@@ -517,7 +517,7 @@ fn write_noise(out: &mut String, records: &[SampleRecord]) {
             }
             "server-saturated" => "the server used nearly all of its CPU",
             "drift" => {
-                "throughput changed between the window's halves by more than the threshold (judged on windows of at least 4 s)"
+                "throughput changed between the window's halves by more than the threshold (judged on windows of at least 4 s, and only beyond what counting noise explains)"
             }
             "load-gate-timeout" => "the machine was still busy when the sample started",
             "steal" => "the hypervisor stole CPU time during the window",

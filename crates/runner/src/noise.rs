@@ -154,6 +154,16 @@ pub const MIN_DRIFT_SECONDS: usize = 4;
 /// Steal above this percentage is flagged.
 pub const STEAL_PCT: f64 = 2.0;
 
+/// Whether the halves' operation counts differ by more than three standard deviations of their
+/// difference under a steady rate (counts are near-Poisson: variance about the count). At 17
+/// ops/s a 5 s window's halves hold ~40 operations each and differ by 20% by chance alone; at
+/// 20,000 ops/s the 3% threshold decides.
+fn beyond_counting_noise(d: &rpcarena_stats::Drift) -> bool {
+    let n1 = d.first_half_mean * d.half_len as f64;
+    let n2 = d.second_half_mean * d.half_len as f64;
+    (n2 - n1).abs() > 3.0 * (n1 + n2).sqrt()
+}
+
 /// Flags and warnings for one sample (pure).
 pub fn flags(o: &Observed, plan: &PinPlan, drift_threshold: f64, noise: &mut Noise) {
     let mut flag = |name: &str, warning: String| {
@@ -184,7 +194,7 @@ pub fn flags(o: &Observed, plan: &PinPlan, drift_threshold: f64, noise: &mut Noi
         noise.drift = Some(d.change);
         // Halves of one or two seconds wobble by more than 3% on their own (Poisson arrivals,
         // scheduler ticks): the change is recorded, but only judged on windows of 4 s or more.
-        if d.flagged && o.per_second.len() >= MIN_DRIFT_SECONDS {
+        if d.flagged && o.per_second.len() >= MIN_DRIFT_SECONDS && beyond_counting_noise(&d) {
             flag(
                 "drift",
                 format!(
@@ -267,8 +277,8 @@ mod tests {
             client_cpu_count: 1,
             server_cpu_count: 1,
             steal_pct: 5.0,
-            per_second: vec![100.0, 100.0, 90.0, 90.0],
-            // four full seconds: enough to judge drift
+            // four full seconds, and a 10% drop far beyond counting noise at 1000 ops/s
+            per_second: vec![1000.0, 1000.0, 900.0, 900.0],
             generator_behind: true,
             gate_timed_out: false,
         };
@@ -279,6 +289,16 @@ mod tests {
             ["client-bound", "drift", "steal", "generator-behind"]
         );
         assert!((noise.drift.unwrap() + 0.1).abs() < 1e-9);
+        // The same 10% drop at 10 ops/s is within counting noise: recorded, not flagged.
+        let slow = Observed {
+            per_second: vec![10.0, 10.0, 9.0, 9.0],
+            client_cpu_count: 1,
+            server_cpu_count: 1,
+            ..Observed::default()
+        };
+        let mut quiet_slow = Noise::default();
+        flags(&slow, &PinPlan::default(), 0.03, &mut quiet_slow);
+        assert!(quiet_slow.flags.is_empty() && quiet_slow.drift.is_some());
         let mut quiet = Noise::default();
         let o = Observed {
             client_cpu_count: 2,
