@@ -521,7 +521,9 @@ fn write_noise(out: &mut String, records: &[SampleRecord]) {
             }
             "load-gate-timeout" => "the machine was still busy when the sample started",
             "steal" => "the hypervisor stole CPU time during the window",
-            "generator-behind" => "the open-loop generator could not keep to its schedule",
+            "generator-behind" => {
+                "open-loop operations could not start on schedule: the generator lagged, or every one of the `concurrency` slots was busy; the offered load was lower than the target"
+            }
             _ => "",
         };
         let _ = writeln!(

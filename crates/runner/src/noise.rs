@@ -226,7 +226,7 @@ pub fn flags(o: &Observed, plan: &PinPlan, drift_threshold: f64, noise: &mut Noi
     if o.generator_behind {
         flag(
             "generator-behind",
-            "the open-loop generator fell behind its schedule: the offered load was lower than the target".to_string(),
+            "open-loop operations could not start on schedule (the generator lagged, or every in-flight slot was busy): the offered load was lower than the target".to_string(),
         );
     }
     noise.placement_notes = plan.warnings.clone();

@@ -38,6 +38,21 @@ pub const LEAD_NS: Nanos = 150_000;
 /// that, so a short spin suffices.
 pub const SPIN_NS: Nanos = 50_000;
 
+/// Most of a core the pacing may burn, spinning in the generator and yielding in the lanes. Up to
+/// 1,000 ops/s the full lead and spin fit in it; at higher rates both shrink with the gap, so that
+/// an open loop at 5,000 or 40,000 ops/s measures the stack rather than a client that spins a
+/// whole core (measured before this cap: 1.0 core of client CPU at 5,000 ops/s, 199 us per op).
+pub const PACING_BUDGET: f64 = 0.2;
+
+/// (lead, spin) for a target rate: [`LEAD_NS`] and [`SPIN_NS`], each capped to its share of
+/// the mean gap between starts so that together they stay within [`PACING_BUDGET`].
+pub fn pacing_for(rate: f64) -> (Nanos, Nanos) {
+    let gap = if rate > 0.0 { 1e9 / rate } else { f64::MAX };
+    let lead = (gap * PACING_BUDGET * 0.75).min(LEAD_NS as f64) as Nanos;
+    let spin = (gap * PACING_BUDGET * 0.25).min(SPIN_NS as f64) as Nanos;
+    (lead, spin)
+}
+
 /// A sample whose send lag p99 is above this fell behind its schedule.
 pub const FELL_BEHIND_LAG_NS: Nanos = 1_000_000;
 
@@ -55,6 +70,7 @@ pub struct OpenStart {
 pub fn generate(
     arrivals: Arrivals,
     pacer: Pacer,
+    lead: Nanos,
     clock: MonotonicClock,
     queue: mpsc::UnboundedSender<OpenStart>,
     stop: &AtomicBool,
@@ -70,7 +86,7 @@ pub fn generate(
                 // The lanes are gone (drain bound): count what was offered, release nothing.
                 return offered + arrivals.count() as u64;
             }
-            match pacer.pace(clock.now(), intended.saturating_sub(LEAD_NS)) {
+            match pacer.pace(clock.now(), intended.saturating_sub(lead)) {
                 Pace::Go => break,
                 Pace::Spin => std::hint::spin_loop(),
                 Pace::Sleep(until) => sleeper.sleep_until(until),
@@ -204,9 +220,10 @@ pub async fn run_open<L: Lane>(
     let generator = {
         let arrivals = Arrivals::new(&config, &window);
         let stop = stop.clone();
+        let (lead, spin_ns) = pacing_for(config.rate);
         std::thread::Builder::new()
             .name("open-generator".into())
-            .spawn(move || generate(arrivals, Pacer { spin_ns: SPIN_NS }, clock, sender, &stop))
+            .spawn(move || generate(arrivals, Pacer { spin_ns }, lead, clock, sender, &stop))
             .map_err(|e| {
                 OpError::new(
                     code::INTERNAL,
@@ -294,6 +311,7 @@ mod tests {
         let offered = generate(
             Arrivals::new(&config, &window),
             Pacer { spin_ns: SPIN_NS },
+            LEAD_NS,
             clock,
             sender,
             &stop,
@@ -308,6 +326,19 @@ mod tests {
         assert_eq!(released[3].seq, 3);
         // the last was handed over no earlier than LEAD_NS before its time
         assert!(clock.now() + LEAD_NS >= released[39].intended);
+    }
+
+    #[test]
+    fn pacing_stays_within_its_budget_at_any_rate() {
+        // the full lead and spin up to 1,000 ops/s (where start error is specified)
+        assert_eq!(pacing_for(1_000.0), (LEAD_NS, SPIN_NS));
+        assert_eq!(pacing_for(100.0), (LEAD_NS, SPIN_NS));
+        assert_eq!(pacing_for(5_000.0), (30_000, 10_000));
+        for rate in [500.0, 5_000.0, 40_000.0, 1e6] {
+            let (lead, spin) = pacing_for(rate);
+            let per_second = (lead + spin) as f64 * rate / 1e9;
+            assert!(per_second <= PACING_BUDGET + 1e-9, "{rate}: {per_second}");
+        }
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
