@@ -173,63 +173,74 @@ async fn sample<S: ClientStack>(
     let model = load_model(args);
     let clock = MonotonicClock::new();
 
-    let began = clock.now();
-    let (stack, mut lanes) = tokio::time::timeout(CONNECT_BOUND, S::connect(settings))
-        .await
-        .map_err(|_| {
-            OpError::new(
-                code::TIMEOUT,
-                format!(
-                    "connecting to {} took longer than {CONNECT_BOUND:?}",
-                    settings.server
-                ),
-            )
-        })
-        .and_then(|connected| connected)
-        .map_err(|e| op_failure(phase::CONNECT, e))?;
-    let connect_ns = clock.now() - began;
+    // Connecting, validating and warming up race the controller: SHUTDOWN or the end of stdin
+    // (the controller died or gave up) stops the client at once instead of after the bounds.
+    let prepared = unless_shutdown(&mut commands, phase::CONNECT, async {
+        let began = clock.now();
+        let (stack, mut lanes) = tokio::time::timeout(CONNECT_BOUND, S::connect(settings))
+            .await
+            .map_err(|_| {
+                OpError::new(
+                    code::TIMEOUT,
+                    format!(
+                        "connecting to {} took longer than {CONNECT_BOUND:?}",
+                        settings.server
+                    ),
+                )
+            })
+            .and_then(|connected| connected)
+            .map_err(|e| op_failure(phase::CONNECT, e))?;
+        let connect_ns = clock.now() - began;
 
-    let first = lanes.first_mut().ok_or_else(|| {
-        Failure::new(
-            phase::STARTUP,
-            code::CONFIG,
-            anyhow::anyhow!("--concurrency must be at least 1"),
-        )
-    })?;
-    tokio::time::timeout(VALIDATE_BOUND, first.call(0))
-        .await
-        .map_err(|_| {
-            OpError::new(
-                code::TIMEOUT,
-                format!("the validation operation took longer than {VALIDATE_BOUND:?}"),
+        let first = lanes.first_mut().ok_or_else(|| {
+            Failure::new(
+                phase::STARTUP,
+                code::CONFIG,
+                anyhow::anyhow!("--concurrency must be at least 1"),
             )
-        })
-        .and_then(|validated| validated)
-        .map_err(|e| op_failure(phase::VALIDATE, e))?;
+        })?;
+        tokio::time::timeout(VALIDATE_BOUND, first.call(0))
+            .await
+            .map_err(|_| {
+                OpError::new(
+                    code::TIMEOUT,
+                    format!("the validation operation took longer than {VALIDATE_BOUND:?}"),
+                )
+            })
+            .and_then(|validated| validated)
+            .map_err(|e| op_failure(phase::VALIDATE, e))?;
 
-    let mut warmup_completed = 0;
-    if args.warmup_ms > 0 {
-        let window = Window::new(
-            clock.now(),
-            args.warmup_ms.saturating_mul(1_000_000),
-            WARMUP_DRAIN_BOUND.as_nanos() as u64,
-        );
-        let (warm, totals) = run_model(
-            &stack,
-            lanes,
-            model,
-            clock,
-            window,
-            "the warmup's drain bound",
-        )
-        .await
-        .map_err(|e| op_failure(phase::WARMUP, e))?;
-        lanes = warm;
-        if let Some(failure) = window_failure(phase::WARMUP, &totals) {
-            return Err(failure);
+        let mut warmup_completed = 0;
+        if args.warmup_ms > 0 {
+            let window = Window::new(
+                clock.now(),
+                args.warmup_ms.saturating_mul(1_000_000),
+                WARMUP_DRAIN_BOUND.as_nanos() as u64,
+            );
+            let (warm, totals) = run_model(
+                &stack,
+                lanes,
+                model,
+                clock,
+                window,
+                "the warmup's drain bound",
+            )
+            .await
+            .map_err(|e| op_failure(phase::WARMUP, e))?;
+            lanes = warm;
+            if let Some(failure) = window_failure(phase::WARMUP, &totals) {
+                return Err(failure);
+            }
+            warmup_completed = totals.tally.completed;
         }
-        warmup_completed = totals.tally.completed;
-    }
+        Ok((stack, lanes, connect_ns, warmup_completed))
+    })
+    .await?;
+    let Some((stack, lanes, connect_ns, warmup_completed)) = prepared else {
+        eprintln!("rpcarena-peer-rust: SHUTDOWN (or end of stdin) before armed; stopping");
+        emit(&Event::Stopped(Stopped::default()));
+        return Ok(());
+    };
 
     emit(&Event::Armed(Armed {
         lanes: settings.lanes,
@@ -258,9 +269,19 @@ async fn sample<S: ClientStack>(
         LoadModel::SendSaturation { .. } => "the settle bound (--settle-ms, at most --drain-ms)",
         _ => "the drain bound (--drain-ms)",
     };
-    let (lanes, totals) = run_model(&stack, lanes, model, clock, window, bound)
-        .await
-        .map_err(|e| op_failure(phase::MEASURE, e))?;
+    let measured = unless_shutdown(&mut commands, phase::MEASURE, async {
+        run_model(&stack, lanes, model, clock, window, bound)
+            .await
+            .map_err(|e| op_failure(phase::MEASURE, e))
+    })
+    .await?;
+    let Some((lanes, totals)) = measured else {
+        eprintln!(
+            "rpcarena-peer-rust: SHUTDOWN (or end of stdin) during the window; stopping without a sample"
+        );
+        emit(&Event::Stopped(Stopped::default()));
+        return Ok(());
+    };
     let report = totals
         .report(&window)
         .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, e))?;
@@ -278,6 +299,27 @@ async fn sample<S: ClientStack>(
     stack.close(lanes).await;
     emit(&Event::Stopped(Stopped::default()));
     Ok(())
+}
+
+/// Runs `work` unless SHUTDOWN (or the end of stdin) arrives first, which gives `None`. The
+/// controller sends nothing else while the client works, so any other input is a protocol error.
+async fn unless_shutdown<T>(
+    commands: &mut Commands,
+    phase: &'static str,
+    work: impl std::future::Future<Output = Result<T, Failure>>,
+) -> Result<Option<T>, Failure> {
+    tokio::select! {
+        result = work => result.map(Some),
+        input = commands.next() => match input {
+            Input::Command(Command::Shutdown) => Ok(None),
+            Input::Command(Command::Start) => Err(Failure::new(
+                phase,
+                code::PROTOCOL,
+                anyhow::anyhow!("START arrived during {phase}; it is only valid once, after `armed`"),
+            )),
+            Input::Unknown(line) => Err(unknown_command(phase, &line)),
+        },
+    }
 }
 
 fn unknown_command(phase: &'static str, line: &str) -> Failure {

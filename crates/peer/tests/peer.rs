@@ -214,3 +214,27 @@ fn capabilities_lists_every_stack_and_exits_0() {
     assert_eq!(caps.roles.server.len(), 3);
     assert_eq!(peer.exit_code(), 0);
 }
+
+#[test]
+fn end_of_stdin_stops_a_client_stuck_connecting_at_once() {
+    // A loopback listener that accepts TCP and never answers the TLS handshake: without the
+    // controller (stdin closed) the client must not wait out its 30 s connect bound.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let address = silent.local_addr().expect("address").to_string();
+    let pki = Pki::new();
+    let mut client = Peer::spawn(
+        &client_args(&pki, "tcp", &address, Shape::Unary, "ca.pem"),
+        &pki.path("stuck-client.stderr"),
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    client.close_stdin();
+    assert!(matches!(client.next_event(), Event::Stopped(_)));
+    assert_eq!(client.exit_code(), 0, "{}", client.stderr_text());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "took {:?}",
+        started.elapsed()
+    );
+    drop(silent);
+}

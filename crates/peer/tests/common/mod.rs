@@ -116,6 +116,12 @@ impl Peer {
         stdin.flush().expect("flush");
     }
 
+    /// Closes stdin: end of stdin means SHUTDOWN.
+    #[allow(dead_code)] // not every test binary uses it
+    pub fn close_stdin(&mut self) {
+        self.stdin.take();
+    }
+
     /// Waits for the exit (bounded) and checks that nothing more was printed.
     pub fn exit_code(&mut self) -> i32 {
         self.stdin.take();
