@@ -4,6 +4,9 @@
 //! They run one at a time (a lock) because they measure, and two campaigns at once on a 2-core
 //! machine would only make each other slow.
 
+mod common;
+
+use common::{peer, records, rpcarena, survivors};
 use rpcarena_model::record::{SampleRecord, SampleStatus};
 use rpcarena_protocol::histogram;
 use std::path::{Path, PathBuf};
@@ -11,20 +14,6 @@ use std::process::Command;
 use std::sync::Mutex;
 
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn rpcarena() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rpcarena"))
-}
-
-fn peer() -> PathBuf {
-    let path = rpcarena().with_file_name("rpcarena-peer-rust");
-    assert!(
-        path.is_file(),
-        "{} is missing: run the tests with `cargo test --workspace` so the peer is built",
-        path.display()
-    );
-    path
-}
 
 fn campaign(peers: &str, cells: &str, workload: &str, timing: &str) -> String {
     format!(
@@ -72,36 +61,6 @@ fn run_campaign(tmp: &Path, text: &str) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
-}
-
-fn records(dir: &Path) -> Vec<SampleRecord> {
-    std::fs::read_to_string(dir.join("samples.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-/// Processes whose command line mentions `marker` (our temp directory): none may survive a run.
-fn survivors(marker: &Path) -> Vec<String> {
-    let marker = marker.display().to_string();
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        if pid == std::process::id() {
-            continue;
-        }
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if cmdline.contains(&marker) {
-                found.push(format!("{pid}: {cmdline}"));
-            }
-        }
-    }
-    found
 }
 
 fn write_script(path: &Path, body: &str) {

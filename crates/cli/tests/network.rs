@@ -2,29 +2,18 @@
 //! emulator between them, and clean-up on SIGTERM and after SIGKILL. They need root (CI runs as
 //! root) and print why they skip otherwise.
 
+mod common;
+
+use common::{peer, records, rpcarena, survivors, wait_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use rpcarena_model::record::{SampleRecord, SampleStatus};
+use rpcarena_model::record::SampleStatus;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn rpcarena() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_rpcarena"))
-}
-
-fn peer() -> PathBuf {
-    let path = rpcarena().with_file_name("rpcarena-peer-rust");
-    assert!(
-        path.is_file(),
-        "{} is missing: run `cargo test --workspace`",
-        path.display()
-    );
-    path
-}
 
 fn can_run() -> bool {
     let root = nix::unistd::geteuid().is_root() && Path::new("/dev/net/tun").exists();
@@ -46,32 +35,6 @@ fn namespaces() -> Vec<String> {
         .unwrap_or_default()
 }
 
-fn survivors(marker: &Path) -> Vec<String> {
-    let marker = marker.display().to_string();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| {
-            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            (pid != std::process::id() && cmdline.contains(&marker))
-                .then(|| format!("{pid}: {cmdline}"))
-        })
-        .collect()
-}
-
-fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if done() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    done()
-}
-
 fn campaign(network: &str, cells: &[&str], window: &str, repetitions: u32) -> String {
     let cells: String = cells
         .iter()
@@ -81,14 +44,6 @@ fn campaign(network: &str, cells: &[&str], window: &str, repetitions: u32) -> St
         "name = \"net\"\nseed = 3\nrepetitions = {repetitions}\n{network}\n[[peers]]\nid = \"rust\"\ncommand = [{:?}]\n{cells}[workload]\nshapes = [\"unary\"]\nconcurrency = [4]\n[timing]\nwarmup = \"300ms\"\nwindow = \"{window}\"\ndrain = \"10s\"\n",
         peer().display().to_string()
     )
-}
-
-fn records(dir: &Path) -> Vec<SampleRecord> {
-    std::fs::read_to_string(dir.join("samples.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
 }
 
 fn start(tmp: &Path, text: &str) -> (Child, PathBuf) {

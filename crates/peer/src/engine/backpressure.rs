@@ -10,78 +10,16 @@
 //!
 //! Sans-IO like the other cores: told the time, starts and completions; answers what to do next.
 
-use super::pool::{PoolNext, PoolSchedule};
-use super::{Nanos, Window};
+use super::bounded::BoundedSchedule;
 
-/// The backpressure schedule: start whenever the transport has room, up to the cap.
-#[derive(Debug, Clone)]
-pub struct BackpressureSchedule {
-    deadline: Nanos,
-    cap: u64,
-    in_flight: u64,
-    max_in_flight: u64,
-    capped: u64,
-    stopped: bool,
-}
-
-impl BackpressureSchedule {
-    /// Admits until `window.deadline`, at most `max_in_flight` at once.
-    pub fn new(window: &Window, max_in_flight: u32) -> BackpressureSchedule {
-        BackpressureSchedule {
-            deadline: window.deadline,
-            cap: u64::from(max_in_flight.max(1)),
-            in_flight: 0,
-            max_in_flight: 0,
-            capped: 0,
-            stopped: false,
-        }
-    }
-
-    /// How many times the safety cap, not the transport, made the submitter wait.
-    pub fn times_capped(&self) -> u64 {
-        self.capped
-    }
-}
-
-impl PoolSchedule for BackpressureSchedule {
-    fn poll_next(&mut self, now: Nanos) -> PoolNext {
-        if self.stopped || now >= self.deadline {
-            self.stopped = true;
-            PoolNext::Stop
-        } else if self.in_flight < self.cap {
-            // The transport decides: the shell awaits the submitter's readiness next.
-            PoolNext::Start
-        } else {
-            self.capped += 1;
-            PoolNext::WaitForCompletion
-        }
-    }
-
-    fn handle_started(&mut self) {
-        self.in_flight += 1;
-        self.max_in_flight = self.max_in_flight.max(self.in_flight);
-    }
-
-    fn handle_finished(&mut self, ok: bool) {
-        self.in_flight = self.in_flight.saturating_sub(1);
-        // Without a bound of its own the submitter would turn a dead server into a busy loop.
-        if !ok {
-            self.stopped = true;
-        }
-    }
-
-    fn in_flight(&self) -> u64 {
-        self.in_flight
-    }
-
-    fn max_in_flight(&self) -> u64 {
-        self.max_in_flight
-    }
-}
+/// The backpressure schedule: start whenever the transport has room, up to the safety cap.
+pub type BackpressureSchedule = BoundedSchedule;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Window;
+    use crate::engine::pool::{PoolNext, PoolSchedule};
 
     #[test]
     fn starts_until_the_cap_and_reports_the_depth_reached() {

@@ -32,6 +32,7 @@
 //! in flight then is dropped (cancelled) and counted as failed with code `timeout`.
 
 pub mod backpressure;
+pub mod bounded;
 pub mod closed;
 pub mod fake;
 pub mod generator;

@@ -7,70 +7,16 @@
 //! one call at a time): every completion is followed at once by the next start on the same lane,
 //! so N stay in flight until the deadline.
 
-use super::pool::{PoolNext, PoolSchedule};
-use super::{Nanos, Window};
+use super::bounded::BoundedSchedule;
 
 /// The window schedule: keep `in_flight` operations outstanding while the window is open.
-#[derive(Debug, Clone)]
-pub struct WindowSchedule {
-    deadline: Nanos,
-    target: u64,
-    in_flight: u64,
-    max_in_flight: u64,
-    stopped: bool,
-}
-
-impl WindowSchedule {
-    /// `in_flight` operations outstanding until `window.deadline`.
-    pub fn new(window: &Window, in_flight: u32) -> WindowSchedule {
-        WindowSchedule {
-            deadline: window.deadline,
-            target: u64::from(in_flight.max(1)),
-            in_flight: 0,
-            max_in_flight: 0,
-            stopped: false,
-        }
-    }
-}
-
-impl PoolSchedule for WindowSchedule {
-    fn poll_next(&mut self, now: Nanos) -> PoolNext {
-        if self.stopped || now >= self.deadline {
-            self.stopped = true;
-            PoolNext::Stop
-        } else if self.in_flight < self.target {
-            PoolNext::Start
-        } else {
-            PoolNext::WaitForCompletion
-        }
-    }
-
-    fn handle_started(&mut self) {
-        self.in_flight += 1;
-        self.max_in_flight = self.max_in_flight.max(self.in_flight);
-    }
-
-    fn handle_finished(&mut self, ok: bool) {
-        self.in_flight = self.in_flight.saturating_sub(1);
-        // As in the closed model: after a failure nothing new starts, so a dead server does not
-        // turn the window into a busy loop of instant failures.
-        if !ok {
-            self.stopped = true;
-        }
-    }
-
-    fn in_flight(&self) -> u64 {
-        self.in_flight
-    }
-
-    fn max_in_flight(&self) -> u64 {
-        self.max_in_flight
-    }
-}
+pub type WindowSchedule = BoundedSchedule;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Window;
+    use crate::engine::pool::{PoolNext, PoolSchedule};
 
     #[test]
     fn the_window_fills_to_n_and_refills_after_each_completion() {
