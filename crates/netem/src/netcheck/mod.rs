@@ -462,36 +462,25 @@ pub fn netcheck(
     let probe = ctx.topology(profile)?;
     drop(probe);
 
-    let runs = |p: Phase| options.phases.contains(&p);
-    if runs(Phase::Rtt)
-        && let Err(e) = rtt_phase(&mut ctx, profile, &mut figures)
-    {
-        figures.failed_phase("rtt", &e);
-    }
-    if runs(Phase::Loss)
-        && let Err(e) = loss_phase(&mut ctx, profile, &mut figures)
-    {
-        figures.failed_phase("one-way loss", &e);
-    }
-    if runs(Phase::Rate)
-        && let Err(e) = rate_phase(&mut ctx, profile, &mut figures)
-    {
-        figures.failed_phase("udp rate", &e);
-    }
-    if runs(Phase::Tcp)
-        && let Err(e) = tcp_phase(&mut ctx, profile, &mut figures)
-    {
-        figures.failed_phase("tcp goodput", &e);
-    }
-    if runs(Phase::Overfill)
-        && let Err(e) = overfill_phase(&mut ctx, profile, &mut figures)
-    {
-        figures.failed_phase("overfilled queue", &e);
+    type PhaseFn = fn(&mut Context<'_>, &LinkProfile, &mut Figures) -> Result<(), NetemError>;
+    let phases: [(Phase, &str, PhaseFn); 5] = [
+        (Phase::Rtt, "rtt", rtt_phase),
+        (Phase::Loss, "one-way loss", loss_phase),
+        (Phase::Rate, "udp rate", rate_phase),
+        (Phase::Tcp, "tcp goodput", tcp_phase),
+        (Phase::Overfill, "overfilled queue", overfill_phase),
+    ];
+    for (phase, name, run) in phases {
+        if options.phases.contains(&phase)
+            && let Err(e) = run(&mut ctx, profile, &mut figures)
+        {
+            figures.failed_phase(name, &e);
+        }
     }
     if !ctx.lateness_by_phase.is_empty() {
         lateness_figures(&ctx, backend, &mut figures);
     }
-    if runs(Phase::Forwarding)
+    if options.phases.contains(&Phase::Forwarding)
         && let Err(e) = forwarding_phase(&mut ctx, profile, &mut figures)
     {
         figures.failed_phase("plain forwarding", &e);
