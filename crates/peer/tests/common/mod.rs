@@ -117,7 +117,6 @@ impl Peer {
     }
 
     /// Closes stdin: end of stdin means SHUTDOWN.
-    #[allow(dead_code)] // not every test binary uses it
     pub fn close_stdin(&mut self) {
         self.stdin.take();
     }
