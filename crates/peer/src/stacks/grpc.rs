@@ -13,11 +13,11 @@ use super::{
 use crate::engine::pool::{Submitter, Ticket};
 use crate::engine::saturation::StreamSender;
 use crate::engine::{Clock, Lane, OpError, OpOutcome};
-use crate::failure::{FailExt, Failure};
+use crate::failure::Failure;
 use anyhow::Context as _;
 use futures::{Stream, StreamExt, stream};
 use hyper_util::rt::TokioIo;
-use rpcarena_protocol::event::{code, phase};
+use rpcarena_protocol::event::code;
 use rpcarena_protocol::pb;
 use rpcarena_protocol::pb::bench_service_client::BenchServiceClient;
 use rpcarena_protocol::pb::bench_service_server::{BenchService, BenchServiceServer};
@@ -32,7 +32,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 use tonic::transport::server::Connected;
 use tonic::transport::{Channel, Endpoint, Server};
@@ -558,14 +558,7 @@ pub async fn serve(
     tls: Arc<rustls::ServerConfig>,
     state: Arc<ServerState>,
 ) -> Result<RunningServer, Failure> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("--listen {addr}: cannot bind TCP"))
-        .fail(phase::LISTEN, code::CONFIG)?;
-    let local_addr = listener
-        .local_addr()
-        .context("cannot read the bound address")
-        .fail(phase::LISTEN, code::INTERNAL)?;
+    let (listener, local_addr) = super::bind_tcp(addr).await?;
     let (connections, incoming) = tokio::sync::mpsc::channel::<io::Result<TlsConnection>>(1024);
     let acceptor = TlsAcceptor::from(tls);
     let accept_loop = tokio::spawn(async move {

@@ -310,6 +310,24 @@ pub fn check_request(request: &pb::Request, shape: Shape) -> Result<(), String> 
     Ok(())
 }
 
+/// Binds a TCP listener for a server stack and reads the address actually bound (port 0 becomes
+/// a real port), with the protocol's phase and codes on failure.
+pub async fn bind_tcp(
+    addr: SocketAddr,
+) -> Result<(tokio::net::TcpListener, SocketAddr), crate::failure::Failure> {
+    use crate::failure::FailExt;
+    use rpcarena_protocol::event::{code, phase};
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("--listen {addr}: cannot bind TCP"))
+        .fail(phase::LISTEN, code::CONFIG)?;
+    let local_addr = listener
+        .local_addr()
+        .context("cannot read the bound address")
+        .fail(phase::LISTEN, code::INTERNAL)?;
+    Ok((listener, local_addr))
+}
+
 /// Resolves HOST:PORT (an IP address or a name) to its first address.
 pub async fn resolve(host_port: &str) -> anyhow::Result<SocketAddr> {
     tokio::net::lookup_host(host_port)

@@ -9,14 +9,13 @@ use super::{
 use crate::engine::pool::LanePool;
 use crate::engine::saturation::StreamSender;
 use crate::engine::{Clock, Lane, OpError, OpOutcome};
-use crate::failure::{FailExt, Failure};
-use anyhow::Context;
-use rpcarena_protocol::event::{code, phase};
+use crate::failure::Failure;
+use rpcarena_protocol::event::code;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{ReadHalf, WriteHalf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::task::JoinSet;
 use tokio_rustls::{TlsAcceptor, TlsConnector, client, server};
 
@@ -157,14 +156,7 @@ pub async fn serve(
     tls: Arc<rustls::ServerConfig>,
     state: Arc<ServerState>,
 ) -> Result<RunningServer, Failure> {
-    let listener = TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("--listen {addr}: cannot bind TCP"))
-        .fail(phase::LISTEN, code::CONFIG)?;
-    let local_addr = listener
-        .local_addr()
-        .context("cannot read the bound address")
-        .fail(phase::LISTEN, code::INTERNAL)?;
+    let (listener, local_addr) = super::bind_tcp(addr).await?;
     let acceptor = TlsAcceptor::from(tls);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
