@@ -6,7 +6,7 @@
 //! every problem at once, each with its field path.
 
 use crate::duration;
-pub use crate::load::{Arrival, LoadSpec, PayloadKind};
+pub use crate::load::{Arrival, LoadSpec, Payload};
 pub use crate::network::{Network, NetworkBackend};
 use rpcarena_protocol::workload::Shape;
 use serde::{Deserialize, Serialize};
@@ -151,7 +151,7 @@ pub struct Workload {
     pub messages_per_stream: u32,
     /// Payload kinds: `zeros` (default) and/or `structured`.
     #[serde(default = "default_payload")]
-    pub payload: Vec<PayloadKind>,
+    pub payload: Vec<Payload>,
     /// Load models (see [`crate::load`]).
     #[serde(
         default = "default_load",
@@ -172,8 +172,8 @@ fn default_messages_per_stream() -> u32 {
 fn default_load() -> Vec<LoadSpec> {
     vec![LoadSpec::Closed]
 }
-fn default_payload() -> Vec<PayloadKind> {
-    vec![PayloadKind::Zeros]
+fn default_payload() -> Vec<Payload> {
+    vec![Payload::Zeros]
 }
 
 /// Warmup, admission window and drain bound.

@@ -8,7 +8,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::shell::{self, BackendKind, Leftover, cmd, netns};
+use rpcarena_netem_core::BackendKind;
+
+use crate::netns::{self, Leftover};
+use crate::{cmd, kernel, privileges};
 
 /// One thing doctor looked at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -73,7 +76,7 @@ fn check(name: &str, result: Result<String, String>) -> DoctorCheck {
 pub fn doctor() -> DoctorReport {
     let mut checks = Vec::new();
 
-    let privileges = shell::check_privileges()
+    let privileges = privileges::check()
         .map(|()| "CAP_NET_ADMIN and CAP_SYS_ADMIN present".to_string())
         .map_err(|e| e.to_string());
     checks.push(check("privileges", privileges.clone()));
@@ -134,7 +137,7 @@ pub fn doctor() -> DoctorReport {
     checks.push(check("tun device", tun_ok.clone()));
     checks.push(check("veth", veth_ok.clone()));
 
-    let slack = if shell::timing::set_precise_timer_slack() {
+    let slack = if crate::timing::set_precise_timer_slack() {
         Ok("PR_SET_TIMERSLACK 1 ns accepted".to_string())
     } else {
         Err("PR_SET_TIMERSLACK refused: release timing will be coarser".to_string())
@@ -150,7 +153,7 @@ pub fn doctor() -> DoctorReport {
         .ok_or_else(|| "`ethtool` not found; install ethtool (kernel backend only)".to_string());
     checks.push(check("ethtool", ethtool));
     let kernel = if namespace_ok.is_ok() && veth_ok.is_ok() {
-        shell::kernel_netem_support().map(|()| "netem qdisc added to a scratch veth".to_string())
+        kernel::kernel_netem_support().map(|()| "netem qdisc added to a scratch veth".to_string())
     } else {
         Err("not tried: needs namespaces and veth".to_string())
     };

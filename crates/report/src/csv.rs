@@ -105,10 +105,10 @@ pub fn render(rows: &[Row]) -> String {
             m.map(|m| m.p50_us),
             m.map(|m| m.p99_us),
             m.map(|m| m.p999_us),
-            m.map(|m| m.client_cpu_us_per_op),
-            m.map(|m| m.server_cpu_us_per_op),
-            m.map(|m| m.client_rss_mib),
-            m.map(|m| m.server_rss_mib),
+            m.and_then(|m| m.client_cpu_us_per_op),
+            m.and_then(|m| m.server_cpu_us_per_op),
+            m.and_then(|m| m.client_rss_mib),
+            m.and_then(|m| m.server_rss_mib),
         ];
         for s in stats {
             fields.extend([

@@ -161,10 +161,10 @@ impl Shared {
 
 /// One lane: takes starts from the queue and runs them until the queue ends. `current` holds
 /// the (intended, actual) start of the operation in flight, for the drain bound.
-async fn drive_open<L: Lane>(
+async fn drive_open<L: Lane, C: Clock>(
     lane: &mut L,
     shared: &Shared,
-    clock: &MonotonicClock,
+    clock: &C,
     deadline: Nanos,
     current: &mut Option<(Nanos, Nanos)>,
 ) {
@@ -200,7 +200,8 @@ async fn drive_open<L: Lane>(
     }
 }
 
-/// Runs the open model through `window` on `lanes` (at most that many operations in flight).
+/// Runs the open model through `window` on `lanes` (at most that many operations in flight):
+/// the generator thread releases the starts, [`serve_open`] runs them.
 pub async fn run_open<L: Lane>(
     lanes: Vec<L>,
     config: OpenConfig,
@@ -209,13 +210,6 @@ pub async fn run_open<L: Lane>(
     bound: &'static str,
 ) -> Result<(Vec<L>, Totals), OpError> {
     let (sender, receiver) = mpsc::unbounded_channel();
-    let shared = Arc::new(Shared {
-        queue: tokio::sync::Mutex::new(receiver),
-        tally: Mutex::new(LaneTally::open(window.t0)),
-        started: AtomicU64::new(0),
-        in_flight: AtomicU64::new(0),
-        max_in_flight: AtomicU64::new(0),
-    });
     let stop = Arc::new(AtomicBool::new(false));
     let generator = {
         let arrivals = Arrivals::new(&config, &window);
@@ -231,12 +225,75 @@ pub async fn run_open<L: Lane>(
                 )
             })?
     };
+    let served = serve_open(lanes, receiver, clock, window, bound).await;
+    stop.store(true, Ordering::Relaxed);
+    let offered = tokio::task::spawn_blocking(move || generator.join())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .ok_or_else(|| OpError::new(code::INTERNAL, "the generator thread failed"))?;
+    let (lanes, served) = served?;
+    Ok((lanes, served.totals(offered, config.rate)))
+}
+
+/// What the lanes of an open-model window did.
+#[derive(Debug, Default)]
+pub struct Served {
+    /// Every operation, corrected and uncorrected latency and send lag.
+    pub tally: LaneTally,
+    /// Operations started (before the deadline).
+    pub started: u64,
+    /// The most operations in flight at once.
+    pub max_in_flight: u64,
+}
+
+impl Served {
+    /// The model's totals, given how many starts the generator `offered` at `rate`: it fell
+    /// behind when a start did not happen or the send lag's p99 exceeds [`FELL_BEHIND_LAG_NS`].
+    pub fn totals(self, offered: u64, rate: f64) -> Totals {
+        let lag_p99 = self
+            .tally
+            .send_lag
+            .as_ref()
+            .map_or(0, |h| h.value_at_quantile(0.99));
+        let started = self.started;
+        let max_in_flight = self.max_in_flight;
+        let mut totals = Totals::merge([self.tally], None);
+        totals.model = ModelReport {
+            load: load::OPEN,
+            offered: Some(offered),
+            target_rate: Some(rate),
+            fell_behind: Some(started < offered || lag_p99 > FELL_BEHIND_LAG_NS),
+            max_in_flight: Some(max_in_flight),
+            ..ModelReport::default()
+        };
+        totals
+    }
+}
+
+/// The lane side of the open model: every lane takes starts from `queue` until it ends, bounded
+/// by the window's hard deadline (an operation in flight then fails as `timeout`).
+pub async fn serve_open<L: Lane, C: Clock>(
+    lanes: Vec<L>,
+    queue: mpsc::UnboundedReceiver<OpenStart>,
+    clock: C,
+    window: Window,
+    bound: &'static str,
+) -> Result<(Vec<L>, Served), OpError> {
+    let shared = Arc::new(Shared {
+        queue: tokio::sync::Mutex::new(queue),
+        tally: Mutex::new(LaneTally::open(window.t0)),
+        started: AtomicU64::new(0),
+        in_flight: AtomicU64::new(0),
+        max_in_flight: AtomicU64::new(0),
+    });
     let mut tasks = Vec::with_capacity(lanes.len());
     for mut lane in lanes {
         let shared = shared.clone();
+        let clock = clock.clone();
         tasks.push(tokio::spawn(async move {
             let mut current = None;
-            let hard_deadline = tokio::time::sleep_until(clock.instant(window.hard_deadline));
+            let hard_deadline = clock.sleep_until(window.hard_deadline);
             let finished = tokio::select! {
                 biased;
                 () = drive_open(&mut lane, &shared, &clock, window.deadline, &mut current) => true,
@@ -257,28 +314,12 @@ pub async fn run_open<L: Lane>(
                 .map_err(|e| OpError::new(code::INTERNAL, format!("a lane task failed: {e}")))?,
         );
     }
-    stop.store(true, Ordering::Relaxed);
-    let offered = tokio::task::spawn_blocking(move || generator.join())
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .ok_or_else(|| OpError::new(code::INTERNAL, "the generator thread failed"))?;
-    let tally = std::mem::take(&mut *shared.tally());
-    let started = shared.started.load(Ordering::Relaxed);
-    let lag_p99 = tally
-        .send_lag
-        .as_ref()
-        .map_or(0, |h| h.value_at_quantile(0.99));
-    let mut totals = Totals::merge([tally], None);
-    totals.model = ModelReport {
-        load: load::OPEN,
-        offered: Some(offered),
-        target_rate: Some(config.rate),
-        fell_behind: Some(started < offered || lag_p99 > FELL_BEHIND_LAG_NS),
-        max_in_flight: Some(shared.max_in_flight.load(Ordering::Relaxed)),
-        ..ModelReport::default()
+    let served = Served {
+        tally: std::mem::take(&mut *shared.tally()),
+        started: shared.started.load(Ordering::Relaxed),
+        max_in_flight: shared.max_in_flight.load(Ordering::Relaxed),
     };
-    Ok((lanes, totals))
+    Ok((lanes, served))
 }
 
 #[cfg(test)]
@@ -341,20 +382,35 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(start_paused = true)]
     async fn a_saturated_lane_makes_starts_wait_and_the_wait_counts() {
         // one lane, 10 ms operations, 1000/s for 50 ms: most starts wait for the lane
-        let clock = MonotonicClock::new();
-        let window = Window::new(clock.now(), 50_000_000, 2_000_000_000);
+        const MS: u64 = 1_000_000;
+        let clock = crate::engine::fake::PausedClock::new();
+        let window = Window::new(clock.now(), 50 * MS, 2_000 * MS);
         let config = OpenConfig {
             rate: 1_000.0,
             arrival: Arrival::Constant,
             seed: 0,
         };
+        // The generator on virtual time: each start released at its intended time.
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let arrivals = Arrivals::new(&config, &window);
+        let generator = tokio::spawn(async move {
+            let mut offered = 0;
+            for (seq, intended) in arrivals {
+                clock.sleep_until(intended).await;
+                offered += 1;
+                let _ = sender.send(OpenStart { seq, intended });
+            }
+            offered
+        });
         let lanes = vec![SleepyLane(Duration::from_millis(10))];
-        let (lanes, totals) = run_open(lanes, config, clock, window, "the drain")
+        let (lanes, served) = serve_open(lanes, receiver, clock, window, "the drain")
             .await
             .expect("runs");
+        let offered = generator.await.expect("the generator task ends");
+        let totals = served.totals(offered, config.rate);
         assert_eq!(lanes.len(), 1);
         let model = &totals.model;
         assert_eq!(model.offered, Some(50));
@@ -362,13 +418,37 @@ mod tests {
         assert_eq!(model.max_in_flight, Some(1));
         let t = &totals.tally;
         assert_eq!(t.failed, 0);
-        // about 5 operations fit in 50 ms; the rest were still queued at the deadline
-        assert!((4..=7).contains(&t.completed), "{}", t.completed);
-        let corrected = t.histogram.max();
+        // starts 0..4 ran back to back from 0 to 50 ms; the rest were still queued at the deadline
+        assert_eq!(t.completed, 5);
+        // start 4 was meant for 4 ms and ended at 50 ms; every operation took 10 ms
+        assert!(t.histogram.equivalent(t.histogram.max(), 46 * MS));
         let uncorrected = t.uncorrected.as_ref().map_or(0, |h| h.max());
         assert!(
-            corrected > uncorrected + 20_000_000,
-            "{corrected} vs {uncorrected}"
+            t.histogram.equivalent(uncorrected, 10 * MS),
+            "{uncorrected}"
         );
+    }
+
+    #[test]
+    fn falling_behind_is_a_start_that_did_not_happen_or_a_late_p99() {
+        let on_time = Served {
+            started: 10,
+            ..Served::default()
+        };
+        assert_eq!(on_time.totals(10, 100.0).model.fell_behind, Some(false));
+        let missed = Served {
+            started: 9,
+            ..Served::default()
+        };
+        assert_eq!(missed.totals(10, 100.0).model.fell_behind, Some(true));
+        let mut late = Served {
+            tally: LaneTally::open(0),
+            started: 10,
+            max_in_flight: 1,
+        };
+        late.tally.handle_send_lag(2 * FELL_BEHIND_LAG_NS);
+        let totals = late.totals(10, 100.0);
+        assert_eq!(totals.model.fell_behind, Some(true));
+        assert_eq!(totals.model.max_in_flight, Some(1));
     }
 }

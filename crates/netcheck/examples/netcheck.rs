@@ -1,12 +1,14 @@
-//! Runs netcheck until the CLI wires it up.
+//! netcheck with the engineering knobs `rpcarena netcheck` does not offer: a profile from a JSON
+//! file, only some phases, a dump of the raw RTTs, the number of links and echoes.
 //!
 //! ```text
-//! cargo run --release -p rpcarena-netem --example netcheck -- [PROFILE|FILE.json] [--quick] [--kernel|--auto] [--seed N] [--json FILE]
+//! cargo run --release -p rpcarena-netcheck --example netcheck -- [PROFILE|FILE.json] [--quick] [--kernel|--auto] [--seed N] [--json FILE]
 //!     [--only rtt,loss,rate,tcp,overfill,forwarding] [--dump DIR] [--links N] [--echoes N]
 //! ```
 //! Exits 1 when a figure is outside its tolerance, 2 when the check could not run.
 
-use rpcarena_netem::{EmulatorChoice, NetcheckOptions, netcheck, profile_by_name};
+use rpcarena_netcheck::{NetcheckOptions, netcheck};
+use rpcarena_netem_core::{EmulatorChoice, profile_by_name};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

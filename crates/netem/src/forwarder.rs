@@ -15,17 +15,15 @@ use std::thread::JoinHandle;
 use nix::fcntl::OFlag;
 use nix::poll::{PollFd, PollFlags, ppoll};
 use nix::sys::time::TimeSpec;
-use serde::{Deserialize, Serialize};
 use tun_rs::SyncDevice;
 
-use super::sched;
-use super::timing::{
-    LatencyHistogram, LatencySummary, ThreadPriority, TimingOptions, mono_ns,
-    set_precise_timer_slack,
+use rpcarena_netem_core::{
+    Direction, DirectionStats, LatencyHistogram, LinkEmulator, TimingOptions, Verdict,
 };
-use crate::core::{Counters, LinkEmulator, Verdict};
+
 use crate::error::NetemError;
-use crate::profile::Direction;
+use crate::sched;
+use crate::timing::{mono_ns, set_precise_timer_slack};
 
 /// Packets read per loop turn before checking for due releases, so that a flood of arrivals
 /// cannot delay releases by more than a few microseconds.
@@ -36,29 +34,6 @@ const PUBLISH_EVERY_NS: u64 = 100_000_000;
 const POOL_MAX: usize = 4096;
 /// Consecutive read errors after which the thread gives up (the device is gone).
 const MAX_CONSECUTIVE_ERRORS: u32 = 100;
-
-/// What one direction's emulator has done so far.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct DirectionStats {
-    /// The core's packet counters.
-    pub counters: Counters,
-    /// Packets held right now.
-    pub held: u64,
-    /// Release lateness: actual write time minus due time.
-    pub lateness: LatencySummary,
-    /// Failed reads from the input device.
-    pub read_errors: u64,
-    /// Failed writes to the output device (packets lost outside the model).
-    pub write_errors: u64,
-    /// Packets larger than the read buffer (dropped; should never happen at the TUN's MTU).
-    pub oversize: u64,
-    /// Seed of this direction's random generator.
-    pub seed: u64,
-    /// The last I/O error seen, if any.
-    pub last_error: Option<String>,
-    /// Scheduling priority the thread runs at, `None` when setting it failed.
-    pub priority: Option<ThreadPriority>,
-}
 
 #[derive(Default)]
 struct Shared {

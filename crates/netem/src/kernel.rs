@@ -3,9 +3,10 @@
 use std::net::Ipv4Addr;
 use std::sync::OnceLock;
 
-use super::{cmd, netns};
+use rpcarena_netem_core::DirectionSpec;
+
 use crate::error::NetemError;
-use crate::profile::DirectionSpec;
+use crate::{cmd, netns};
 
 /// veth end in the client namespace.
 pub const VETH_CLIENT: &str = "rpa-c";

@@ -42,8 +42,8 @@ pub(crate) fn set_nice(nice: i8) -> Result<(), String> {
 }
 
 /// Applies `priority` to the calling thread.
-pub(crate) fn apply(priority: super::timing::ThreadPriority) -> Result<(), String> {
-    use super::timing::ThreadPriority;
+pub fn apply(priority: rpcarena_netem_core::ThreadPriority) -> Result<(), String> {
+    use rpcarena_netem_core::ThreadPriority;
     match priority {
         ThreadPriority::Normal => Ok(()),
         ThreadPriority::Nice { nice } => set_nice(nice),

@@ -4,8 +4,7 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::core::DelaySampler;
-use crate::profile::{DelayDistribution, DirectionSpec};
+use rpcarena_netem_core::{DelayDistribution, DelaySampler, DirectionSpec};
 
 /// Expected round-trip figures for echoes of `ip_len`-byte packets on an unloaded link.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -182,19 +181,10 @@ pub fn moments(values: &[f64]) -> (f64, f64, f64) {
     (mean, m2.sqrt(), kurtosis)
 }
 
-/// Nearest-rank percentile of sorted values.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = (p * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::profile_by_name;
+    use rpcarena_netem_core::profile_by_name;
 
     #[test]
     fn regional_wan_rtt_is_triangular_around_30_ms() {
@@ -225,7 +215,7 @@ mod tests {
         let p = profile_by_name("regional-wan").unwrap();
         let g = non_interacting_spacing_ns(&p.client_to_server, &p.server_to_client, 60);
         assert!(g > 8_000_000 && g < 8_300_000, "{g}");
-        let free = crate::profile::DirectionSpec {
+        let free = DirectionSpec {
             delay_ns: 1_000_000,
             jitter_ns: 500_000,
             ..Default::default()

@@ -12,8 +12,8 @@ use std::net::Ipv4Addr;
 
 use tun_rs::{DeviceBuilder, SyncDevice};
 
-use super::{cmd, netns};
 use crate::error::NetemError;
+use crate::{cmd, netns};
 
 /// Name of the TUN device inside each namespace (namespaces keep it from clashing).
 pub const TUN_NAME: &str = "rpa-tun";

@@ -15,7 +15,7 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 
-use super::cmd;
+use crate::cmd;
 use crate::error::NetemError;
 
 /// Prefix of every namespace this crate creates.

@@ -41,6 +41,15 @@ pub enum DelayDistribution {
 }
 
 impl DelayDistribution {
+    /// The name profiles and campaigns use: `uniform`, `normal`, `pareto`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DelayDistribution::Uniform => "uniform",
+            DelayDistribution::Normal => "normal",
+            DelayDistribution::Pareto => "pareto",
+        }
+    }
+
     /// The name `tc ... netem distribution NAME` uses, `None` for the built-in uniform.
     pub fn netem_name(self) -> Option<&'static str> {
         match self {
