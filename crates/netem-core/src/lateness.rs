@@ -45,11 +45,6 @@ impl LatencyHistogram {
         self.inner.len()
     }
 
-    /// Value at quantile `q` in `[0, 1]`.
-    pub fn quantile(&self, q: f64) -> u64 {
-        self.inner.value_at_quantile(q)
-    }
-
     /// Forgets everything.
     pub fn clear(&mut self) {
         self.inner.reset();
