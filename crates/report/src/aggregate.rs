@@ -309,7 +309,7 @@ impl Aggregator {
                     good: Vec::new(),
                     failed: 0,
                     flags: BTreeMap::new(),
-                    latency: new_latency_histogram(),
+                    latency: merged_histogram(),
                     without_process: 0,
                 });
                 self.groups.len() - 1
@@ -347,7 +347,8 @@ impl Aggregator {
         for flag in record.noise.iter().flat_map(|n| n.flags.iter()) {
             *group.flags.entry(flag.clone()).or_insert(0) += 1;
         }
-        // The protocol's histograms share bounds, so adding cannot fail.
+        // The merged histogram grows to whatever range a peer's histograms cover, so adding
+        // cannot fail.
         let _ = group.latency.add(&measured.latency);
     }
 
@@ -384,6 +385,13 @@ impl Aggregator {
             unreadable: self.unreadable,
         }
     }
+}
+
+/// An empty histogram with the protocol's precision that grows to any peer's range.
+fn merged_histogram() -> Histogram<u64> {
+    let mut histogram = new_latency_histogram();
+    histogram.auto(true);
+    histogram
 }
 
 fn row(group: &Group) -> Row {

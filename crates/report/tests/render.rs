@@ -400,3 +400,27 @@ fn reports_stream_samples_jsonl_from_a_run_directory() {
         .to_string();
     assert!(err.contains("samples.jsonl:1: missing field"), "{err}");
 }
+
+#[test]
+fn each_row_keeps_its_good_samples_latencies_merged() {
+    let artifacts = artifacts();
+    let mut aggregator = rpcarena_report::aggregate::Aggregator::new();
+    for record in &artifacts.records {
+        aggregator.add(record);
+    }
+    let rows = aggregator.finish(&[], "a", 42).rows;
+    for row in &rows {
+        let completed: u64 = artifacts
+            .records
+            .iter()
+            .filter(|r| r.config.key == row.config.key && r.status == SampleStatus::Ok)
+            .map(|r| r.client.as_ref().unwrap().completed)
+            .sum();
+        assert_eq!(row.latency.len(), completed, "{}", row.config.key);
+    }
+    // without the campaign's order, rows follow their keys
+    let keys: Vec<&str> = rows.iter().map(|r| r.config.key.as_str()).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
+}
