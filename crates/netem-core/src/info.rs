@@ -254,7 +254,7 @@ pub struct DeviceCounters {
     pub tx_errors: u64,
 }
 
-/// What [`Topology::check_after_sample`] saw.
+/// What the shell's check after a sample (`rpcarena_netem::Topology::check_after_sample`) saw.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SampleCheck {
     /// Per-device deltas since the previous check (all zero when it passed).
