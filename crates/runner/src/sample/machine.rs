@@ -389,7 +389,7 @@ impl SampleMachine {
     /// Something happened at `now`.
     pub fn handle(&mut self, now: Nanos, input: Input) {
         match input {
-            Input::Interrupted => self.interrupted = true,
+            Input::Interrupted => self.on_interrupt(now),
             Input::Spawned(role) => self.on_spawned(now, role),
             Input::SpawnFailed { role, error } => {
                 if self.stage == Stage::Spawning(role) {
@@ -420,6 +420,17 @@ impl SampleMachine {
                     self.finish(now);
                 }
             }
+        }
+    }
+
+    /// A stop signal: the handler killed the peers that were alive then; a sample still starting
+    /// or running stops waiting now (the record says why), and the teardown kills the rest.
+    fn on_interrupt(&mut self, now: Nanos) {
+        self.interrupted = true;
+        if matches!(self.stage, Stage::Spawning(_) | Stage::Waiting(_)) {
+            self.stop_sampler();
+            self.stage = Stage::Aftermath;
+            self.deadline = Some(now.saturating_add(AFTERMATH.as_nanos() as u64));
         }
     }
 

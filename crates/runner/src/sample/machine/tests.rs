@@ -654,22 +654,23 @@ fn survivors_a_failed_network_check_and_a_signal_fail_a_good_sample() {
         Some(check)
     );
 
-    // A signal: the peers are killed under the machine, which records why.
+    // A signal: the machine stops waiting, hears the peers die, tears down and says why.
     let mut run = Run::new();
-    run.armed()
-        .feed(Input::Interrupted)
-        .line(Role::Client, Line::Closed);
-    run.feed(Input::Exit {
-        role: Role::Client,
-        status: killed(),
-    });
-    let reason = run.reason();
-    assert!(
-        reason.starts_with(
-            "interrupted by a signal; the run stopped; client exited unexpectedly during measure"
-        ),
-        "{reason}"
+    run.armed().actions();
+    run.at(3 * S).feed(Input::Interrupted);
+    assert_eq!(run.said(), ["stop sampler"]);
+    assert_eq!(run.machine.deadline(), Some(3 * S + 300 * MS));
+    run.ended(Role::Client, killed());
+    assert_eq!(
+        run.reason(),
+        "interrupted by a signal; the run stopped; client then exited (killed by signal 9 (SIGKILL))"
     );
+    // before anything started: no peer is left to run its course
+    let mut run = Run::new();
+    run.actions();
+    run.feed(Input::Interrupted)
+        .feed(Input::Spawned(Role::Server));
+    assert_eq!(run.reason(), "interrupted by a signal; the run stopped");
 }
 
 #[test]
