@@ -65,18 +65,59 @@ pub struct OpenStart {
     pub intended: Nanos,
 }
 
-/// The generator thread's loop: releases every arrival of `arrivals` at its time into `queue`,
-/// and returns how many it released (the offered operations).
+/// How the generator thread reads the time and waits: [`ThreadTimer`] on the real clock, a fake
+/// in tests.
+pub trait Timer {
+    /// Now, on the engine's clock.
+    fn now(&self) -> Nanos;
+    /// Blocks until about `until` (never much later; earlier is fine, the pacer asks again).
+    fn sleep_until(&self, until: Nanos);
+    /// One turn of a busy wait.
+    fn spin(&self);
+}
+
+/// The real timer: the engine's monotonic clock, `clock_nanosleep` to an absolute time, and
+/// `spin_loop` hints.
+pub struct ThreadTimer {
+    clock: MonotonicClock,
+    sleeper: Sleeper,
+}
+
+impl ThreadTimer {
+    /// A timer on `clock`, for the calling thread (it sets the thread's timer slack to 1 ns).
+    pub fn new(clock: MonotonicClock) -> ThreadTimer {
+        tighten_timer_slack();
+        ThreadTimer {
+            sleeper: Sleeper::new(&clock),
+            clock,
+        }
+    }
+}
+
+impl Timer for ThreadTimer {
+    fn now(&self) -> Nanos {
+        self.clock.now()
+    }
+
+    fn sleep_until(&self, until: Nanos) {
+        self.sleeper.sleep_until(until);
+    }
+
+    fn spin(&self) {
+        std::hint::spin_loop();
+    }
+}
+
+/// The generator thread's loop: releases every arrival of `arrivals` `lead` before its time into
+/// `queue`, and returns how many it released (the offered operations).
 pub fn generate(
     arrivals: Arrivals,
     pacer: Pacer,
     lead: Nanos,
-    clock: MonotonicClock,
+    timer: &impl Timer,
     queue: mpsc::UnboundedSender<OpenStart>,
     stop: &AtomicBool,
 ) -> u64 {
-    tighten_timer_slack();
-    let sleeper = Sleeper::new(&clock);
     let mut offered = 0;
     let mut arrivals = arrivals;
     while let Some((seq, intended)) = arrivals.next() {
@@ -86,10 +127,10 @@ pub fn generate(
                 // The lanes are gone (drain bound): count what was offered, release nothing.
                 return offered + arrivals.count() as u64;
             }
-            match pacer.pace(clock.now(), intended.saturating_sub(lead)) {
+            match pacer.pace(timer.now(), intended.saturating_sub(lead)) {
                 Pace::Go => break,
-                Pace::Spin => std::hint::spin_loop(),
-                Pace::Sleep(until) => sleeper.sleep_until(until),
+                Pace::Spin => timer.spin(),
+                Pace::Sleep(until) => timer.sleep_until(until),
             }
         }
         if queue.send(OpenStart { seq, intended }).is_err() {
@@ -111,7 +152,7 @@ fn tighten_timer_slack() {
 
 /// Sleeps until an engine time with `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`, which
 /// cannot drift the way a relative sleep computed from an earlier reading can.
-struct Sleeper {
+pub struct Sleeper {
     /// CLOCK_MONOTONIC minus the engine clock, in nanoseconds (std's `Instant` is
     /// CLOCK_MONOTONIC on Linux, so this is constant).
     offset: Option<u64>,
@@ -217,7 +258,10 @@ pub async fn run_open<L: Lane>(
         let (lead, spin_ns) = pacing_for(config.rate);
         std::thread::Builder::new()
             .name("open-generator".into())
-            .spawn(move || generate(arrivals, Pacer { spin_ns }, lead, clock, sender, &stop))
+            .spawn(move || {
+                let timer = ThreadTimer::new(clock);
+                generate(arrivals, Pacer { spin_ns }, lead, &timer, sender, &stop)
+            })
             .map_err(|e| {
                 OpError::new(
                     code::INTERNAL,
@@ -325,6 +369,7 @@ pub async fn serve_open<L: Lane, C: Clock>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::fake::FakeClock;
     use crate::engine::open::Arrival;
     use crate::engine::{OpError, OpOutcome};
     use std::time::Duration;
@@ -338,10 +383,34 @@ mod tests {
         }
     }
 
+    /// A timer on a fake clock: sleeps land exactly, a spin turn takes 1 µs; every wait is logged.
+    struct FakeTimer {
+        clock: FakeClock,
+        spins: std::cell::Cell<u64>,
+    }
+
+    impl Timer for FakeTimer {
+        fn now(&self) -> Nanos {
+            self.clock.now()
+        }
+
+        fn sleep_until(&self, until: Nanos) {
+            self.clock.set(until);
+        }
+
+        fn spin(&self) {
+            self.spins.set(self.spins.get() + 1);
+            self.clock.advance(1_000);
+        }
+    }
+
     #[test]
-    fn the_generator_releases_every_start_in_order_and_not_before_its_time() {
-        let clock = MonotonicClock::new();
-        let window = Window::new(clock.now(), 20_000_000, 0);
+    fn the_generator_releases_every_start_lead_before_its_time_in_order() {
+        let timer = FakeTimer {
+            clock: FakeClock::at(1_000_000),
+            spins: std::cell::Cell::new(0),
+        };
+        let window = Window::new(timer.now(), 20_000_000, 0);
         let config = OpenConfig {
             rate: 2_000.0,
             arrival: Arrival::Constant,
@@ -349,24 +418,54 @@ mod tests {
         };
         let (sender, mut receiver) = mpsc::unbounded_channel();
         let stop = AtomicBool::new(false);
+        let pacer = Pacer { spin_ns: SPIN_NS };
         let offered = generate(
             Arrivals::new(&config, &window),
-            Pacer { spin_ns: SPIN_NS },
+            pacer,
             LEAD_NS,
-            clock,
+            &timer,
             sender,
             &stop,
         );
         assert_eq!(offered, 40);
-        let mut released = Vec::new();
-        while let Ok(start) = receiver.try_recv() {
-            released.push(start);
-        }
+        let released: Vec<OpenStart> = std::iter::from_fn(|| receiver.try_recv().ok()).collect();
         assert_eq!(released.len(), 40);
-        assert!(released.windows(2).all(|w| w[0].intended < w[1].intended));
+        assert!(
+            released
+                .windows(2)
+                .all(|w| w[1].intended == w[0].intended + 500_000)
+        );
         assert_eq!(released[3].seq, 3);
-        // the last was handed over no earlier than LEAD_NS before its time
-        assert!(clock.now() + LEAD_NS >= released[39].intended);
+        // the last went exactly LEAD_NS before its time: a sleep to SPIN_NS before, then spins
+        assert_eq!(timer.now() + LEAD_NS, released[39].intended);
+        // SPIN_NS of spinning for every start but the first, which was due when the window opened
+        assert_eq!(timer.spins.get(), 39 * SPIN_NS / 1_000);
+    }
+
+    #[test]
+    fn a_stop_counts_what_was_offered_and_releases_nothing_more() {
+        let timer = FakeTimer {
+            clock: FakeClock::at(0),
+            spins: std::cell::Cell::new(0),
+        };
+        let window = Window::new(0, 20_000_000, 0);
+        let config = OpenConfig {
+            rate: 2_000.0,
+            arrival: Arrival::Constant,
+            seed: 0,
+        };
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let stop = AtomicBool::new(true);
+        let offered = generate(
+            Arrivals::new(&config, &window),
+            Pacer { spin_ns: SPIN_NS },
+            LEAD_NS,
+            &timer,
+            sender,
+            &stop,
+        );
+        assert_eq!(offered, 40);
+        assert!(receiver.try_recv().is_err());
     }
 
     #[test]
