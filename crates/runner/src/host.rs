@@ -58,14 +58,14 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// Current UTC time, RFC 3339 with seconds: `2026-11-30T16:15:00Z`.
+/// Current UTC time, RFC 3339 with nanoseconds: `2026-11-30T16:15:00.123456789Z`.
 pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+    humantime::format_rfc3339_nanos(std::time::SystemTime::now()).to_string()
 }
 
 /// Current UTC time for directory names: `20261130-161500`.
 pub fn now_compact() -> String {
-    compact(&now_rfc3339())
+    compact(&humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string())
 }
 
 /// `2026-11-30T16:15:00Z` as `20261130-161500`.
@@ -98,7 +98,9 @@ mod tests {
         let host = host_info();
         assert!(host.cpus >= 1);
         assert!(!host.kernel.is_empty());
-        assert!(now_rfc3339().ends_with('Z'));
+        let now = now_rfc3339();
+        assert!(now.ends_with('Z') && now.len() == "2026-11-30T16:15:00.123456789Z".len());
+        assert_eq!(now_compact().len(), "20261130-161500".len());
         assert_eq!(compact("2026-11-30T16:15:00Z"), "20261130-161500");
     }
 }
