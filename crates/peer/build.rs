@@ -1,5 +1,7 @@
-//! Reads the versions of the libraries behind each stack from the workspace's `Cargo.lock`, so
-//! that `capabilities` always reports what was actually built (no hand-kept version numbers).
+//! Generates the tonic service of the workload contract (only the peer serves and calls it; the
+//! messages come from `rpcarena-protocol`), and reads the versions of the libraries behind each
+//! stack from the workspace's `Cargo.lock`, so that `capabilities` always reports what was
+//! actually built (no hand-kept version numbers).
 //!
 //! The lockfile may hold several versions of one crate (for different dependents), so the
 //! versions are taken from the dependency graph reachable from this package, not by name alone.
@@ -33,6 +35,26 @@ struct Package {
 }
 
 fn main() {
+    generate_service();
+    report_library_versions();
+}
+
+/// `BenchService`'s tonic client and server, on the message types of `rpcarena_protocol::pb`.
+fn generate_service() {
+    let proto_root = concat!(env!("CARGO_MANIFEST_DIR"), "/../../proto");
+    let file = "rpcarena/bench/v1/bench.proto";
+    println!("cargo:rerun-if-changed={proto_root}/{file}");
+    let descriptors = protox::compile([file], [proto_root])
+        .unwrap_or_else(|e| panic!("compiling {proto_root}/{file}: {e}"));
+    tonic_prost_build::configure()
+        .build_client(true)
+        .build_server(true)
+        .extern_path(".rpcarena.bench.v1", "::rpcarena_protocol::pb")
+        .compile_fds(descriptors)
+        .unwrap_or_else(|e| panic!("generating the BenchService code: {e}"));
+}
+
+fn report_library_versions() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
     let lock_path = manifest_dir.join("../../Cargo.lock");
     println!("cargo:rerun-if-changed={}", lock_path.display());

@@ -1,14 +1,20 @@
 //! `rpcarena`: validate, inspect and run benchmark campaigns, and regenerate their reports.
 //!
 //! `main` is a short pipeline: parse arguments, load the campaign, hand it to the runner, hand the
-//! run directory to the report crate, seal the manifest.
+//! run directory to the report crate, seal the manifest. Process-wide concerns live here too:
+//! the signal handler and the child subreaper.
 
 mod progress;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
+use rpcarena_model::files::{REPORT_MD, SAMPLES};
 use rpcarena_model::matrix;
+use rpcarena_netcheck::NetcheckOptions;
+use rpcarena_netem_core::EmulatorChoice;
 use rpcarena_runner::{BuildInfo, CampaignSource, RunOptions};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -71,9 +77,9 @@ enum Cmd {
         /// Smaller samples and wider tolerances: seconds instead of a minute.
         #[arg(long)]
         quick: bool,
-        /// Emulator to check.
-        #[arg(long, value_enum, default_value = "userspace")]
-        emulator: Emulator,
+        /// Emulator to check: auto, userspace or kernel.
+        #[arg(long, default_value = "userspace")]
+        emulator: EmulatorChoice,
         /// Master seed of the emulator's random generators.
         #[arg(long, default_value_t = 1)]
         seed: u64,
@@ -81,13 +87,6 @@ enum Cmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum Emulator {
-    Auto,
-    Userspace,
-    Kernel,
 }
 
 fn main() -> ExitCode {
@@ -197,6 +196,7 @@ fn run(
         }
     };
     let prepared = rpcarena_runner::prepare(source, &cells)?;
+    stop_on_signals()?;
     let build = BuildInfo {
         version: env!("CARGO_PKG_VERSION").to_string(),
         revision: env!("RPCARENA_SOURCE_REVISION").to_string(),
@@ -210,9 +210,8 @@ fn run(
         &mut printer,
     )?;
     drop(printer);
-    let written = rpcarena_report::regenerate(&outcome.dir)
-        .with_context(|| format!("writing reports in {}", outcome.dir.display()))?;
-    rpcarena_runner::artifacts::seal_manifest(&outcome.dir, None)?;
+    let written = write_reports(&outcome.dir)?;
+    rpcarena_runner::seal(&outcome.dir, None)?;
     let c = outcome.counts;
     println!(
         "{} samples: {} ok, {} failed{}",
@@ -228,7 +227,7 @@ fn run(
     for path in written {
         println!("wrote {}", path.display());
     }
-    println!("report: {}", outcome.dir.join("report.md").display());
+    println!("report: {}", outcome.dir.join(REPORT_MD).display());
     if c.failed > 0 || outcome.interrupted {
         if c.failed > 0 {
             eprintln!(
@@ -242,16 +241,53 @@ fn run(
 }
 
 fn report(dir: &Path) -> Result<ExitCode> {
-    if !dir.join("samples.jsonl").is_file() {
+    if !dir.join(SAMPLES).is_file() {
         bail!(
-            "{} has no samples.jsonl: give the directory a `rpcarena run` wrote",
+            "{} has no {SAMPLES}: give the directory a `rpcarena run` wrote",
             dir.display()
         );
     }
-    for path in rpcarena_report::regenerate(dir)? {
+    for path in write_reports(dir)? {
         println!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// (Re)writes a run directory's reports; what they note about degraded inputs is also printed
+/// as a warning.
+fn write_reports(dir: &Path) -> Result<Vec<PathBuf>> {
+    let regenerated = rpcarena_report::regenerate(dir)
+        .with_context(|| format!("writing reports in {}", dir.display()))?;
+    for note in &regenerated.notes {
+        eprintln!("rpcarena: warning: {note}");
+    }
+    Ok(regenerated.written)
+}
+
+/// From here on, SIGINT, SIGTERM and SIGHUP stop the run cleanly: every live peer group is
+/// killed at once, the sample in progress is recorded as failed, no further sample starts, and
+/// the reports are still written. The process becomes a child subreaper, so helpers that peers
+/// leave behind are re-parented here and reaped instead of escaping to init.
+fn stop_on_signals() -> Result<()> {
+    if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+        eprintln!(
+            "rpcarena: warning: cannot become a child subreaper ({e}); orphaned peer helpers are reaped by init instead"
+        );
+    }
+    let mut signals =
+        Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            for signal in signals.forever() {
+                eprintln!(
+                    "rpcarena: received signal {signal}; stopping peers and writing what was measured"
+                );
+                rpcarena_runner::interrupt();
+            }
+        })
+        .context("starting the signal thread")?;
+    Ok(())
 }
 
 fn doctor(clean: bool) -> Result<ExitCode> {
@@ -283,23 +319,20 @@ fn doctor(clean: bool) -> Result<ExitCode> {
 fn netcheck(
     profile: &str,
     quick: bool,
-    emulator: Emulator,
+    emulator: EmulatorChoice,
     seed: u64,
     json: Option<&Path>,
 ) -> Result<ExitCode> {
-    let profile = rpcarena_netem::profile_by_name(profile)?;
+    let profile = rpcarena_netem_core::profile_by_name(profile)?;
     let mut options = if quick {
-        rpcarena_netem::NetcheckOptions::quick()
+        NetcheckOptions::quick()
     } else {
-        rpcarena_netem::NetcheckOptions::full()
+        NetcheckOptions::full()
     };
     options.seed = seed;
-    options.emulator = match emulator {
-        Emulator::Auto => rpcarena_netem::EmulatorChoice::Auto,
-        Emulator::Userspace => rpcarena_netem::EmulatorChoice::Userspace,
-        Emulator::Kernel => rpcarena_netem::EmulatorChoice::Kernel,
-    };
-    let report = rpcarena_netem::netcheck(&profile, &options).context("netcheck could not run")?;
+    options.emulator = emulator;
+    let report =
+        rpcarena_netcheck::netcheck(&profile, &options).context("netcheck could not run")?;
     print!("{report}");
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&report)?;

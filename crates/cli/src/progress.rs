@@ -83,6 +83,10 @@ impl Progress for Printer {
             bar.inc(1);
         }
     }
+
+    fn warning(&mut self, text: &str) {
+        self.line(format!("rpcarena: warning: {text}"));
+    }
 }
 
 impl Drop for Printer {

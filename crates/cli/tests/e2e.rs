@@ -407,3 +407,76 @@ fn every_load_model_and_structured_payloads_run_on_every_stack_with_noise_record
 fn rpcarena_runner_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+#[test]
+fn a_server_that_never_gets_ready_times_out_and_leaves_nothing() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let server = tmp.path().join("silent-server");
+    // Answers `capabilities` like the real peer, then serves nothing and says nothing.
+    write_script(
+        &server,
+        &format!(
+            "if [ \"$1\" = server ]; then exec sleep 30; fi\nexec {} \"$@\"",
+            peer().display()
+        ),
+    );
+    let text = campaign(
+        &format!(
+            "[[peers]]\nid = \"c\"\ncommand = [{:?}]\n[[peers]]\nid = \"s\"\ncommand = [{:?}]\n",
+            peer().display().to_string(),
+            server.display().to_string()
+        ),
+        "[[cells]]\nid = \"x\"\nclient = \"c\"\nserver = \"s\"\nstack = \"grpc\"\n",
+        "shapes = [\"unary\"]\nconcurrency = [1]\n",
+        "warmup = \"200ms\"\nwindow = \"500ms\"\ndrain = \"2s\"\n",
+    )
+    .replace("ready = \"20s\"", "ready = \"1s\"");
+    let run = run_campaign(tmp.path(), &text);
+    assert!(!run.status.success());
+    let records = records(&run.dir);
+    assert_eq!(records.len(), 1);
+    assert_eq!(
+        records[0].reason.as_deref(),
+        Some("server did not print `ready` within 1s (timeouts.ready) during server start-up")
+    );
+    assert!(
+        survivors(tmp.path()).is_empty(),
+        "{:?}",
+        survivors(tmp.path())
+    );
+}
+
+#[test]
+fn a_report_of_degraded_artifacts_warns_on_stderr() {
+    let tmp = tempfile::tempdir().unwrap();
+    let manifest = rpcarena_model::record::Manifest {
+        campaign: rpcarena_model::record::CampaignInfo {
+            file: "gone.toml".into(),
+            sha256: String::new(),
+            text: "this is not a campaign".into(),
+        },
+        ..Default::default()
+    };
+    std::fs::write(
+        tmp.path().join("manifest.json"),
+        serde_json::to_string(&manifest).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(tmp.path().join("samples.jsonl"), "").unwrap();
+    let out = Command::new(rpcarena())
+        .arg("report")
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "rpcarena: warning: The campaign text kept in manifest.json no longer parses"
+        ),
+        "{stderr}"
+    );
+    let md = std::fs::read_to_string(tmp.path().join("report.md")).unwrap();
+    assert!(md.contains("## Notes"), "{md}");
+}

@@ -1,27 +1,22 @@
 //! End-to-end tests of the network backends: peers in their own namespaces, the userspace
-//! emulator between them, and clean-up on SIGTERM and after SIGKILL. They need root (CI runs as
-//! root) and print why they skip otherwise.
+//! emulator between them, and clean-up on SIGTERM and after SIGKILL. They need root and
+//! /dev/net/tun: elsewhere they print why they skip, and under CI=true (CI runs as root) they
+//! fail instead.
 
 mod common;
 
 use common::{peer, records, rpcarena, survivors, wait_until};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use rpcarena_model::record::SampleStatus;
+use rpcarena_model::network::NetworkBackend;
+use rpcarena_model::record::{Manifest, SampleStatus};
+use rpcarena_netem::privileges::required_by_test;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn can_run() -> bool {
-    let root = nix::unistd::geteuid().is_root() && Path::new("/dev/net/tun").exists();
-    if !root {
-        eprintln!("skipped: needs root and /dev/net/tun (CI runs as root)");
-    }
-    root
-}
 
 /// Namespaces rpcarena created (prefix `rpa-`).
 fn namespaces() -> Vec<String> {
@@ -64,7 +59,7 @@ fn start(tmp: &Path, text: &str) -> (Child, PathBuf) {
 
 #[test]
 fn unary_through_the_emulated_regional_wan_sits_near_c_over_rtt() {
-    if !can_run() {
+    if !required_by_test("unary_through_the_emulated_regional_wan_sits_near_c_over_rtt") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -91,21 +86,24 @@ fn unary_through_the_emulated_regional_wan_sits_near_c_over_rtt() {
         assert!((26.0..45.0).contains(&p50), "{}: p50 {p50} ms", r.sample);
         assert!(r.network.is_some(), "the emulator's counters are recorded");
     }
-    let manifest: serde_json::Value =
+    let manifest: Manifest =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
-    assert_eq!(manifest["network"]["backend"], "emulated");
-    assert_eq!(
-        manifest["network"]["profile"]["client_to_server"]["delay_ns"],
-        15_000_000
+    let network = manifest.network;
+    assert_eq!(network.backend, NetworkBackend::Emulated);
+    let topology = network.topology.expect("the topology is described");
+    let profile = topology.profile.expect("and its profile");
+    assert_eq!(profile.client_to_server.delay_ns, 15_000_000);
+    assert!(
+        topology.seeds.is_some(),
+        "the emulator's seeds are recorded"
     );
-    assert!(manifest["network"]["seeds"]["client_to_server"].is_u64());
     assert_eq!(namespaces(), before, "the run's namespaces are gone");
     assert!(survivors(tmp.path()).is_empty());
 }
 
 #[test]
 fn peers_in_two_namespaces_over_plain_veth() {
-    if !can_run() {
+    if !required_by_test("peers_in_two_namespaces_over_plain_veth") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -116,17 +114,18 @@ fn peers_in_two_namespaces_over_plain_veth() {
         &campaign("network = \"netns\"", &["tcp"], "500ms", 1),
     );
     assert!(child.wait().unwrap().success(), "{:#?}", records(&dir));
-    let manifest = std::fs::read_to_string(dir.join("manifest.json")).unwrap();
-    assert!(
-        manifest.contains("\"server_address\": \"10.77.0.2\""),
-        "{manifest}"
-    );
+    let manifest: Manifest =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest.network.server_address, "10.77.0.2");
+    assert_eq!(manifest.network.backend, NetworkBackend::Netns);
     assert_eq!(namespaces(), before);
 }
 
 #[test]
 fn sigterm_mid_run_kills_the_peers_removes_the_namespaces_and_keeps_what_was_measured() {
-    if !can_run() {
+    if !required_by_test(
+        "sigterm_mid_run_kills_the_peers_removes_the_namespaces_and_keeps_what_was_measured",
+    ) {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -172,7 +171,7 @@ fn sigterm_mid_run_kills_the_peers_removes_the_namespaces_and_keeps_what_was_mea
 
 #[test]
 fn after_a_sigkill_doctor_finds_and_removes_the_leftovers() {
-    if !can_run() {
+    if !required_by_test("after_a_sigkill_doctor_finds_and_removes_the_leftovers") {
         return;
     }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());

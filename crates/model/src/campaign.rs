@@ -6,7 +6,7 @@
 //! every problem at once, each with its field path.
 
 use crate::duration;
-pub use crate::load::{Arrival, LoadSpec, PayloadKind};
+pub use crate::load::{Arrival, LoadSpec, Payload};
 pub use crate::network::{Network, NetworkBackend};
 use rpcarena_protocol::workload::Shape;
 use serde::{Deserialize, Serialize};
@@ -151,13 +151,65 @@ pub struct Workload {
     pub messages_per_stream: u32,
     /// Payload kinds: `zeros` (default) and/or `structured`.
     #[serde(default = "default_payload")]
-    pub payload: Vec<PayloadKind>,
+    pub payload: Vec<Payload>,
     /// Load models (see [`crate::load`]).
     #[serde(
         default = "default_load",
         deserialize_with = "crate::load::deserialize_loads"
     )]
     pub load: Vec<LoadSpec>,
+}
+
+impl Workload {
+    /// Lists of unique values, load models and shapes that fit together, ranges.
+    fn validate(&self, problems: &mut Problems) {
+        non_empty_unique(problems, "workload.shapes", &self.shapes);
+        non_empty_unique(problems, "workload.concurrency", &self.concurrency);
+        non_empty_unique(problems, "workload.request_size", &self.request_size);
+        non_empty_unique(problems, "workload.response_size", &self.response_size);
+        non_empty_unique(problems, "workload.load", &self.load);
+        non_empty_unique(problems, "workload.payload", &self.payload);
+        for (i, load) in self.load.iter().enumerate() {
+            for (path, message) in load.validate(&format!("workload.load[{i}]")) {
+                problems.add(path, message);
+            }
+            if matches!(load, LoadSpec::SendSaturation { .. })
+                && self.shapes.iter().any(|s| *s != Shape::ClientStream)
+            {
+                problems.add(
+                    format!("workload.load[{i}]"),
+                    "send-saturation sends one-way messages on client streams: it needs shapes = [\"client_stream\"] (put other shapes in another campaign)",
+                );
+            }
+        }
+        for (i, &c) in self.concurrency.iter().enumerate() {
+            if !(1..=10_000).contains(&c) {
+                problems.add(
+                    format!("workload.concurrency[{i}]"),
+                    format!("expected 1 to 10000 lanes, got {c}"),
+                );
+            }
+        }
+        for (field, sizes) in [
+            ("request_size", &self.request_size),
+            ("response_size", &self.response_size),
+        ] {
+            for (i, &s) in sizes.iter().enumerate() {
+                if s > MAX_PAYLOAD {
+                    problems.add(
+                        format!("workload.{field}[{i}]"),
+                        format!("expected at most {MAX_PAYLOAD} bytes (16 MiB), got {s}"),
+                    );
+                }
+            }
+        }
+        if !(1..=1_000_000).contains(&self.messages_per_stream) {
+            problems.add(
+                "workload.messages_per_stream",
+                format!("expected 1 to 1000000, got {}", self.messages_per_stream),
+            );
+        }
+    }
 }
 
 fn all_shapes() -> Vec<Shape> {
@@ -172,8 +224,8 @@ fn default_messages_per_stream() -> u32 {
 fn default_load() -> Vec<LoadSpec> {
     vec![LoadSpec::Closed]
 }
-fn default_payload() -> Vec<PayloadKind> {
-    vec![PayloadKind::Zeros]
+fn default_payload() -> Vec<Payload> {
+    vec![Payload::Zeros]
 }
 
 /// Warmup, admission window and drain bound.
@@ -262,6 +314,19 @@ pub struct Problem {
     pub message: String,
 }
 
+/// The problems found so far, in the order found.
+#[derive(Debug, Default)]
+struct Problems(Vec<Problem>);
+
+impl Problems {
+    fn add(&mut self, path: impl Into<String>, message: impl Into<String>) {
+        self.0.push(Problem {
+            path: path.into(),
+            message: message.into(),
+        });
+    }
+}
+
 /// Why a campaign file was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum CampaignError {
@@ -334,68 +399,68 @@ impl Campaign {
         }
     }
 
-    /// Checks ids, references and ranges; returns every problem found.
+    /// Checks ids, references and ranges; returns every problem found, in file order.
     pub fn validate(&self) -> Vec<Problem> {
-        let mut problems = Vec::new();
-        let mut problem = |path: String, message: String| problems.push(Problem { path, message });
-
+        let mut problems = Problems::default();
         if !is_id(&self.name) {
-            problem("name".into(), id_expectation(&self.name));
+            problems.add("name", id_expectation(&self.name));
         }
         if self.repetitions == 0 || self.repetitions > 1000 {
-            problem(
-                "repetitions".into(),
+            problems.add(
+                "repetitions",
                 format!("expected 1 to 1000 rounds, got {}", self.repetitions),
             );
         }
-        for p in self.network.validate() {
-            problem(p.path, p.message);
-        }
+        problems.0.extend(self.network.validate());
+        self.validate_peers(&mut problems);
+        self.validate_cells(&mut problems);
+        self.workload.validate(&mut problems);
+        self.validate_bounds(&mut problems);
+        problems.0
+    }
 
+    fn validate_peers(&self, problems: &mut Problems) {
         if self.peers.is_empty() {
-            problem(
-                "peers".into(),
-                "expected at least one [[peers]] entry".into(),
-            );
+            problems.add("peers", "expected at least one [[peers]] entry");
         }
         for (i, peer) in self.peers.iter().enumerate() {
             if !is_id(&peer.id) {
-                problem(format!("peers[{i}].id"), id_expectation(&peer.id));
+                problems.add(format!("peers[{i}].id"), id_expectation(&peer.id));
             }
             if self.peers[..i].iter().any(|p| p.id == peer.id) {
-                problem(
+                problems.add(
                     format!("peers[{i}].id"),
                     format!("duplicate peer id {:?}", peer.id),
                 );
             }
             if peer.command.first().is_none_or(|c| c.trim().is_empty()) {
-                problem(
+                problems.add(
                     format!("peers[{i}].command"),
-                    "expected a non-empty argument vector, e.g. [\"rpcarena-peer-rust\"]".into(),
+                    "expected a non-empty argument vector, e.g. [\"rpcarena-peer-rust\"]",
                 );
             }
         }
-        let peer_ids: Vec<&str> = self.peers.iter().map(|p| p.id.as_str()).collect();
+    }
 
+    /// Cells: plain unique ids, defined peers, a plain stack name; and the baseline names one.
+    fn validate_cells(&self, problems: &mut Problems) {
+        let peer_ids: Vec<&str> = self.peers.iter().map(|p| p.id.as_str()).collect();
         if self.cells.is_empty() {
-            problem(
-                "cells".into(),
-                "expected at least one [[cells]] entry".into(),
-            );
+            problems.add("cells", "expected at least one [[cells]] entry");
         }
         for (i, cell) in self.cells.iter().enumerate() {
             if !is_id(&cell.id) {
-                problem(format!("cells[{i}].id"), id_expectation(&cell.id));
+                problems.add(format!("cells[{i}].id"), id_expectation(&cell.id));
             }
             if self.cells[..i].iter().any(|c| c.id == cell.id) {
-                problem(
+                problems.add(
                     format!("cells[{i}].id"),
                     format!("duplicate cell id {:?}", cell.id),
                 );
             }
             for (field, peer) in [("client", &cell.client), ("server", &cell.server)] {
                 if !peer_ids.contains(&peer.as_str()) {
-                    problem(
+                    problems.add(
                         format!("cells[{i}].{field}"),
                         format!(
                             "peer {peer:?} is not defined; expected one of the [[peers]] ids: {}",
@@ -405,14 +470,14 @@ impl Campaign {
                 }
             }
             if !is_id(&cell.stack) {
-                problem(format!("cells[{i}].stack"), id_expectation(&cell.stack));
+                problems.add(format!("cells[{i}].stack"), id_expectation(&cell.stack));
             }
         }
         if let Some(baseline) = &self.baseline
             && !self.cells.iter().any(|c| &c.id == baseline)
         {
-            problem(
-                "baseline".into(),
+            problems.add(
+                "baseline",
                 format!(
                     "cell {baseline:?} is not defined; expected one of: {}",
                     self.cells
@@ -423,68 +488,23 @@ impl Campaign {
                 ),
             );
         }
+    }
 
-        let w = &self.workload;
-        non_empty_unique(&mut problem, "workload.shapes", &w.shapes);
-        non_empty_unique(&mut problem, "workload.concurrency", &w.concurrency);
-        non_empty_unique(&mut problem, "workload.request_size", &w.request_size);
-        non_empty_unique(&mut problem, "workload.response_size", &w.response_size);
-        non_empty_unique(&mut problem, "workload.load", &w.load);
-        non_empty_unique(&mut problem, "workload.payload", &w.payload);
-        for (i, load) in w.load.iter().enumerate() {
-            for (path, message) in load.validate(&format!("workload.load[{i}]")) {
-                problem(path, message);
-            }
-            if matches!(load, LoadSpec::SendSaturation { .. })
-                && w.shapes.iter().any(|s| *s != Shape::ClientStream)
-            {
-                problem(
-                    format!("workload.load[{i}]"),
-                    "send-saturation sends one-way messages on client streams: it needs shapes = [\"client_stream\"] (put other shapes in another campaign)".into(),
-                );
-            }
-        }
-        for (i, &c) in w.concurrency.iter().enumerate() {
-            if !(1..=10_000).contains(&c) {
-                problem(
-                    format!("workload.concurrency[{i}]"),
-                    format!("expected 1 to 10000 lanes, got {c}"),
-                );
-            }
-        }
-        for (field, sizes) in [
-            ("request_size", &w.request_size),
-            ("response_size", &w.response_size),
-        ] {
-            for (i, &s) in sizes.iter().enumerate() {
-                if s > MAX_PAYLOAD {
-                    problem(
-                        format!("workload.{field}[{i}]"),
-                        format!("expected at most {MAX_PAYLOAD} bytes (16 MiB), got {s}"),
-                    );
-                }
-            }
-        }
-        if !(1..=1_000_000).contains(&w.messages_per_stream) {
-            problem(
-                "workload.messages_per_stream".into(),
-                format!("expected 1 to 1000000, got {}", w.messages_per_stream),
-            );
-        }
-
+    /// Noise controls, the window and every timeout.
+    fn validate_bounds(&self, problems: &mut Problems) {
         if self
             .noise
             .max_load
             .is_some_and(|l| !(l >= 0.0 && l.is_finite()))
         {
-            problem(
-                "noise.max_load".into(),
-                "expected a load average of 0 or more (0 disables the gate)".into(),
+            problems.add(
+                "noise.max_load",
+                "expected a load average of 0 or more (0 disables the gate)",
             );
         }
         if !(self.noise.drift_threshold > 0.0 && self.noise.drift_threshold < 1.0) {
-            problem(
-                "noise.drift_threshold".into(),
+            problems.add(
+                "noise.drift_threshold",
                 format!(
                     "expected a fraction between 0 and 1, e.g. 0.03, got {}",
                     self.noise.drift_threshold
@@ -492,10 +512,7 @@ impl Campaign {
             );
         }
         if self.timing.window.is_zero() {
-            problem(
-                "timing.window".into(),
-                "expected a window longer than zero".into(),
-            );
+            problems.add("timing.window", "expected a window longer than zero");
         }
         for (field, value) in [
             ("timeouts.ready", self.timeouts.ready),
@@ -504,10 +521,9 @@ impl Campaign {
             ("timeouts.shutdown", self.timeouts.shutdown),
         ] {
             if value.is_zero() {
-                problem(field.into(), "expected a timeout longer than zero".into());
+                problems.add(field, "expected a timeout longer than zero");
             }
         }
-        problems
     }
 
     /// The baseline cell: the named one, else the first.
@@ -543,17 +559,13 @@ fn id_expectation(text: &str) -> String {
     )
 }
 
-fn non_empty_unique<T: PartialEq + fmt::Debug>(
-    problem: &mut impl FnMut(String, String),
-    path: &str,
-    values: &[T],
-) {
+fn non_empty_unique<T: PartialEq + fmt::Debug>(problems: &mut Problems, path: &str, values: &[T]) {
     if values.is_empty() {
-        problem(path.into(), "expected at least one value".into());
+        problems.add(path, "expected at least one value");
     }
     for (i, v) in values.iter().enumerate() {
         if values[..i].contains(v) {
-            problem(format!("{path}[{i}]"), format!("duplicate value {v:?}"));
+            problems.add(format!("{path}[{i}]"), format!("duplicate value {v:?}"));
         }
     }
 }

@@ -1,7 +1,16 @@
-//! The data of rpcarena: campaigns, sample configurations, the schedule, and what a run records.
+//! The data of rpcarena: campaigns, sample configurations, the schedule, and the artifact
+//! contract, the one place where what a run writes is defined.
 //!
 //! Everything here is pure: serde types and functions of them, no I/O and no clock. The runner
 //! turns these into processes and files; the report reads them back.
+//!
+//! - [`campaign`], [`network`], [`load`], [`duration`]: the campaign file and its checks;
+//! - [`matrix`], [`schedule`]: the configurations and the seeded order they run in;
+//! - [`invocation`]: the peer command line of each role, from a configuration;
+//! - [`record`]: a sample's line in `samples.jsonl` and `manifest.json` (with the typed,
+//!   versioned [`network::NetworkDescription`]); [`files`]: the run directory's file names;
+//! - [`metrics`]: every figure of a sample, computed from its record (the runner and the
+//!   report both call it).
 //!
 //! ```
 //! use rpcarena_model::{campaign::Campaign, matrix, schedule};
@@ -28,8 +37,11 @@
 
 pub mod campaign;
 pub mod duration;
+pub mod files;
+pub mod invocation;
 pub mod load;
 pub mod matrix;
+pub mod metrics;
 pub mod network;
 pub mod record;
 pub mod schedule;

@@ -1,4 +1,4 @@
-//! Load models and payload kinds: how a client offers work, and what it sends.
+//! Load models: how a client offers work (the payload kinds are the protocol's [`Payload`]).
 //!
 //! In a campaign, `workload.load` lists models, each a name or a table:
 //!
@@ -13,6 +13,8 @@
 //! ```
 
 use crate::duration;
+use rpcarena_protocol::event::load;
+pub use rpcarena_protocol::workload::Payload;
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::fmt;
@@ -93,11 +95,11 @@ impl LoadSpec {
     /// The model's name, as peers advertise it in `load_models`.
     pub fn model(&self) -> &'static str {
         match self {
-            LoadSpec::Closed => "closed",
-            LoadSpec::Window { .. } => "window",
-            LoadSpec::Backpressure { .. } => "backpressure",
-            LoadSpec::SendSaturation { .. } => "send-saturation",
-            LoadSpec::Open { .. } => "open",
+            LoadSpec::Closed => load::CLOSED,
+            LoadSpec::Window { .. } => load::WINDOW,
+            LoadSpec::Backpressure { .. } => load::BACKPRESSURE,
+            LoadSpec::SendSaturation { .. } => load::SEND_SATURATION,
+            LoadSpec::Open { .. } => load::OPEN,
         }
     }
 
@@ -114,39 +116,6 @@ impl LoadSpec {
     /// Whether every admitted operation is a whole RPC of the shape (all but send-saturation).
     pub fn whole_operations(&self) -> bool {
         !matches!(self, LoadSpec::SendSaturation { .. })
-    }
-
-    /// Peer arguments after `--load` (see docs/peer-protocol.md); `seed` seeds Poisson arrivals.
-    pub fn peer_args(&self, seed: u64) -> Vec<String> {
-        let mut args = vec!["--load".to_string(), self.model().to_string()];
-        match self {
-            LoadSpec::Closed => {}
-            LoadSpec::Window { in_flight } => {
-                args.extend(["--in-flight".into(), in_flight.to_string()]);
-            }
-            LoadSpec::Backpressure { max_in_flight } => {
-                args.extend(["--max-in-flight".into(), max_in_flight.to_string()]);
-            }
-            LoadSpec::SendSaturation { streams, settle } => {
-                args.extend([
-                    "--streams".into(),
-                    streams.to_string(),
-                    "--settle-ms".into(),
-                    settle.as_millis().to_string(),
-                ]);
-            }
-            LoadSpec::Open { rate, arrival } => {
-                args.extend([
-                    "--rate".into(),
-                    format_rate(*rate),
-                    "--arrival".into(),
-                    arrival.as_str().into(),
-                    "--seed".into(),
-                    seed.to_string(),
-                ]);
-            }
-        }
-        args
     }
 
     /// Problems with the parameters, with paths under `path`.
@@ -191,7 +160,7 @@ impl LoadSpec {
 }
 
 /// Rates print without a trailing `.0` when whole: `1000`, `2.5`.
-fn format_rate(rate: f64) -> String {
+pub(crate) fn format_rate(rate: f64) -> String {
     if rate.fract() == 0.0 {
         format!("{}", rate as u64)
     } else {
@@ -264,33 +233,6 @@ pub(crate) fn deserialize_loads<'de, D: Deserializer<'de>>(
         .collect())
 }
 
-/// What request and response payloads carry.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum PayloadKind {
-    /// Zero-filled bytes of the given size.
-    #[default]
-    Zeros,
-    /// A structured message (nested fields, strings, repeated items) of about the given size.
-    Structured,
-}
-
-impl PayloadKind {
-    /// The name used in campaigns, arguments and keys.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            PayloadKind::Zeros => "zeros",
-            PayloadKind::Structured => "structured",
-        }
-    }
-}
-
-impl fmt::Display for PayloadKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,19 +258,6 @@ mod tests {
                 streams: 4,
                 settle: Duration::from_millis(300)
             }
-        );
-        assert_eq!(
-            w.load[2].peer_args(9),
-            [
-                "--load",
-                "open",
-                "--rate",
-                "1000",
-                "--arrival",
-                "poisson",
-                "--seed",
-                "9"
-            ]
         );
     }
 

@@ -1,7 +1,7 @@
 //! Matrix expansion: a campaign becomes a list of sample configurations.
 
 use crate::campaign::Campaign;
-use crate::load::{LoadSpec, PayloadKind};
+use crate::load::{LoadSpec, Payload};
 use rpcarena_protocol::workload::Shape;
 use serde::{Deserialize, Serialize};
 
@@ -29,7 +29,7 @@ pub struct SampleConfig {
     /// Messages per streamed direction.
     pub messages_per_stream: u32,
     /// Payload kind.
-    pub payload: PayloadKind,
+    pub payload: Payload,
     /// Load model.
     pub load: LoadSpec,
 }

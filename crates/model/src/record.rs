@@ -4,6 +4,9 @@
 //! numbers here (the artifacts are read by Rust, jq and spreadsheets; none reaches 2^53).
 
 use crate::matrix::SampleConfig;
+use crate::network::NetworkDescription;
+use rpcarena_netem_core::SampleCheck;
+use rpcarena_protocol::event::{Armed, Interval, SampleReport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -62,7 +65,7 @@ pub struct SampleRecord {
     /// The network's counters after the sample (emulator and device counters), when the
     /// campaign uses namespaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<serde_json::Value>,
+    pub network: Option<SampleCheck>,
     /// Directory holding the peers' stdout and stderr, relative to the run directory.
     pub raw: String,
 }
@@ -136,6 +139,85 @@ pub struct ClientResult {
     pub intervals: Vec<IntervalRecord>,
 }
 
+/// The client's `armed` and `sample` events, with counters as numbers. Every field of the
+/// sample event is taken apart here, so a field added to the event does not compile until it is
+/// given its place in the record.
+impl From<(Armed, SampleReport)> for ClientResult {
+    fn from((armed, report): (Armed, SampleReport)) -> ClientResult {
+        let Armed {
+            lanes,
+            connections,
+            connect_ns,
+            warmup_completed,
+        } = armed;
+        let SampleReport {
+            completed,
+            failed,
+            requests,
+            responses,
+            request_bytes,
+            response_bytes,
+            window_ns,
+            drain_ns,
+            histogram,
+            failures,
+            first_failure,
+            load,
+            uncorrected_histogram,
+            send_lag_histogram,
+            offered,
+            target_rate,
+            fell_behind,
+            max_in_flight,
+            sent,
+            received,
+            intervals,
+        } = report;
+        ClientResult {
+            lanes,
+            connections,
+            connect_ns,
+            warmup_completed,
+            completed,
+            failed,
+            requests,
+            responses,
+            request_bytes,
+            response_bytes,
+            window_ns,
+            drain_ns,
+            failures,
+            first_failure,
+            histogram,
+            load,
+            uncorrected_histogram,
+            send_lag_histogram,
+            offered,
+            target_rate,
+            fell_behind,
+            max_in_flight,
+            sent,
+            received,
+            intervals: intervals.into_iter().map(IntervalRecord::from).collect(),
+        }
+    }
+}
+
+impl From<Interval> for IntervalRecord {
+    fn from(interval: Interval) -> IntervalRecord {
+        let Interval {
+            offset_ns,
+            completed,
+            histogram,
+        } = interval;
+        IntervalRecord {
+            offset_ns,
+            completed,
+            histogram,
+        }
+    }
+}
+
 /// One second (or the last, partial second) of a window.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct IntervalRecord {
@@ -147,7 +229,7 @@ pub struct IntervalRecord {
     pub histogram: String,
 }
 
-/// Rates and latency percentiles of one sample.
+/// Rates and latency percentiles of one sample, computed by [`crate::metrics::measure`].
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]
 pub struct Metrics {
     /// Completed operations per second of window.
@@ -265,7 +347,7 @@ pub struct Manifest {
     /// The machine.
     pub host: HostInfo,
     /// The network as set up.
-    pub network: serde_json::Value,
+    pub network: NetworkDescription,
     /// Peers, with executable hashes and capabilities.
     pub peers: Vec<PeerInfo>,
     /// Cells restricted with `--cell`, if any.

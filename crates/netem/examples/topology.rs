@@ -10,7 +10,8 @@
 use std::io::Read;
 use std::time::Duration;
 
-use rpcarena_netem::{EmulatorChoice, Side, Topology, TopologyConfig, profile_by_name};
+use rpcarena_netem::{Side, Topology, TopologyConfig};
+use rpcarena_netem_core::{EmulatorChoice, profile_by_name};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();

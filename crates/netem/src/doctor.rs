@@ -8,7 +8,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::shell::{self, BackendKind, Leftover, cmd, netns};
+use rpcarena_netem_core::BackendKind;
+
+use crate::netns::{self, Leftover};
+use crate::{cmd, kernel, privileges};
 
 /// One thing doctor looked at.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,11 +72,77 @@ fn check(name: &str, result: Result<String, String>) -> DoctorCheck {
     }
 }
 
+/// What a scratch namespace showed: whether namespaces, TUN devices and veth pairs can be made.
+struct Scratch {
+    namespace: Result<String, String>,
+    tun: Result<String, String>,
+    veth: Result<String, String>,
+}
+
+impl Scratch {
+    fn not_tried() -> Scratch {
+        Scratch {
+            namespace: Err("not tried: needs privileges and ip".to_string()),
+            tun: Err("not tried: needs a namespace and /dev/net/tun".to_string()),
+            veth: Err("not tried: needs a namespace".to_string()),
+        }
+    }
+}
+
+/// Creates a scratch namespace, a TUN device (when `/dev/net/tun` is there) and a veth pair in
+/// it, and removes it again.
+fn scratch_probes(dev_tun: bool) -> Scratch {
+    let mut probes = Scratch::not_tried();
+    let name = format!("{}-x", netns::unique_stem());
+    let mut scratch = match netns::Namespace::create(&name) {
+        Ok(scratch) => scratch,
+        Err(e) => {
+            probes.namespace = Err(format!("could not create a namespace: {e}"));
+            return probes;
+        }
+    };
+    probes.namespace = Ok(format!("created and removed scratch namespace {name}"));
+    if dev_tun {
+        probes.tun = netns::in_namespace(&name, || {
+            tun_rs::DeviceBuilder::new()
+                .name("rpa-probe")
+                .packet_information(false)
+                .build_sync()
+                .map(drop)
+        })
+        .map_err(|e| e.to_string())
+        .and_then(|r| r.map_err(|e| format!("opening a TUN device failed: {e}")))
+        .map(|()| "created a scratch TUN device".to_string());
+    }
+    probes.veth = cmd::ip(&[
+        "-n", &name, "link", "add", "rpa-p0", "type", "veth", "peer", "name", "rpa-p1",
+    ])
+    .map(|_| "created a scratch veth pair".to_string())
+    .map_err(|e| format!("veth creation failed: {e}"));
+    if let Err(e) = scratch.remove() {
+        probes.namespace = Err(format!("created {name} but could not remove it: {e}"));
+    }
+    probes
+}
+
+/// Whether `backend` can run, given the checks it needs: the failed ones are what is missing.
+fn support(backend: BackendKind, needs: &[&Result<String, String>]) -> BackendSupport {
+    let missing: Vec<String> = needs
+        .iter()
+        .filter_map(|r| r.as_ref().err().cloned())
+        .collect();
+    BackendSupport {
+        backend,
+        supported: missing.is_empty(),
+        missing,
+    }
+}
+
 /// Runs every check. Creates and removes one scratch namespace; never fails as a whole.
 pub fn doctor() -> DoctorReport {
     let mut checks = Vec::new();
 
-    let privileges = shell::check_privileges()
+    let privileges = privileges::check()
         .map(|()| "CAP_NET_ADMIN and CAP_SYS_ADMIN present".to_string())
         .map_err(|e| e.to_string());
     checks.push(check("privileges", privileges.clone()));
@@ -97,44 +166,20 @@ pub fn doctor() -> DoctorReport {
     };
     checks.push(check("/dev/net/tun", dev_tun.clone()));
 
-    // A scratch namespace proves namespace creation and hosts the TUN and veth probes.
-    let mut namespace_ok = Err("not tried: needs privileges and ip".to_string());
-    let mut tun_ok = Err("not tried: needs a namespace and /dev/net/tun".to_string());
-    let mut veth_ok = Err("not tried: needs a namespace".to_string());
-    if privileges.is_ok() && ip.is_ok() {
-        let name = format!("{}-x", netns::unique_stem());
-        match netns::Namespace::create(&name) {
-            Ok(mut scratch) => {
-                namespace_ok = Ok(format!("created and removed scratch namespace {name}"));
-                if dev_tun.is_ok() {
-                    tun_ok = netns::in_namespace(&name, || {
-                        tun_rs::DeviceBuilder::new()
-                            .name("rpa-probe")
-                            .packet_information(false)
-                            .build_sync()
-                            .map(drop)
-                    })
-                    .map_err(|e| e.to_string())
-                    .and_then(|r| r.map_err(|e| format!("opening a TUN device failed: {e}")))
-                    .map(|()| "created a scratch TUN device".to_string());
-                }
-                veth_ok = cmd::ip(&[
-                    "-n", &name, "link", "add", "rpa-p0", "type", "veth", "peer", "name", "rpa-p1",
-                ])
-                .map(|_| "created a scratch veth pair".to_string())
-                .map_err(|e| format!("veth creation failed: {e}"));
-                if let Err(e) = scratch.remove() {
-                    namespace_ok = Err(format!("created {name} but could not remove it: {e}"));
-                }
-            }
-            Err(e) => namespace_ok = Err(format!("could not create a namespace: {e}")),
-        }
-    }
+    let Scratch {
+        namespace: namespace_ok,
+        tun: tun_ok,
+        veth: veth_ok,
+    } = if privileges.is_ok() && ip.is_ok() {
+        scratch_probes(dev_tun.is_ok())
+    } else {
+        Scratch::not_tried()
+    };
     checks.push(check("network namespaces", namespace_ok.clone()));
     checks.push(check("tun device", tun_ok.clone()));
     checks.push(check("veth", veth_ok.clone()));
 
-    let slack = if shell::timing::set_precise_timer_slack() {
+    let slack = if crate::timing::set_precise_timer_slack() {
         Ok("PR_SET_TIMERSLACK 1 ns accepted".to_string())
     } else {
         Err("PR_SET_TIMERSLACK refused: release timing will be coarser".to_string())
@@ -150,39 +195,26 @@ pub fn doctor() -> DoctorReport {
         .ok_or_else(|| "`ethtool` not found; install ethtool (kernel backend only)".to_string());
     checks.push(check("ethtool", ethtool));
     let kernel = if namespace_ok.is_ok() && veth_ok.is_ok() {
-        shell::kernel_netem_support().map(|()| "netem qdisc added to a scratch veth".to_string())
+        kernel::kernel_netem_support().map(|()| "netem qdisc added to a scratch veth".to_string())
     } else {
         Err("not tried: needs namespaces and veth".to_string())
     };
     checks.push(check("kernel netem", kernel.clone()));
 
-    let missing = |results: &[&Result<String, String>]| -> Vec<String> {
-        results
-            .iter()
-            .filter_map(|r| r.as_ref().err().cloned())
-            .collect()
-    };
-    let mut backends = Vec::new();
-    for (backend, needs) in [
-        (
+    let backends = vec![
+        support(
             BackendKind::Netns,
-            missing(&[&privileges, &ip, &namespace_ok, &veth_ok]),
+            &[&privileges, &ip, &namespace_ok, &veth_ok],
         ),
-        (
+        support(
             BackendKind::Userspace,
-            missing(&[&privileges, &ip, &namespace_ok, &dev_tun, &tun_ok]),
+            &[&privileges, &ip, &namespace_ok, &dev_tun, &tun_ok],
         ),
-        (
+        support(
             BackendKind::Kernel,
-            missing(&[&privileges, &ip, &namespace_ok, &veth_ok, &kernel]),
+            &[&privileges, &ip, &namespace_ok, &veth_ok, &kernel],
         ),
-    ] {
-        backends.push(BackendSupport {
-            backend,
-            supported: needs.is_empty(),
-            missing: needs,
-        });
-    }
+    ];
     let supported = |b: BackendKind| backends.iter().any(|s| s.backend == b && s.supported);
     let auto_emulator = if supported(BackendKind::Kernel) {
         Some(BackendKind::Kernel)

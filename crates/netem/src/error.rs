@@ -4,38 +4,6 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// A profile or direction spec that cannot be emulated as written.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum ProfileError {
-    /// A field holds a value outside the range netem (or common sense) accepts.
-    #[error("network profile field `{field}` is {value}, expected {expected}")]
-    OutOfRange {
-        /// Dotted path of the field, e.g. `client_to_server.loss.probability`.
-        field: String,
-        /// The offending value as written.
-        value: String,
-        /// What would have been accepted.
-        expected: String,
-    },
-    /// `reorder` was asked for on a direction without delay; netem refuses that too.
-    #[error(
-        "network profile field `{field}` asks for reordering without a delay; netem reorders by \
-         letting some packets skip the delay, so set delay_ns > 0 or remove reorder"
-    )]
-    ReorderWithoutDelay {
-        /// Dotted path of the `reorder` field.
-        field: String,
-    },
-    /// No profile has this name.
-    #[error("unknown network profile `{name}`; known profiles: {known}")]
-    UnknownProfile {
-        /// The name asked for.
-        name: String,
-        /// Comma-separated known names.
-        known: String,
-    },
-}
-
 /// One device counter that grew during a sample.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceDrop {
@@ -72,8 +40,8 @@ fn join_drops(drops: &[DeviceDrop]) -> String {
 pub enum NetemError {
     /// The profile is invalid.
     #[error(transparent)]
-    Profile(#[from] ProfileError),
-    /// The process lacks the capabilities to create namespaces and devices.
+    Profile(#[from] rpcarena_netem_core::ProfileError),
+    /// The process lacks the capabilities (or devices) to create namespaces and TUN devices.
     #[error(
         "creating network namespaces needs CAP_NET_ADMIN and CAP_SYS_ADMIN ({detail}); run as \
          root, or use the loopback backend"
@@ -167,12 +135,10 @@ pub enum NetemError {
         /// What the thread was doing.
         what: String,
     },
-    /// A netcheck measurement could not run.
-    #[error("netcheck phase `{phase}` failed: {detail}")]
-    Netcheck {
-        /// Phase name.
-        phase: String,
-        /// What went wrong.
+    /// A bug: an invariant of this crate did not hold.
+    #[error("internal error in rpcarena-netem: {detail}; please report it")]
+    Internal {
+        /// Which invariant.
         detail: String,
     },
 }

@@ -8,9 +8,9 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use rpcarena_netem::{
-    EmulatorChoice, Side, Topology, TopologyConfig, leftovers, profile_by_name, remove_leftovers,
-};
+use rpcarena_netem::privileges::required_by_test;
+use rpcarena_netem::{Side, Topology, TopologyConfig, leftovers, remove_leftovers};
+use rpcarena_netem_core::{EmulatorChoice, profile_by_name};
 
 /// Thread counting needs the tests in this file to run one at a time.
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -30,7 +30,7 @@ fn link_exists(namespace: &str, device: &str) -> bool {
 #[test]
 fn dropping_a_topology_leaves_nothing_behind() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !common::privileged("dropping_a_topology_leaves_nothing_behind") {
+    if !required_by_test("dropping_a_topology_leaves_nothing_behind") {
         return;
     }
     let threads_before = common::rpa_threads();
@@ -69,7 +69,7 @@ fn dropping_a_topology_leaves_nothing_behind() {
 #[test]
 fn a_panic_still_removes_the_topology() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !common::privileged("a_panic_still_removes_the_topology") {
+    if !required_by_test("a_panic_still_removes_the_topology") {
         return;
     }
     let names = std::thread::spawn(|| {
@@ -113,7 +113,7 @@ fn child_holds_a_topology() {
 #[test]
 fn killed_process_leftovers_are_found_and_removed() {
     let _guard = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !common::privileged("killed_process_leftovers_are_found_and_removed") {
+    if !required_by_test("killed_process_leftovers_are_found_and_removed") {
         return;
     }
     let mut child = Command::new(std::env::current_exe().unwrap())

@@ -165,6 +165,16 @@ fn window_failure(phase: &'static str, totals: &Totals) -> Option<Failure> {
     ))
 }
 
+/// A connected, validated and warmed-up client, ready for START.
+struct Prepared<S: ClientStack> {
+    stack: S,
+    lanes: Vec<S::Lane>,
+    connect_ns: u64,
+    warmup_completed: u64,
+}
+
+/// One sample: prepare, `armed`, START, the window, `sample`, SHUTDOWN, `stopped`. SHUTDOWN or
+/// the end of stdin at any point before the sample stops the client cleanly without one.
 async fn sample<S: ClientStack>(
     args: &ClientArgs,
     settings: &ClientSettings,
@@ -175,73 +185,23 @@ async fn sample<S: ClientStack>(
 
     // Connecting, validating and warming up race the controller: SHUTDOWN or the end of stdin
     // (the controller died or gave up) stops the client at once instead of after the bounds.
-    let prepared = unless_shutdown(&mut commands, phase::CONNECT, async {
-        let began = clock.now();
-        let (stack, mut lanes) = tokio::time::timeout(CONNECT_BOUND, S::connect(settings))
-            .await
-            .map_err(|_| {
-                OpError::new(
-                    code::TIMEOUT,
-                    format!(
-                        "connecting to {} took longer than {CONNECT_BOUND:?}",
-                        settings.server
-                    ),
-                )
-            })
-            .and_then(|connected| connected)
-            .map_err(|e| op_failure(phase::CONNECT, e))?;
-        let connect_ns = clock.now() - began;
-
-        let first = lanes.first_mut().ok_or_else(|| {
-            Failure::new(
-                phase::STARTUP,
-                code::CONFIG,
-                anyhow::anyhow!("--concurrency must be at least 1"),
-            )
-        })?;
-        tokio::time::timeout(VALIDATE_BOUND, first.call(0))
-            .await
-            .map_err(|_| {
-                OpError::new(
-                    code::TIMEOUT,
-                    format!("the validation operation took longer than {VALIDATE_BOUND:?}"),
-                )
-            })
-            .and_then(|validated| validated)
-            .map_err(|e| op_failure(phase::VALIDATE, e))?;
-
-        let mut warmup_completed = 0;
-        if args.warmup_ms > 0 {
-            let window = Window::new(
-                clock.now(),
-                args.warmup_ms.saturating_mul(1_000_000),
-                WARMUP_DRAIN_BOUND.as_nanos() as u64,
-            );
-            let (warm, totals) = run_model(
-                &stack,
-                lanes,
-                model,
-                clock,
-                window,
-                "the warmup's drain bound",
-            )
-            .await
-            .map_err(|e| op_failure(phase::WARMUP, e))?;
-            lanes = warm;
-            if let Some(failure) = window_failure(phase::WARMUP, &totals) {
-                return Err(failure);
-            }
-            warmup_completed = totals.tally.completed;
-        }
-        Ok((stack, lanes, connect_ns, warmup_completed))
-    })
+    let prepared = unless_shutdown(
+        &mut commands,
+        phase::CONNECT,
+        prepare::<S>(args, settings, model, clock),
+    )
     .await?;
-    let Some((stack, lanes, connect_ns, warmup_completed)) = prepared else {
+    let Some(Prepared {
+        stack,
+        lanes,
+        connect_ns,
+        warmup_completed,
+    }) = prepared
+    else {
         eprintln!("rpcarena-peer-rust: SHUTDOWN (or end of stdin) before armed; stopping");
         emit(&Event::Stopped(Stopped::default()));
         return Ok(());
     };
-
     emit(&Event::Armed(Armed {
         lanes: settings.lanes,
         connections: stack.connections(),
@@ -249,17 +209,12 @@ async fn sample<S: ClientStack>(
         warmup_completed,
     }));
 
-    match commands.next().await {
-        Input::Command(Command::Start) => {}
-        Input::Command(Command::Shutdown) => {
-            // The controller gave up before measuring: close cleanly, no sample.
-            stack.close(lanes).await;
-            emit(&Event::Stopped(Stopped::default()));
-            return Ok(());
-        }
-        Input::Unknown(line) => return Err(unknown_command(phase::ARMED, &line)),
+    if !wait_for_start(&mut commands).await? {
+        // The controller gave up before measuring: close cleanly, no sample.
+        stack.close(lanes).await;
+        emit(&Event::Stopped(Stopped::default()));
+        return Ok(());
     }
-
     let window = Window::new(
         clock.now(),
         args.window_ms.saturating_mul(1_000_000),
@@ -287,18 +242,104 @@ async fn sample<S: ClientStack>(
         .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, e))?;
     emit(&Event::Sample(report));
 
+    wait_for_shutdown(&mut commands).await?;
+    stack.close(lanes).await;
+    emit(&Event::Stopped(Stopped::default()));
+    Ok(())
+}
+
+/// Connects every lane, validates one operation, and runs the untimed warmup.
+async fn prepare<S: ClientStack>(
+    args: &ClientArgs,
+    settings: &ClientSettings,
+    model: LoadModel,
+    clock: MonotonicClock,
+) -> Result<Prepared<S>, Failure> {
+    let began = clock.now();
+    let (stack, mut lanes) = tokio::time::timeout(CONNECT_BOUND, S::connect(settings))
+        .await
+        .map_err(|_| {
+            OpError::new(
+                code::TIMEOUT,
+                format!(
+                    "connecting to {} took longer than {CONNECT_BOUND:?}",
+                    settings.server
+                ),
+            )
+        })
+        .and_then(|connected| connected)
+        .map_err(|e| op_failure(phase::CONNECT, e))?;
+    let connect_ns = clock.now() - began;
+
+    let first = lanes.first_mut().ok_or_else(|| {
+        Failure::new(
+            phase::STARTUP,
+            code::CONFIG,
+            anyhow::anyhow!("--concurrency must be at least 1"),
+        )
+    })?;
+    tokio::time::timeout(VALIDATE_BOUND, first.call(0))
+        .await
+        .map_err(|_| {
+            OpError::new(
+                code::TIMEOUT,
+                format!("the validation operation took longer than {VALIDATE_BOUND:?}"),
+            )
+        })
+        .and_then(|validated| validated)
+        .map_err(|e| op_failure(phase::VALIDATE, e))?;
+
+    let mut warmup_completed = 0;
+    if args.warmup_ms > 0 {
+        let window = Window::new(
+            clock.now(),
+            args.warmup_ms.saturating_mul(1_000_000),
+            WARMUP_DRAIN_BOUND.as_nanos() as u64,
+        );
+        let (warm, totals) = run_model(
+            &stack,
+            lanes,
+            model,
+            clock,
+            window,
+            "the warmup's drain bound",
+        )
+        .await
+        .map_err(|e| op_failure(phase::WARMUP, e))?;
+        lanes = warm;
+        if let Some(failure) = window_failure(phase::WARMUP, &totals) {
+            return Err(failure);
+        }
+        warmup_completed = totals.tally.completed;
+    }
+    Ok(Prepared {
+        stack,
+        lanes,
+        connect_ns,
+        warmup_completed,
+    })
+}
+
+/// After `armed`: `true` on START, `false` on SHUTDOWN (or the end of stdin).
+async fn wait_for_start(commands: &mut Commands) -> Result<bool, Failure> {
+    match commands.next().await {
+        Input::Command(Command::Start) => Ok(true),
+        Input::Command(Command::Shutdown) => Ok(false),
+        Input::Unknown(line) => Err(unknown_command(phase::ARMED, &line)),
+    }
+}
+
+/// After `sample`: waits for SHUTDOWN (or the end of stdin); a second START is ignored.
+async fn wait_for_shutdown(commands: &mut Commands) -> Result<(), Failure> {
     loop {
         match commands.next().await {
-            Input::Command(Command::Shutdown) => break,
+            Input::Command(Command::Shutdown) => return Ok(()),
             Input::Command(Command::Start) => {
                 eprintln!("rpcarena-peer-rust: ignoring a second START; one sample per client");
             }
             Input::Unknown(line) => return Err(unknown_command(phase::SHUTDOWN, &line)),
         }
     }
-    stack.close(lanes).await;
-    emit(&Event::Stopped(Stopped::default()));
-    Ok(())
 }
 
 /// Runs `work` unless SHUTDOWN (or the end of stdin) arrives first, which gives `None`. The

@@ -7,7 +7,8 @@
 //! - [`stacks`]: grpc (tonic), quic (quinn) and tcp, client lanes and servers;
 //! - [`client`], [`server`]: one sample's life cycle for each role;
 //! - [`output`]: events on stdout, commands on stdin; [`failure`]: errors as `error` events;
-//! - [`capabilities`], [`tls`]: what the peer offers, and the one TLS configuration of every stack.
+//! - [`capabilities`], [`tls`]: what the peer offers, and the one TLS configuration of every stack;
+//! - [`service`]: `BenchService`'s generated tonic client and server (build.rs).
 
 pub mod args;
 pub mod capabilities;
@@ -17,4 +18,10 @@ pub mod failure;
 pub mod output;
 pub mod server;
 pub mod stacks;
+
+/// The generated tonic client and server of `BenchService`, on `rpcarena_protocol::pb` messages.
+#[allow(missing_docs, clippy::all)]
+pub mod service {
+    tonic::include_proto!("rpcarena.bench.v1");
+}
 pub mod tls;

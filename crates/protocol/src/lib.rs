@@ -11,7 +11,8 @@
 //! - [`histogram`]: latency histograms as HdrHistogram V2 compressed base64 (nanoseconds, three
 //!   significant digits);
 //! - [`workload`]: the four RPC shapes, the messages each one carries, and payload validation;
-//! - [`pb`]: the generated protobuf types and tonic service for `proto/rpcarena/bench/v1/bench.proto`.
+//! - [`pb`]: the generated protobuf messages of `proto/rpcarena/bench/v1/bench.proto` (the
+//!   tonic service is generated in the Rust peer, the only crate that serves or calls it).
 //!
 //! ```
 //! use rpcarena_protocol::event::{Event, parse_event};
@@ -27,10 +28,10 @@ pub mod event;
 pub mod histogram;
 pub mod workload;
 
-/// Generated protobuf messages and the tonic client and server of `BenchService`.
+/// Generated protobuf messages of `BenchService`.
 #[allow(missing_docs, clippy::all)]
 pub mod pb {
-    tonic::include_proto!("rpcarena.bench.v1");
+    include!(concat!(env!("OUT_DIR"), "/rpcarena.bench.v1.rs"));
 }
 
 /// The protocol version this crate speaks. Every event carries it; others are refused.

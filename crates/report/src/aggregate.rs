@@ -1,16 +1,24 @@
 //! Per-configuration aggregates over repetitions, and comparisons with the baseline cell.
 //!
-//! Failed samples are counted and left out of every figure. Values enter the statistics in
-//! round order, so the seeded bootstrap gives the same interval every time the report is made.
+//! Records arrive one at a time ([`Aggregator::add`]), as `samples.jsonl` is read, and each is
+//! reduced at once to what the report needs: its figures, recomputed by
+//! `rpcarena_model::metrics` from the histograms and counts it holds, and its latency histogram
+//! merged into its configuration's. Memory grows with configurations (and a few numbers per
+//! sample), not with the size of the records. Failed samples are counted and left out of every
+//! figure. Figures enter the statistics in round order, so the seeded bootstrap gives the same
+//! interval every time the report is made.
 
+use hdrhistogram::Histogram;
 use rpcarena_model::load::LoadSpec;
 use rpcarena_model::matrix::SampleConfig;
-use rpcarena_model::record::{SampleRecord, SampleStatus};
+use rpcarena_model::metrics::{self, Measured};
+use rpcarena_model::record::{Noise, SampleRecord, SampleStatus};
+use rpcarena_protocol::histogram::new_latency_histogram;
 use rpcarena_stats::{
     CompareOptions, Comparison, DEFAULT_CONFIDENCE, MedianInterval, MetricKind, Summary, compare,
     median_interval,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 /// Median, min, max, spread and (with enough repetitions) a confidence interval of the median.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -65,6 +73,10 @@ pub struct Row {
     pub flags: BTreeMap<String, usize>,
     /// Against the baseline cell on the same workload (absent for the baseline itself).
     pub versus: Option<Versus>,
+    /// Every good sample's latency histogram merged (nanoseconds), for distributions.
+    pub latency: Histogram<u64>,
+    /// Good samples without /proc readings (their CPU and memory are left out).
+    pub without_process: usize,
 }
 
 /// The aggregated metrics of a row. Latencies in microseconds, memory in MiB.
@@ -82,14 +94,14 @@ pub struct RowMetrics {
     pub p99_us: Stat,
     /// 99.9th percentile latency.
     pub p999_us: Stat,
-    /// Client CPU per operation.
-    pub client_cpu_us_per_op: Stat,
+    /// Client CPU per operation (absent when no sample has /proc readings).
+    pub client_cpu_us_per_op: Option<Stat>,
     /// Server CPU per operation.
-    pub server_cpu_us_per_op: Stat,
+    pub server_cpu_us_per_op: Option<Stat>,
     /// Client peak RSS.
-    pub client_rss_mib: Stat,
+    pub client_rss_mib: Option<Stat>,
     /// Server peak RSS.
-    pub server_rss_mib: Stat,
+    pub server_rss_mib: Option<Stat>,
     /// Connection set-up time (all connections, TLS included), milliseconds.
     pub connect_ms: Option<Stat>,
     /// Open model: median latency from the actual start.
@@ -115,125 +127,322 @@ pub struct Versus {
     pub p99: Comparison,
 }
 
-/// Groups records by configuration key in `order` (keys not in `order` follow, sorted), and
-/// compares every row with the row of `baseline_cell` on the same workload. `seed` seeds the
-/// bootstrap (each comparison derives its own from the configuration key).
-pub fn aggregate(
-    records: &[SampleRecord],
-    order: &[String],
-    baseline_cell: &str,
-    seed: u64,
-) -> Vec<Row> {
-    let mut keys: Vec<String> = order
-        .iter()
-        .filter(|k| records.iter().any(|r| &r.config.key == *k))
-        .cloned()
-        .collect();
-    let mut extra: Vec<String> = records
-        .iter()
-        .map(|r| r.config.key.clone())
-        .filter(|k| !keys.contains(k))
-        .collect();
-    extra.sort();
-    extra.dedup();
-    keys.extend(extra);
-    let groups: Vec<Vec<&SampleRecord>> = keys
-        .iter()
-        .map(|key| {
-            let mut group: Vec<&SampleRecord> =
-                records.iter().filter(|r| &r.config.key == key).collect();
-            group.sort_by_key(|r| (r.round, r.position));
-            group
-        })
-        .collect();
-    let mut rows: Vec<Row> = groups.iter().map(|g| row(g)).collect();
-    for i in 0..rows.len() {
-        if rows[i].config.cell == baseline_cell {
-            continue;
-        }
-        let Some(b) = baseline_index(&rows, &rows[i], baseline_cell) else {
-            continue;
+/// One good sample reduced to what the report uses.
+#[derive(Debug, Clone, Copy)]
+struct Figures {
+    order: (u32, u32),
+    ops_per_s: f64,
+    requests_per_s: f64,
+    responses_per_s: f64,
+    p50_ns: u64,
+    p99_ns: u64,
+    p999_ns: u64,
+    client_cpu_us_per_op: Option<f64>,
+    server_cpu_us_per_op: Option<f64>,
+    client_rss_mib: Option<f64>,
+    server_rss_mib: Option<f64>,
+    connect_ns: Option<u64>,
+    uncorrected_p50_ns: Option<u64>,
+    uncorrected_p99_ns: Option<u64>,
+    send_lag_p99_ns: Option<u64>,
+    received_per_s: Option<f64>,
+    max_in_flight: Option<u64>,
+}
+
+impl Figures {
+    fn of(record: &SampleRecord, measured: &Measured, completed: u64) -> Figures {
+        let m = &measured.metrics;
+        let cpu = |p: Option<rpcarena_model::record::ProcessStats>| {
+            p.map(|p| metrics::per_op(p.cpu_us, completed))
         };
-        let key_seed = seed ^ fnv1a(&rows[i].config.key);
-        rows[i].versus = versus(&good(&groups[b]), &good(&groups[i]), key_seed);
-    }
-    rows
-}
-
-fn good<'a>(group: &[&'a SampleRecord]) -> Vec<&'a SampleRecord> {
-    group
-        .iter()
-        .copied()
-        .filter(|r| r.status == SampleStatus::Ok && r.metrics.is_some())
-        .collect()
-}
-
-fn row(group: &[&SampleRecord]) -> Row {
-    let first = group[0];
-    let good = good(group);
-    let mut flags = BTreeMap::new();
-    for r in &good {
-        for f in r.noise.iter().flat_map(|n| n.flags.iter()) {
-            *flags.entry(f.clone()).or_insert(0) += 1;
+        let client = record.client.as_ref();
+        Figures {
+            order: (record.round, record.position),
+            ops_per_s: m.ops_per_s,
+            requests_per_s: m.requests_per_s,
+            responses_per_s: m.responses_per_s,
+            p50_ns: m.p50_ns,
+            p99_ns: m.p99_ns,
+            p999_ns: m.p999_ns,
+            client_cpu_us_per_op: cpu(record.client_process),
+            server_cpu_us_per_op: cpu(record.server_process),
+            client_rss_mib: record.client_process.map(|p| p.peak_rss_mib),
+            server_rss_mib: record.server_process.map(|p| p.peak_rss_mib),
+            connect_ns: client.and_then(|c| c.connect_ns),
+            uncorrected_p50_ns: m.uncorrected_p50_ns,
+            uncorrected_p99_ns: m.uncorrected_p99_ns,
+            send_lag_p99_ns: m.send_lag_p99_ns,
+            received_per_s: m.received_per_s,
+            max_in_flight: client.and_then(|c| c.max_in_flight),
         }
     }
-    Row {
-        config: first.config.clone(),
-        client_language: first.client_language.clone(),
-        server_language: first.server_language.clone(),
-        ok: good.len(),
-        failed: group.len() - good.len(),
-        metrics: row_metrics(&good),
-        flags,
-        versus: None,
+}
+
+/// What one configuration's samples add up to while the records stream in.
+struct Group {
+    config: SampleConfig,
+    client_language: String,
+    server_language: String,
+    first_order: (u32, u32),
+    good: Vec<Figures>,
+    failed: usize,
+    flags: BTreeMap<String, usize>,
+    latency: Histogram<u64>,
+    without_process: usize,
+}
+
+/// A failed sample, for the report's table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedSample {
+    /// Sample id.
+    pub sample: String,
+    /// Configuration key.
+    pub key: String,
+    /// Why it failed.
+    pub reason: String,
+}
+
+/// Noise controls and flags over every sample that recorded them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NoiseSummary {
+    /// The first such sample's controls (placement is the same for the whole run).
+    pub first: Option<Noise>,
+    /// Samples with noise records.
+    pub samples: usize,
+    /// Samples the load gate held back, and how long in all (ms).
+    pub gated: usize,
+    /// Total wait at the gate, milliseconds.
+    pub gate_wait_ms: u64,
+    /// Highest 1-minute load average at a sample's start.
+    pub max_load: f64,
+    /// Highest steal during a window, percent.
+    pub max_steal_pct: f64,
+    /// Flag -> samples flagged.
+    pub flags: BTreeMap<String, usize>,
+}
+
+impl NoiseSummary {
+    fn add(&mut self, noise: &Noise) {
+        if self.first.is_none() {
+            self.first = Some(noise.clone());
+        }
+        self.samples += 1;
+        if noise.load_gate_wait_ms > 0 {
+            self.gated += 1;
+            self.gate_wait_ms += noise.load_gate_wait_ms;
+        }
+        self.max_load = self.max_load.max(noise.load_avg_1m);
+        self.max_steal_pct = self.max_steal_pct.max(noise.steal_pct);
+        for flag in &noise.flags {
+            *self.flags.entry(flag.clone()).or_insert(0) += 1;
+        }
     }
 }
 
-fn values(good: &[&SampleRecord], f: impl Fn(&SampleRecord) -> Option<f64>) -> Vec<f64> {
-    good.iter().filter_map(|r| f(r)).collect()
+/// Samples whose record says ok but whose latency histogram does not decode: counted as failed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Unreadable {
+    /// How many.
+    pub count: usize,
+    /// The first one's id and why.
+    pub first: Option<(String, String)>,
 }
 
-fn row_metrics(good: &[&SampleRecord]) -> Option<RowMetrics> {
-    let pick = |f: &dyn Fn(&SampleRecord) -> Option<f64>| Stat::of(&values(good, f));
-    let m = |r: &SampleRecord| r.metrics;
+/// Collects records one by one.
+#[derive(Default)]
+pub struct Aggregator {
+    groups: Vec<Group>,
+    index: HashMap<String, usize>,
+    failures: Vec<FailedSample>,
+    noise: NoiseSummary,
+    unreadable: Unreadable,
+    first_cell: Option<String>,
+}
+
+/// Everything aggregated, in report order.
+pub struct Aggregates {
+    /// One row per configuration.
+    pub rows: Vec<Row>,
+    /// Failed samples in file order.
+    pub failures: Vec<FailedSample>,
+    /// Noise over every sample.
+    pub noise: NoiseSummary,
+    /// Ok samples whose histogram could not be read.
+    pub unreadable: Unreadable,
+}
+
+impl Aggregator {
+    /// An empty aggregate.
+    pub fn new() -> Aggregator {
+        Aggregator::default()
+    }
+
+    /// The cell of the first record (the baseline when the campaign no longer parses).
+    pub fn first_cell(&self) -> Option<&str> {
+        self.first_cell.as_deref()
+    }
+
+    /// Adds one record (in file order).
+    pub fn add(&mut self, record: &SampleRecord) {
+        self.first_cell
+            .get_or_insert_with(|| record.config.cell.clone());
+        if let Some(noise) = &record.noise {
+            self.noise.add(noise);
+        }
+        if record.status == SampleStatus::Failed {
+            self.failures.push(FailedSample {
+                sample: record.sample.clone(),
+                key: record.config.key.clone(),
+                reason: record.reason.clone().unwrap_or_else(|| "unknown".into()),
+            });
+        }
+        let index = match self.index.get(&record.config.key) {
+            Some(&i) => i,
+            None => {
+                self.index
+                    .insert(record.config.key.clone(), self.groups.len());
+                self.groups.push(Group {
+                    config: record.config.clone(),
+                    client_language: record.client_language.clone(),
+                    server_language: record.server_language.clone(),
+                    first_order: (record.round, record.position),
+                    good: Vec::new(),
+                    failed: 0,
+                    flags: BTreeMap::new(),
+                    latency: merged_histogram(),
+                    without_process: 0,
+                });
+                self.groups.len() - 1
+            }
+        };
+        let measured = match (&record.status, &record.client) {
+            (SampleStatus::Ok, Some(client)) => match metrics::measure(client) {
+                Ok(m) => Some((m, client.completed)),
+                Err(e) => {
+                    self.unreadable.count += 1;
+                    self.unreadable
+                        .first
+                        .get_or_insert_with(|| (record.sample.clone(), e.to_string()));
+                    None
+                }
+            },
+            _ => None,
+        };
+        let group = &mut self.groups[index];
+        // The row describes its earliest sample's peers, as the schedule ran them.
+        if (record.round, record.position) < group.first_order {
+            group.first_order = (record.round, record.position);
+            group.config = record.config.clone();
+            group.client_language = record.client_language.clone();
+            group.server_language = record.server_language.clone();
+        }
+        let Some((measured, completed)) = measured else {
+            group.failed += 1;
+            return;
+        };
+        group.good.push(Figures::of(record, &measured, completed));
+        if record.client_process.is_none() || record.server_process.is_none() {
+            group.without_process += 1;
+        }
+        for flag in record.noise.iter().flat_map(|n| n.flags.iter()) {
+            *group.flags.entry(flag.clone()).or_insert(0) += 1;
+        }
+        // The merged histogram grows to whatever range a peer's histograms cover, so adding
+        // cannot fail.
+        let _ = group.latency.add(&measured.latency);
+    }
+
+    /// Rows in `order` (keys not in `order` follow, sorted), each compared with the row of
+    /// `baseline_cell` on the same workload. `seed` seeds the bootstrap (each comparison derives
+    /// its own from the configuration key).
+    pub fn finish(self, order: &[String], baseline_cell: &str, seed: u64) -> Aggregates {
+        let mut groups = self.groups;
+        let rank = |key: &str| order.iter().position(|k| k == key);
+        groups.sort_by(|a, b| match (rank(&a.config.key), rank(&b.config.key)) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => a.config.key.cmp(&b.config.key),
+        });
+        for group in &mut groups {
+            group.good.sort_by_key(|f| f.order);
+        }
+        let mut rows: Vec<Row> = groups.iter().map(row).collect();
+        for i in 0..rows.len() {
+            if rows[i].config.cell == baseline_cell {
+                continue;
+            }
+            let Some(b) = baseline_index(&rows, &rows[i], baseline_cell) else {
+                continue;
+            };
+            let key_seed = seed ^ fnv1a(&rows[i].config.key);
+            rows[i].versus = versus(&groups[b].good, &groups[i].good, key_seed);
+        }
+        Aggregates {
+            rows,
+            failures: self.failures,
+            noise: self.noise,
+            unreadable: self.unreadable,
+        }
+    }
+}
+
+/// An empty histogram with the protocol's precision that grows to any peer's range.
+fn merged_histogram() -> Histogram<u64> {
+    let mut histogram = new_latency_histogram();
+    histogram.auto(true);
+    histogram
+}
+
+fn row(group: &Group) -> Row {
+    Row {
+        config: group.config.clone(),
+        client_language: group.client_language.clone(),
+        server_language: group.server_language.clone(),
+        ok: group.good.len(),
+        failed: group.failed,
+        metrics: row_metrics(&group.good, &group.config),
+        flags: group.flags.clone(),
+        versus: None,
+        latency: group.latency.clone(),
+        without_process: group.without_process,
+    }
+}
+
+fn stat(good: &[Figures], f: impl Fn(&Figures) -> Option<f64>) -> Option<Stat> {
+    let values: Vec<f64> = good.iter().filter_map(f).collect();
+    Stat::of(&values)
+}
+
+fn row_metrics(good: &[Figures], config: &SampleConfig) -> Option<RowMetrics> {
     let us = |ns: Option<u64>| ns.map(|v| v as f64 / 1e3);
     Some(RowMetrics {
-        ops_per_s: pick(&|r| m(r).map(|m| m.ops_per_s))?,
-        requests_per_s: pick(&|r| m(r).map(|m| m.requests_per_s))?,
-        responses_per_s: pick(&|r| m(r).map(|m| m.responses_per_s))?,
-        p50_us: pick(&|r| m(r).map(|m| m.p50_ns as f64 / 1e3))?,
-        p99_us: pick(&|r| m(r).map(|m| m.p99_ns as f64 / 1e3))?,
-        p999_us: pick(&|r| m(r).map(|m| m.p999_ns as f64 / 1e3))?,
-        client_cpu_us_per_op: pick(&|r| r.client_process.map(|p| p.cpu_us_per_op))?,
-        server_cpu_us_per_op: pick(&|r| r.server_process.map(|p| p.cpu_us_per_op))?,
-        client_rss_mib: pick(&|r| r.client_process.map(|p| p.peak_rss_mib))?,
-        server_rss_mib: pick(&|r| r.server_process.map(|p| p.peak_rss_mib))?,
-        connect_ms: pick(&|r| {
-            r.client
-                .as_ref()
-                .and_then(|c| c.connect_ns)
-                .map(|ns| ns as f64 / 1e6)
-        }),
-        uncorrected_p50_us: pick(&|r| us(m(r).and_then(|m| m.uncorrected_p50_ns))),
-        uncorrected_p99_us: pick(&|r| us(m(r).and_then(|m| m.uncorrected_p99_ns))),
-        send_lag_p99_us: pick(&|r| us(m(r).and_then(|m| m.send_lag_p99_ns))),
-        target_rate: match &good.first()?.config.load {
+        ops_per_s: stat(good, |f| Some(f.ops_per_s))?,
+        requests_per_s: stat(good, |f| Some(f.requests_per_s))?,
+        responses_per_s: stat(good, |f| Some(f.responses_per_s))?,
+        p50_us: stat(good, |f| Some(f.p50_ns as f64 / 1e3))?,
+        p99_us: stat(good, |f| Some(f.p99_ns as f64 / 1e3))?,
+        p999_us: stat(good, |f| Some(f.p999_ns as f64 / 1e3))?,
+        client_cpu_us_per_op: stat(good, |f| f.client_cpu_us_per_op),
+        server_cpu_us_per_op: stat(good, |f| f.server_cpu_us_per_op),
+        client_rss_mib: stat(good, |f| f.client_rss_mib),
+        server_rss_mib: stat(good, |f| f.server_rss_mib),
+        connect_ms: stat(good, |f| f.connect_ns.map(|ns| ns as f64 / 1e6)),
+        uncorrected_p50_us: stat(good, |f| us(f.uncorrected_p50_ns)),
+        uncorrected_p99_us: stat(good, |f| us(f.uncorrected_p99_ns)),
+        send_lag_p99_us: stat(good, |f| us(f.send_lag_p99_ns)),
+        target_rate: match &config.load {
             LoadSpec::Open { rate, .. } => Some(*rate),
             _ => None,
         },
-        received_per_s: pick(&|r| m(r).and_then(|m| m.received_per_s)),
-        max_in_flight: pick(&|r| {
-            r.client
-                .as_ref()
-                .and_then(|c| c.max_in_flight)
-                .map(|v| v as f64)
-        }),
+        received_per_s: stat(good, |f| f.received_per_s),
+        max_in_flight: stat(good, |f| f.max_in_flight.map(|v| v as f64)),
     })
 }
 
-fn versus(baseline: &[&SampleRecord], candidate: &[&SampleRecord], seed: u64) -> Option<Versus> {
-    let ops = |rs: &[&SampleRecord]| values(rs, |r| r.metrics.map(|m| m.ops_per_s));
-    let p99 = |rs: &[&SampleRecord]| values(rs, |r| r.metrics.map(|m| m.p99_ns as f64));
+fn versus(baseline: &[Figures], candidate: &[Figures], seed: u64) -> Option<Versus> {
+    let ops = |fs: &[Figures]| fs.iter().map(|f| f.ops_per_s).collect::<Vec<_>>();
+    let p99 = |fs: &[Figures]| fs.iter().map(|f| f.p99_ns as f64).collect::<Vec<_>>();
     Some(Versus {
         throughput: compare(
             &ops(baseline),

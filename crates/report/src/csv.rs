@@ -60,6 +60,22 @@ fn comparison(c: Option<&Comparison>) -> [String; 5] {
 
 /// Renders the rows as CSV (RFC 4180, `\n` line ends, a header line).
 pub fn render(rows: &[Row]) -> String {
+    let mut out = header();
+    for row in rows {
+        out.push_str(
+            &fields(row)
+                .iter()
+                .map(|f| quote(f))
+                .collect::<Vec<_>>()
+                .join(","),
+        );
+        out.push('\n');
+    }
+    out
+}
+
+/// The header line.
+fn header() -> String {
     let mut out = String::from(
         "config,cell,client,server,client_language,server_language,stack,shape,concurrency,request_size,response_size,messages_per_stream,payload,load,samples_ok,samples_failed",
     );
@@ -77,78 +93,73 @@ pub fn render(rows: &[Row]) -> String {
         );
     }
     out.push_str(",flags\n");
-    for row in rows {
-        let c = &row.config;
-        let mut fields = vec![
-            c.key.clone(),
-            c.cell.clone(),
-            c.client.clone(),
-            c.server.clone(),
-            row.client_language.clone(),
-            row.server_language.clone(),
-            c.stack.clone(),
-            c.shape.to_string(),
-            c.concurrency.to_string(),
-            c.request_size.to_string(),
-            c.response_size.to_string(),
-            c.messages_per_stream.to_string(),
-            c.payload.to_string(),
-            c.load.to_string(),
-            row.ok.to_string(),
-            row.failed.to_string(),
-        ];
-        let m = row.metrics.as_ref();
-        let stats: [Option<Stat>; 10] = [
-            m.map(|m| m.ops_per_s),
-            m.map(|m| m.requests_per_s),
-            m.map(|m| m.responses_per_s),
-            m.map(|m| m.p50_us),
-            m.map(|m| m.p99_us),
-            m.map(|m| m.p999_us),
-            m.map(|m| m.client_cpu_us_per_op),
-            m.map(|m| m.server_cpu_us_per_op),
-            m.map(|m| m.client_rss_mib),
-            m.map(|m| m.server_rss_mib),
-        ];
-        for s in stats {
-            fields.extend([
-                opt(s.map(|s| s.median)),
-                opt(s.map(|s| s.min)),
-                opt(s.map(|s| s.max)),
-            ]);
-        }
-        let ci = m.and_then(|m| m.ops_per_s.interval);
-        fields.extend([
-            opt(ci.map(|c| c.0)),
-            opt(ci.map(|c| c.1)),
-            opt(m.and_then(|m| m.target_rate)),
-        ]);
-        let medians = [
-            m.and_then(|m| m.connect_ms),
-            m.and_then(|m| m.uncorrected_p50_us),
-            m.and_then(|m| m.uncorrected_p99_us),
-            m.and_then(|m| m.send_lag_p99_us),
-            m.and_then(|m| m.received_per_s),
-            m.and_then(|m| m.max_in_flight),
-        ];
-        fields.extend(medians.iter().map(|s| opt(s.map(|s| s.median))));
-        fields.extend(comparison(row.versus.as_ref().map(|v| &v.throughput)));
-        fields.extend(comparison(row.versus.as_ref().map(|v| &v.p99)));
-        fields.push(
-            row.flags
-                .iter()
-                .map(|(f, n)| format!("{f}:{n}"))
-                .collect::<Vec<_>>()
-                .join(";"),
-        );
-        out.push_str(
-            &fields
-                .iter()
-                .map(|f| quote(f))
-                .collect::<Vec<_>>()
-                .join(","),
-        );
-        out.push('\n');
-    }
     out
+}
+
+/// One row's fields, unquoted, in header order.
+fn fields(row: &Row) -> Vec<String> {
+    let c = &row.config;
+    let mut fields = vec![
+        c.key.clone(),
+        c.cell.clone(),
+        c.client.clone(),
+        c.server.clone(),
+        row.client_language.clone(),
+        row.server_language.clone(),
+        c.stack.clone(),
+        c.shape.to_string(),
+        c.concurrency.to_string(),
+        c.request_size.to_string(),
+        c.response_size.to_string(),
+        c.messages_per_stream.to_string(),
+        c.payload.to_string(),
+        c.load.to_string(),
+        row.ok.to_string(),
+        row.failed.to_string(),
+    ];
+    let m = row.metrics.as_ref();
+    let stats: [Option<Stat>; 10] = [
+        m.map(|m| m.ops_per_s),
+        m.map(|m| m.requests_per_s),
+        m.map(|m| m.responses_per_s),
+        m.map(|m| m.p50_us),
+        m.map(|m| m.p99_us),
+        m.map(|m| m.p999_us),
+        m.and_then(|m| m.client_cpu_us_per_op),
+        m.and_then(|m| m.server_cpu_us_per_op),
+        m.and_then(|m| m.client_rss_mib),
+        m.and_then(|m| m.server_rss_mib),
+    ];
+    for s in stats {
+        fields.extend([
+            opt(s.map(|s| s.median)),
+            opt(s.map(|s| s.min)),
+            opt(s.map(|s| s.max)),
+        ]);
+    }
+    let ci = m.and_then(|m| m.ops_per_s.interval);
+    fields.extend([
+        opt(ci.map(|c| c.0)),
+        opt(ci.map(|c| c.1)),
+        opt(m.and_then(|m| m.target_rate)),
+    ]);
+    let medians = [
+        m.and_then(|m| m.connect_ms),
+        m.and_then(|m| m.uncorrected_p50_us),
+        m.and_then(|m| m.uncorrected_p99_us),
+        m.and_then(|m| m.send_lag_p99_us),
+        m.and_then(|m| m.received_per_s),
+        m.and_then(|m| m.max_in_flight),
+    ];
+    fields.extend(medians.iter().map(|s| opt(s.map(|s| s.median))));
+    fields.extend(comparison(row.versus.as_ref().map(|v| &v.throughput)));
+    fields.extend(comparison(row.versus.as_ref().map(|v| &v.p99)));
+    fields.push(
+        row.flags
+            .iter()
+            .map(|(f, n)| format!("{f}:{n}"))
+            .collect::<Vec<_>>()
+            .join(";"),
+    );
+    fields
 }

@@ -1,17 +1,28 @@
 //! Reports from a run directory's artifacts: `aggregate.csv` and `report.md`.
 //!
 //! Reports read `manifest.json` and `samples.jsonl` and nothing else, and never run anything, so
-//! `rpcarena report DIR` regenerates byte-identical reports at any later time. The renderers are
-//! pure functions of the parsed artifacts ([`aggregate`], [`csv`], [`markdown`]); [`regenerate`]
-//! is the thin I/O shell around them.
+//! `rpcarena report DIR` regenerates byte-identical reports at any later time. Every figure is
+//! recomputed from the records (`rpcarena_model::metrics`), not taken from what the runner
+//! stored. `samples.jsonl` is read as a stream: a [`Report`] takes one record at a time and keeps
+//! per configuration only what it reports ([`aggregate`]), so memory grows with configurations,
+//! not samples. The renderers ([`csv`], [`markdown`]) are pure functions of the aggregates;
+//! [`regenerate`] is the thin I/O shell around them.
+//!
+//! Nothing degrades silently: a campaign text that no longer parses, samples without /proc
+//! readings, unreadable histograms and a failed network check become notes in `report.md` and
+//! are returned to the caller (the binary prints them as warnings).
 
 pub mod aggregate;
 pub mod csv;
 pub mod markdown;
+mod notes;
 
+use aggregate::Aggregator;
 use rpcarena_model::campaign::Campaign;
+use rpcarena_model::files::{AGGREGATE, MANIFEST, REPORT_MD, SAMPLES};
 use rpcarena_model::matrix;
 use rpcarena_model::record::{Manifest, SampleRecord};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 /// Why a report could not be made.
@@ -37,42 +48,12 @@ pub enum ReportError {
     },
 }
 
-/// The artifacts a report is made from.
+/// The artifacts of a run in memory (tests and small tools; [`regenerate`] streams instead).
 pub struct Artifacts {
     /// `manifest.json`.
     pub manifest: Manifest,
     /// `samples.jsonl`, in file order.
     pub records: Vec<SampleRecord>,
-}
-
-/// Reads `manifest.json` and `samples.jsonl` from a run directory.
-pub fn read_artifacts(dir: &Path) -> Result<Artifacts, ReportError> {
-    let read = |name: &str| {
-        let path = dir.join(name);
-        std::fs::read_to_string(&path).map_err(|source| ReportError::Io { path, source })
-    };
-    let manifest_path = dir.join("manifest.json");
-    let manifest: Manifest =
-        serde_json::from_str(&read("manifest.json")?).map_err(|e| ReportError::Parse {
-            path: manifest_path,
-            line: e.line(),
-            message: e.to_string(),
-        })?;
-    let samples_path = dir.join("samples.jsonl");
-    let text = read("samples.jsonl")?;
-    let mut records = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record = serde_json::from_str(line).map_err(|e| ReportError::Parse {
-            path: samples_path.clone(),
-            line: i + 1,
-            message: e.to_string(),
-        })?;
-        records.push(record);
-    }
-    Ok(Artifacts { manifest, records })
 }
 
 /// The rendered reports.
@@ -81,50 +62,133 @@ pub struct Rendered {
     pub aggregate_csv: String,
     /// `report.md`.
     pub report_md: String,
+    /// What the artifacts lacked or no longer say, as `report.md` notes it.
+    pub notes: Vec<String>,
 }
 
-/// Renders every report from parsed artifacts (pure).
-pub fn render(artifacts: &Artifacts) -> Rendered {
-    let campaign = Campaign::parse(
-        &artifacts.manifest.campaign.text,
-        &artifacts.manifest.campaign.file,
-    )
-    .ok();
-    let order: Vec<String> = campaign
-        .as_ref()
-        .map(|c| matrix::expand(c).into_iter().map(|c| c.key).collect())
-        .unwrap_or_default();
-    let baseline = campaign
-        .as_ref()
-        .map(|c| c.baseline_cell().to_string())
-        .or_else(|| artifacts.records.first().map(|r| r.config.cell.clone()))
-        .unwrap_or_default();
-    let rows = aggregate::aggregate(
-        &artifacts.records,
-        &order,
-        &baseline,
-        artifacts.manifest.seed,
-    );
-    let report_md = markdown::render(&markdown::Inputs {
-        manifest: &artifacts.manifest,
-        campaign: campaign.as_ref(),
-        records: &artifacts.records,
-        rows: &rows,
-        baseline: &baseline,
-    });
-    Rendered {
-        aggregate_csv: csv::render(&rows),
-        report_md,
+/// A run's report, built one record at a time (pure).
+pub struct Report {
+    manifest: Manifest,
+    campaign: Result<Campaign, String>,
+    aggregator: Aggregator,
+}
+
+impl Report {
+    /// A report of the run `manifest` describes; its campaign text sets the order of the rows and
+    /// the baseline.
+    pub fn new(manifest: Manifest) -> Report {
+        let campaign = Campaign::parse(&manifest.campaign.text, &manifest.campaign.file)
+            .map_err(|e| e.to_string());
+        Report {
+            manifest,
+            campaign,
+            aggregator: Aggregator::new(),
+        }
+    }
+
+    /// Adds the next record of `samples.jsonl`.
+    pub fn add(&mut self, record: &SampleRecord) {
+        self.aggregator.add(record);
+    }
+
+    /// Renders every report.
+    pub fn finish(self) -> Rendered {
+        let campaign = self.campaign.as_ref().ok();
+        let order: Vec<String> = campaign
+            .map(|c| matrix::expand(c).into_iter().map(|c| c.key).collect())
+            .unwrap_or_default();
+        let first_cell = self.aggregator.first_cell().map(str::to_string);
+        let baseline = campaign
+            .map(|c| c.baseline_cell().to_string())
+            .or(first_cell)
+            .unwrap_or_default();
+        let aggregates = self
+            .aggregator
+            .finish(&order, &baseline, self.manifest.seed);
+        let notes = notes::notes(&self.manifest, &self.campaign, &aggregates, &baseline);
+        let report_md = markdown::render(&markdown::Inputs {
+            manifest: &self.manifest,
+            campaign,
+            aggregates: &aggregates,
+            baseline: &baseline,
+            notes: &notes,
+        });
+        Rendered {
+            aggregate_csv: csv::render(&aggregates.rows),
+            report_md,
+            notes,
+        }
     }
 }
 
-/// Reads a run directory and (re)writes `aggregate.csv` and `report.md`; returns their paths.
-pub fn regenerate(dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
-    let rendered = render(&read_artifacts(dir)?);
+/// Renders every report from artifacts in memory (pure).
+pub fn render(artifacts: &Artifacts) -> Rendered {
+    let mut report = Report::new(artifacts.manifest.clone());
+    for record in &artifacts.records {
+        report.add(record);
+    }
+    report.finish()
+}
+
+/// Reads a run's `manifest.json`.
+pub fn read_manifest(dir: &Path) -> Result<Manifest, ReportError> {
+    let path = dir.join(MANIFEST);
+    let text = std::fs::read_to_string(&path).map_err(|source| ReportError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| ReportError::Parse {
+        path,
+        line: e.line(),
+        message: e.to_string(),
+    })
+}
+
+/// Feeds every record of a run's `samples.jsonl` to `each`, one line at a time.
+pub fn read_samples(dir: &Path, mut each: impl FnMut(SampleRecord)) -> Result<(), ReportError> {
+    let path = dir.join(SAMPLES);
+    let io = |source| ReportError::Io {
+        path: path.clone(),
+        source,
+    };
+    let mut reader = std::io::BufReader::new(std::fs::File::open(&path).map_err(io)?);
+    let mut line = String::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).map_err(io)? == 0 {
+            return Ok(());
+        }
+        number += 1;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record = serde_json::from_str(&line).map_err(|e| ReportError::Parse {
+            path: path.clone(),
+            line: number,
+            message: e.to_string(),
+        })?;
+        each(record);
+    }
+}
+
+/// What [`regenerate`] wrote and noted.
+pub struct Regenerated {
+    /// `aggregate.csv` and `report.md`.
+    pub written: Vec<PathBuf>,
+    /// The notes of `report.md`, for warnings.
+    pub notes: Vec<String>,
+}
+
+/// Reads a run directory and (re)writes `aggregate.csv` and `report.md`.
+pub fn regenerate(dir: &Path) -> Result<Regenerated, ReportError> {
+    let mut report = Report::new(read_manifest(dir)?);
+    read_samples(dir, |record| report.add(&record))?;
+    let rendered = report.finish();
     let mut written = Vec::new();
     for (name, text) in [
-        ("aggregate.csv", &rendered.aggregate_csv),
-        ("report.md", &rendered.report_md),
+        (AGGREGATE, &rendered.aggregate_csv),
+        (REPORT_MD, &rendered.report_md),
     ] {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(|source| ReportError::Io {
@@ -133,5 +197,8 @@ pub fn regenerate(dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
         })?;
         written.push(path);
     }
-    Ok(written)
+    Ok(Regenerated {
+        written,
+        notes: rendered.notes,
+    })
 }

@@ -1,9 +1,11 @@
-//! `report.md`: what a person would publish. A pure function of the manifest and the records.
+//! `report.md`: what a person would publish. A pure function of the manifest and the aggregates.
 
-use crate::aggregate::Row;
+use crate::aggregate::{Aggregates, FailedSample, NoiseSummary, Row, RowMetrics, Stat};
 use rpcarena_model::campaign::Campaign;
 use rpcarena_model::load::LoadSpec;
-use rpcarena_model::record::{Manifest, SampleRecord, SampleStatus};
+use rpcarena_model::network::{NetworkBackend, NetworkDescription};
+use rpcarena_model::record::Manifest;
+use rpcarena_netem_core::{DirectionSpec, LossModel};
 use rpcarena_protocol::workload::Shape;
 use rpcarena_stats::{Comparison, Verdict};
 use std::fmt::Write;
@@ -14,12 +16,12 @@ pub struct Inputs<'a> {
     pub manifest: &'a Manifest,
     /// The campaign, parsed from the manifest (absent if it no longer parses).
     pub campaign: Option<&'a Campaign>,
-    /// Every sample record.
-    pub records: &'a [SampleRecord],
-    /// Aggregated rows in report order.
-    pub rows: &'a [Row],
+    /// Rows in report order, failures and noise.
+    pub aggregates: &'a Aggregates,
     /// The baseline cell id.
     pub baseline: &'a str,
+    /// What the artifacts lacked or no longer say.
+    pub notes: &'a [String],
 }
 
 fn language(row: &Row) -> String {
@@ -50,9 +52,10 @@ pub fn render(inputs: &Inputs<'_>) -> String {
         let _ = writeln!(out, "{}\n", c.description.trim());
     }
     write_setup(&mut out, inputs);
+    write_notes(&mut out, inputs.notes);
     write_tables(&mut out, inputs);
-    write_failures(&mut out, inputs.records);
-    write_noise(&mut out, inputs.records);
+    write_failures(&mut out, &inputs.aggregates.failures);
+    write_noise(&mut out, &inputs.aggregates.noise);
     write_boundaries(&mut out, inputs);
     let _ = writeln!(
         out,
@@ -85,34 +88,7 @@ fn write_setup(out: &mut String, inputs: &Inputs<'_>) {
     );
     let _ = writeln!(out, "- Network: {}.", describe_network(&m.network));
     if let Some(c) = inputs.campaign {
-        let w = &c.workload;
-        let list = |v: &[u32]| {
-            v.iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let _ = writeln!(
-            out,
-            "- Workload: request payload {} B, response payload {} B (zero-filled), {} messages per streamed direction, concurrency {}, load {}.",
-            list(&w.request_size),
-            list(&w.response_size),
-            w.messages_per_stream,
-            list(&w.concurrency),
-            w.load
-                .iter()
-                .map(|l| l.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-        let _ = writeln!(
-            out,
-            "- Timing: {} untimed warmup, {} fixed admission window, up to {} drain; {} repetitions in seeded random order per round; a fresh server and client process for every sample.",
-            rpcarena_model::duration::format(&c.timing.warmup),
-            rpcarena_model::duration::format(&c.timing.window),
-            rpcarena_model::duration::format(&c.timing.drain),
-            c.repetitions
-        );
+        write_workload(out, c);
     }
     let _ = writeln!(
         out,
@@ -126,6 +102,41 @@ fn write_setup(out: &mut String, inputs: &Inputs<'_>) {
             ""
         }
     );
+    write_peers(out, m);
+}
+
+fn write_workload(out: &mut String, c: &Campaign) {
+    let w = &c.workload;
+    let list = |v: &[u32]| {
+        v.iter()
+            .map(|x| x.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let _ = writeln!(
+        out,
+        "- Workload: request payload {} B, response payload {} B (zero-filled), {} messages per streamed direction, concurrency {}, load {}.",
+        list(&w.request_size),
+        list(&w.response_size),
+        w.messages_per_stream,
+        list(&w.concurrency),
+        w.load
+            .iter()
+            .map(|l| l.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "- Timing: {} untimed warmup, {} fixed admission window, up to {} drain; {} repetitions in seeded random order per round; a fresh server and client process for every sample.",
+        rpcarena_model::duration::format(&c.timing.warmup),
+        rpcarena_model::duration::format(&c.timing.window),
+        rpcarena_model::duration::format(&c.timing.drain),
+        c.repetitions
+    );
+}
+
+fn write_peers(out: &mut String, m: &Manifest) {
     let _ = writeln!(
         out,
         "\n| Peer | Language | Version | Executable SHA-256 | Libraries |"
@@ -155,15 +166,27 @@ fn write_setup(out: &mut String, inputs: &Inputs<'_>) {
     out.push('\n');
 }
 
+/// What the artifacts lacked or no longer say (absent when there is nothing to say).
+fn write_notes(out: &mut String, notes: &[String]) {
+    if notes.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Notes\n");
+    for note in notes {
+        let _ = writeln!(out, "- {note}");
+    }
+    out.push('\n');
+}
+
 fn write_tables(out: &mut String, inputs: &Inputs<'_>) {
     let _ = writeln!(
         out,
         "## Results\n\nMedians over repetitions; ops/s shows [min-max], or [95% confidence interval of the median] where there are at least 6 repetitions. Latency in microseconds (upper bounds of HdrHistogram buckets, 0.1% precision); CPU in microseconds per completed operation (user + system of the peer's process group, from /proc); RSS is the peak resident set in MiB. \"vs baseline\" is the ratio of median throughput to the baseline cell `{}` on the same workload, with a bootstrap 95% interval, marked significant (faster/slower) only when a two-sided Mann-Whitney test gives p < 0.05 and the change exceeds 1%, else `~` (within noise).\n",
         inputs.baseline
     );
+    let rows = &inputs.aggregates.rows;
     for shape in Shape::ALL {
-        let rows: Vec<&Row> = inputs
-            .rows
+        let rows: Vec<&Row> = rows
             .iter()
             .filter(|r| r.config.shape == shape && r.config.load.whole_operations())
             .collect();
@@ -180,55 +203,74 @@ fn write_tables(out: &mut String, inputs: &Inputs<'_>) {
             "|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|"
         );
         for row in rows {
-            let c = &row.config;
-            let n = row.ok + row.failed;
-            let lead = format!(
-                "| {} | {} | {} | {} | {} | {} |",
-                c.cell,
-                c.stack,
-                language(row),
-                c.load,
-                c.payload,
-                c.concurrency
-            );
-            let Some(mm) = &row.metrics else {
-                let _ = writeln!(out, "{lead} failed | | | | | | | | | {}/{n} |", row.ok);
-                continue;
-            };
-            let (lo, hi) = mm
-                .ops_per_s
-                .interval
-                .unwrap_or((mm.ops_per_s.min, mm.ops_per_s.max));
-            let versus = if c.cell == inputs.baseline {
-                "baseline".to_string()
-            } else {
-                row.versus
-                    .as_ref()
-                    .map(|v| verdict(&v.throughput))
-                    .unwrap_or_else(|| "n/a".to_string())
-            };
-            let _ = writeln!(
-                out,
-                "{lead} {:.1} [{:.1}-{:.1}] | {versus} | {} | {} | {:.1} | {:.1} | {:.2} | {:.2} | {} | {}/{n} |",
-                mm.ops_per_s.median,
-                lo,
-                hi,
-                us(mm.p50_us.median),
-                us(mm.p99_us.median),
-                mm.client_cpu_us_per_op.median,
-                mm.server_cpu_us_per_op.median,
-                mm.client_rss_mib.median,
-                mm.server_rss_mib.median,
-                flag_list(row),
-                row.ok
-            );
+            let _ = writeln!(out, "{}", shape_row(row, inputs.baseline));
         }
         out.push('\n');
     }
-    write_messages(out, inputs.rows);
-    write_connect(out, inputs.rows);
-    write_open_loop(out, inputs.rows);
-    write_saturation(out, inputs.rows);
+    write_messages(out, rows);
+    write_connect(out, rows);
+    write_open_loop(out, rows);
+    write_saturation(out, rows);
+}
+
+/// One configuration's line in its shape's table.
+fn shape_row(row: &Row, baseline: &str) -> String {
+    let c = &row.config;
+    let n = row.ok + row.failed;
+    let lead = format!(
+        "| {} | {} | {} | {} | {} | {} |",
+        c.cell,
+        c.stack,
+        language(row),
+        c.load,
+        c.payload,
+        c.concurrency
+    );
+    let Some(mm) = &row.metrics else {
+        return format!("{lead} failed | | | | | | | | | {}/{n} |", row.ok);
+    };
+    let (lo, hi) = mm
+        .ops_per_s
+        .interval
+        .unwrap_or((mm.ops_per_s.min, mm.ops_per_s.max));
+    let versus = if c.cell == baseline {
+        "baseline".to_string()
+    } else {
+        row.versus
+            .as_ref()
+            .map(|v| verdict(&v.throughput))
+            .unwrap_or_else(|| "n/a".to_string())
+    };
+    let (cpu, rss) = process_columns(mm);
+    format!(
+        "{lead} {:.1} [{:.1}-{:.1}] | {versus} | {} | {} | {cpu} | {rss} | {} | {}/{n} |",
+        mm.ops_per_s.median,
+        lo,
+        hi,
+        us(mm.p50_us.median),
+        us(mm.p99_us.median),
+        flag_list(row),
+        row.ok
+    )
+}
+
+/// "client CPU | server CPU" and "client RSS | server RSS" cells; n/a without /proc readings.
+fn process_columns(m: &RowMetrics) -> (String, String) {
+    let median = |s: Option<Stat>, digits: usize| {
+        s.map_or("n/a".to_string(), |s| format!("{:.digits$}", s.median))
+    };
+    (
+        format!(
+            "{} | {}",
+            median(m.client_cpu_us_per_op, 1),
+            median(m.server_cpu_us_per_op, 1)
+        ),
+        format!(
+            "{} | {}",
+            median(m.client_rss_mib, 2),
+            median(m.server_rss_mib, 2)
+        ),
+    )
 }
 
 /// "1.07x [1.02-1.12] faster", "0.99x [0.95-1.03] ~".
@@ -250,7 +292,6 @@ fn flag_list(row: &Row) -> String {
         .collect::<Vec<_>>()
         .join(", ")
 }
-
 fn write_messages(out: &mut String, rows: &[Row]) {
     let streaming: Vec<&Row> = rows
         .iter()
@@ -398,7 +439,7 @@ fn write_saturation(out: &mut String, rows: &[Row]) {
         let Some(m) = &row.metrics else { continue };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {:.2} | {} | {}/{} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {}/{} |",
             row.config.cell,
             row.config.load,
             row.config.payload,
@@ -406,7 +447,8 @@ fn write_saturation(out: &mut String, rows: &[Row]) {
             m.received_per_s
                 .map(|s| format!("{:.1}", s.median))
                 .unwrap_or_default(),
-            m.server_cpu_us_per_op.median,
+            m.server_cpu_us_per_op
+                .map_or("n/a".to_string(), |s| format!("{:.2}", s.median)),
             flag_list(row),
             row.ok,
             row.ok + row.failed
@@ -415,11 +457,7 @@ fn write_saturation(out: &mut String, rows: &[Row]) {
     out.push('\n');
 }
 
-fn write_failures(out: &mut String, records: &[SampleRecord]) {
-    let failed: Vec<&SampleRecord> = records
-        .iter()
-        .filter(|r| r.status == SampleStatus::Failed)
-        .collect();
+fn write_failures(out: &mut String, failed: &[FailedSample]) {
     if failed.is_empty() {
         return;
     }
@@ -430,14 +468,9 @@ fn write_failures(out: &mut String, records: &[SampleRecord]) {
     );
     let _ = writeln!(out, "| Sample | Configuration | Reason |");
     let _ = writeln!(out, "|---|---|---|");
-    for r in failed {
-        let reason = r
-            .reason
-            .as_deref()
-            .unwrap_or("unknown")
-            .replace('|', "\\|")
-            .replace('\n', " ");
-        let _ = writeln!(out, "| {} | {} | {} |", r.sample, r.config.key, reason);
+    for f in failed {
+        let reason = f.reason.replace('|', "\\|").replace('\n', " ");
+        let _ = writeln!(out, "| {} | {} | {} |", f.sample, f.key, reason);
     }
     out.push('\n');
 }
@@ -449,12 +482,8 @@ fn cpus(list: &[usize]) -> String {
         .join(",")
 }
 
-fn write_noise(out: &mut String, records: &[SampleRecord]) {
-    let noise: Vec<(&SampleRecord, &rpcarena_model::record::Noise)> = records
-        .iter()
-        .filter_map(|r| r.noise.as_ref().map(|n| (r, n)))
-        .collect();
-    let Some((_, first)) = noise.first() else {
+fn write_noise(out: &mut String, noise: &NoiseSummary) {
+    let Some(first) = &noise.first else {
         return;
     };
     let _ = writeln!(
@@ -482,65 +511,98 @@ fn write_noise(out: &mut String, records: &[SampleRecord]) {
         format!(" ({})", first.placement_notes.join("; "))
     };
     let _ = writeln!(out, "- Placement: {placement}{notes}.");
-    let waited: Vec<u64> = noise
-        .iter()
-        .map(|(_, n)| n.load_gate_wait_ms)
-        .filter(|&w| w > 0)
-        .collect();
-    let max_load = noise.iter().map(|(_, n)| n.load_avg_1m).fold(0.0, f64::max);
     let _ = writeln!(
         out,
         "- Load gate: {} of {} samples waited for the load average to settle ({:.1} s in all); the highest 1-minute load average at a sample's start was {:.2}.",
-        waited.len(),
-        noise.len(),
-        waited.iter().sum::<u64>() as f64 / 1e3,
-        max_load
+        noise.gated,
+        noise.samples,
+        noise.gate_wait_ms as f64 / 1e3,
+        noise.max_load
     );
-    let steal = noise.iter().map(|(_, n)| n.steal_pct).fold(0.0, f64::max);
-    let _ = writeln!(out, "- CPU steal during windows: at most {steal:.2}%.");
-    let mut counts: std::collections::BTreeMap<&str, Vec<&str>> = std::collections::BTreeMap::new();
-    for (r, n) in &noise {
-        for f in &n.flags {
-            counts
-                .entry(f.as_str())
-                .or_default()
-                .push(r.sample.as_str());
-        }
-    }
-    if counts.is_empty() {
+    let _ = writeln!(
+        out,
+        "- CPU steal during windows: at most {:.2}%.",
+        noise.max_steal_pct
+    );
+    if noise.flags.is_empty() {
         let _ = writeln!(out, "- No sample was flagged.");
     }
-    for (flag, samples) in &counts {
-        let meaning = match *flag {
-            "client-bound" => {
-                "the client used nearly all of its CPU: the figure describes the load generator, not the stack"
-            }
-            "server-saturated" => "the server used nearly all of its CPU",
-            "drift" => {
-                "throughput changed between the window's halves by more than the threshold (judged on windows of at least 4 s, and only beyond what counting noise explains)"
-            }
-            "load-gate-timeout" => "the machine was still busy when the sample started",
-            "steal" => "the hypervisor stole CPU time during the window",
-            "generator-behind" => {
-                "open-loop operations could not start on schedule: the generator lagged, or every one of the `concurrency` slots was busy; the offered load was lower than the target"
-            }
-            _ => "",
-        };
+    for (flag, count) in &noise.flags {
         let _ = writeln!(
             out,
-            "- `{flag}` in {} of {} samples ({meaning}).",
-            samples.len(),
-            noise.len()
+            "- `{flag}` in {count} of {} samples ({}).",
+            noise.samples,
+            flag_meaning(flag)
         );
     }
     out.push('\n');
 }
 
+fn flag_meaning(flag: &str) -> &'static str {
+    match flag {
+        "client-bound" => {
+            "the client used nearly all of its CPU: the figure describes the load generator, not the stack"
+        }
+        "server-saturated" => "the server used nearly all of its CPU",
+        "drift" => {
+            "throughput changed between the window's halves by more than the threshold (judged on windows of at least 4 s, and only beyond what counting noise explains)"
+        }
+        "load-gate-timeout" => "the machine was still busy when the sample started",
+        "steal" => "the hypervisor stole CPU time during the window",
+        "generator-behind" => {
+            "open-loop operations could not start on schedule: the generator lagged, or every one of the `concurrency` slots was busy; the offered load was lower than the target"
+        }
+        _ => "",
+    }
+}
+
 fn write_boundaries(out: &mut String, inputs: &Inputs<'_>) {
     let _ = writeln!(out, "## Interpretation boundaries\n");
+    write_spreads(out, &inputs.aggregates.rows);
+    let reps = inputs.campaign.map_or(0, |c| c.repetitions);
+    if reps < 4 {
+        let _ = writeln!(
+            out,
+            "- {reps} repetition(s) per configuration cannot show a statistically significant difference (two-sided Mann-Whitney at alpha 0.05 needs at least 4 per side); ratios here are descriptive."
+        );
+    } else if reps < 6 {
+        let _ = writeln!(
+            out,
+            "- {reps} repetitions are too few for a distribution-free confidence interval of the median (6 needed)."
+        );
+    }
+    let _ = writeln!(
+        out,
+        "- Closed-loop throughput and latency are coupled: a slower operation lowers the offered load. These figures do not describe an open arrival process or overload."
+    );
+    if let Some(c) = inputs.campaign {
+        let _ = writeln!(
+            out,
+            "- A streaming operation carries {} messages in each streamed direction, a unary one a single request and response: operations per second are not comparable across shapes. Streaming latency is the whole operation, not per message.",
+            c.workload.messages_per_stream
+        );
+    }
+    let _ = writeln!(
+        out,
+        "- CPU and RSS cover each peer's process group only, sampled from /proc every 10 ms around the measured window (CPU at clock-tick resolution); the controller is excluded."
+    );
+    let _ = writeln!(
+        out,
+        "- Implementations differ above the common contract (language runtime, transport library, scheduler, buffering): a ratio cannot be attributed to the transport alone."
+    );
+    write_network_boundaries(out, inputs.manifest.network.backend);
+    if inputs.manifest.source_dirty {
+        let _ = writeln!(
+            out,
+            "- The source was dirty when rpcarena was built: the revision above does not identify the controller exactly."
+        );
+    }
+}
+
+/// How much repetitions of one configuration differ, for throughput and p99.
+fn write_spreads(out: &mut String, rows: &[Row]) {
     // Spread needs at least two repetitions to mean anything.
-    let with_metrics: Vec<&Row> = inputs
-        .rows
+    let with_metrics: Vec<&Row> = rows
         .iter()
         .filter(|r| r.metrics.is_some() && r.ok >= 2)
         .collect();
@@ -574,50 +636,17 @@ fn write_boundaries(out: &mut String, inputs: &Inputs<'_>) {
         "{}",
         spread_line("p99", &|r| r.metrics.and_then(|m| m.p99_us.spread))
     );
-    let reps = inputs.campaign.map_or(0, |c| c.repetitions);
-    if reps < 4 {
-        let _ = writeln!(
-            out,
-            "- {reps} repetition(s) per configuration cannot show a statistically significant difference (two-sided Mann-Whitney at alpha 0.05 needs at least 4 per side); ratios here are descriptive."
-        );
-    } else if reps < 6 {
-        let _ = writeln!(
-            out,
-            "- {reps} repetitions are too few for a distribution-free confidence interval of the median (6 needed)."
-        );
-    }
-    let _ = writeln!(
-        out,
-        "- Closed-loop throughput and latency are coupled: a slower operation lowers the offered load. These figures do not describe an open arrival process or overload."
-    );
-    if let Some(c) = inputs.campaign {
-        let _ = writeln!(
-            out,
-            "- A streaming operation carries {} messages in each streamed direction, a unary one a single request and response: operations per second are not comparable across shapes. Streaming latency is the whole operation, not per message.",
-            c.workload.messages_per_stream
-        );
-    }
-    let _ = writeln!(
-        out,
-        "- CPU and RSS cover each peer's process group only, sampled from /proc every 10 ms around the measured window (CPU at clock-tick resolution); the controller is excluded."
-    );
-    let _ = writeln!(
-        out,
-        "- Implementations differ above the common contract (language runtime, transport library, scheduler, buffering): a ratio cannot be attributed to the transport alone."
-    );
-    match inputs
-        .manifest
-        .network
-        .get("backend")
-        .and_then(|b| b.as_str())
-    {
-        Some("loopback") => {
+}
+
+fn write_network_boundaries(out: &mut String, backend: NetworkBackend) {
+    match backend {
+        NetworkBackend::Loopback => {
             let _ = writeln!(
                 out,
                 "- Loopback has no delay, loss or bandwidth limit: these figures measure software cost on this host, not network behaviour."
             );
         }
-        Some("emulated") => {
+        NetworkBackend::Emulated => {
             let _ = writeln!(
                 out,
                 "- The network is emulated on one host: it reproduces the profile's delay, jitter, loss, rate and queue, not physical NIC offloads, routing changes, cross traffic or a real WAN. Check the emulator's accuracy on this host with `rpcarena netcheck`."
@@ -627,95 +656,62 @@ fn write_boundaries(out: &mut String, inputs: &Inputs<'_>) {
                 "- A closed loop with c lanes cannot exceed c / RTT operations per second: compare unary throughput with that limit before reading anything into it."
             );
         }
-        _ => {}
-    }
-    if inputs.manifest.source_dirty {
-        let _ = writeln!(
-            out,
-            "- The source was dirty when rpcarena was built: the revision above does not identify the controller exactly."
-        );
+        NetworkBackend::Netns => {}
     }
 }
 
 /// One sentence about the network, from the manifest's description of it.
-fn describe_network(network: &serde_json::Value) -> String {
-    let backend = network
-        .get("backend")
-        .and_then(|b| b.as_str())
-        .unwrap_or("unknown");
-    match backend {
-        "loopback" => "loopback (127.0.0.1), no emulation".to_string(),
-        "netns" => format!(
+fn describe_network(network: &NetworkDescription) -> String {
+    let topology = network.topology.as_ref();
+    match network.backend {
+        NetworkBackend::Loopback => "loopback (127.0.0.1), no emulation".to_string(),
+        NetworkBackend::Netns => format!(
             "client and server in separate network namespaces joined by a veth pair, no emulation, MTU {}",
-            network.get("mtu").and_then(|v| v.as_u64()).unwrap_or(0)
+            topology.map_or(0, |t| t.mtu)
         ),
-        "emulated" => {
-            let text = |pointer: &str| {
-                network
-                    .pointer(pointer)
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("unknown")
-            };
-            let profile = network.get("profile");
-            let name = profile
-                .and_then(|p| p.get("name"))
-                .and_then(|v| v.as_str())
-                .unwrap_or("custom");
-            let mtu = profile
-                .and_then(|p| p.get("mtu"))
-                .and_then(|v| v.as_u64())
-                .unwrap_or(0);
-            let direction = |key: &str| {
+        NetworkBackend::Emulated => {
+            let emulator = topology.map(|t| &t.emulator);
+            let profile = topology.and_then(|t| t.profile.as_ref());
+            let direction = |d: fn(&rpcarena_netem_core::LinkProfile) -> &DirectionSpec| {
                 profile
-                    .and_then(|p| p.get(key))
-                    .map(describe_direction)
+                    .map(|p| describe_direction(d(p)))
                     .unwrap_or_default()
             };
             format!(
-                "client and server in separate network namespaces joined by an emulated link ({} {}), profile {name}, MTU {mtu}; client to server: {}; server to client: {}",
-                text("/emulator/kind"),
-                text("/emulator/version"),
-                direction("client_to_server"),
-                direction("server_to_client")
+                "client and server in separate network namespaces joined by an emulated link ({} {}), profile {}, MTU {}; client to server: {}; server to client: {}",
+                emulator.map_or("unknown", |e| e.kind.as_str()),
+                emulator.map_or("unknown", |e| e.version.as_str()),
+                profile.and_then(|p| p.name.as_deref()).unwrap_or("custom"),
+                profile.map_or(0, |p| p.mtu),
+                direction(|p| &p.client_to_server),
+                direction(|p| &p.server_to_client)
             )
         }
-        other => other.to_string(),
     }
 }
 
 /// "delay 15 ms +- 2 ms (uniform), loss 0.1%, rate 100 Mbit/s, queue 1000 packets".
-fn describe_direction(d: &serde_json::Value) -> String {
-    let ms = |key: &str| d.get(key).and_then(|v| v.as_u64()).unwrap_or(0) as f64 / 1e6;
+fn describe_direction(d: &DirectionSpec) -> String {
+    let ms = |ns: u64| ns as f64 / 1e6;
     let mut parts = Vec::new();
-    if ms("jitter_ns") > 0.0 {
-        let distribution = d
-            .get("distribution")
-            .and_then(|v| v.as_str())
-            .unwrap_or("uniform");
+    if d.jitter_ns > 0 {
         parts.push(format!(
-            "delay {} ms +- {} ms ({distribution})",
-            ms("delay_ns"),
-            ms("jitter_ns")
+            "delay {} ms +- {} ms ({})",
+            ms(d.delay_ns),
+            ms(d.jitter_ns),
+            d.distribution.as_str()
         ));
     } else {
-        parts.push(format!("delay {} ms", ms("delay_ns")));
+        parts.push(format!("delay {} ms", ms(d.delay_ns)));
     }
-    match d.pointer("/loss/model").and_then(|v| v.as_str()) {
-        Some("random") => parts.push(format!(
-            "loss {}%",
-            d.pointer("/loss/probability")
-                .and_then(|v| v.as_f64())
-                .unwrap_or(0.0)
-                * 100.0
-        )),
-        Some("gilbert_elliott") => parts.push("Gilbert-Elliott loss".to_string()),
-        _ => {}
+    match d.loss {
+        LossModel::Random { probability } => parts.push(format!("loss {}%", probability * 100.0)),
+        LossModel::GilbertElliott { .. } => parts.push("Gilbert-Elliott loss".to_string()),
+        LossModel::None => {}
     }
-    if let Some(rate) = d.get("rate_bps").and_then(|v| v.as_u64()) {
+    if let Some(rate) = d.rate_bps {
         parts.push(format!("rate {} Mbit/s", rate as f64 / 1e6));
     }
-    if let Some(limit) = d.get("limit_packets").and_then(|v| v.as_u64()) {
-        parts.push(format!("queue {limit} packets"));
-    }
+    parts.push(format!("queue {} packets", d.limit_packets));
     parts.join(", ")
 }

@@ -2,9 +2,14 @@
 
 use rpcarena_model::campaign::Campaign;
 use rpcarena_model::matrix;
+use rpcarena_model::metrics::measure;
+use rpcarena_model::network::{Network, NetworkDescription};
 use rpcarena_model::record::{
-    CampaignInfo, ClientResult, HostInfo, Manifest, Metrics, Noise, ProcessStats, SampleCounts,
+    CampaignInfo, ClientResult, HostInfo, Manifest, Noise, ProcessStats, SampleCounts,
     SampleRecord, SampleStatus,
+};
+use rpcarena_netem_core::{
+    BackendKind, DirectionSeeds, EmulatorInfo, TimingOptions, TopologyInfo, profile_by_name,
 };
 use rpcarena_protocol::histogram;
 use rpcarena_report::{Artifacts, render};
@@ -34,13 +39,37 @@ concurrency = [4]
 load = ["closed", { model = "open", rate = 100 }]
 "#;
 
+/// A histogram of `n` values: 98% at `typical` and 2% at `tail` (so p50 is `typical`'s
+/// bucket and p99, p99.9 and the maximum are `tail`'s), base64 as a sample carries it.
+fn histogram(n: u64, typical: u64, tail: u64) -> String {
+    let mut h = histogram::new_latency_histogram();
+    h.record_n(typical, n - n / 50).unwrap();
+    h.record_n(tail, n / 50).unwrap();
+    histogram::encode(&h).unwrap()
+}
+
 fn record(config_index: usize, round: u32, ops: f64, p99_ns: u64) -> SampleRecord {
     let campaign = Campaign::parse(CAMPAIGN, "fixture.toml").unwrap();
     let config = matrix::expand(&campaign)[config_index].clone();
-    let completed = (ops * 2.0) as u64;
-    let mut h = histogram::new_latency_histogram();
-    h.record_n(1_000_000, completed).unwrap();
+    // Ten seconds of window: `ops` to 0.1 op/s is a whole number of operations.
+    let completed = (ops * 10.0).round() as u64;
     let open = config.load.model() == "open";
+    let client = ClientResult {
+        lanes: 4,
+        connections: 1,
+        completed,
+        requests: completed,
+        responses: completed,
+        request_bytes: completed * 256,
+        response_bytes: completed * 256,
+        window_ns: 10_000_000_000,
+        histogram: histogram(completed, 1_000_000, p99_ns),
+        uncorrected_histogram: open.then(|| histogram(completed, 900_000, 1_200_000)),
+        send_lag_histogram: open.then(|| histogram(completed, 4_000, 20_000)),
+        ..ClientResult::default()
+    };
+    // What the runner stores; the report recomputes it from the histograms and counts.
+    let metrics = measure(&client).ok().map(|m| m.metrics);
     SampleRecord {
         sample: format!("r{round:02}-{config_index}"),
         round,
@@ -52,43 +81,17 @@ fn record(config_index: usize, round: u32, ops: f64, p99_ns: u64) -> SampleRecor
         elapsed_ms: 3000,
         client_language: "rust".into(),
         server_language: "rust".into(),
-        client: Some(ClientResult {
-            lanes: 4,
-            connections: 1,
-            completed,
-            requests: completed,
-            responses: completed,
-            request_bytes: completed * 256,
-            response_bytes: completed * 256,
-            window_ns: 2_000_000_000,
-            histogram: histogram::encode(&h).unwrap(),
-            ..ClientResult::default()
-        }),
-        metrics: Some(Metrics {
-            ops_per_s: ops,
-            requests_per_s: ops,
-            responses_per_s: ops,
-            mean_ns: 1_000_000.0,
-            p50_ns: 1_000_447,
-            p90_ns: 1_000_447,
-            p99_ns,
-            p999_ns: p99_ns,
-            max_ns: p99_ns,
-            uncorrected_p50_ns: open.then_some(900_000),
-            uncorrected_p99_ns: open.then_some(1_200_000),
-            send_lag_p50_ns: open.then_some(4_000),
-            send_lag_p99_ns: open.then_some(20_000),
-            received_per_s: None,
-        }),
+        client: Some(client),
+        metrics,
         client_process: Some(ProcessStats {
-            cpu_us: 1000.0,
+            cpu_us: 25.0 * completed as f64,
             cpu_us_per_op: 25.0,
             peak_rss_mib: 8.5,
             readings: 200,
             processes: 1,
         }),
         server_process: Some(ProcessStats {
-            cpu_us: 800.0,
+            cpu_us: 20.0 * completed as f64,
             cpu_us_per_op: 20.0,
             peak_rss_mib: 7.25,
             readings: 200,
@@ -145,7 +148,7 @@ fn artifacts() -> Artifacts {
                 kernel: "6.18".into(),
                 memory_mib: 24000,
             },
-            network: serde_json::json!({"backend": "loopback"}),
+            network: NetworkDescription::loopback(&Network::default()),
             peers: Vec::new(),
             only_cells: Vec::new(),
             samples: SampleCounts {
@@ -203,4 +206,221 @@ fn rendering_is_deterministic() {
     let b = render(&artifacts());
     assert_eq!(a.report_md, b.report_md);
     assert_eq!(a.aggregate_csv, b.aggregate_csv);
+}
+
+/// The fixture's run on an emulated regional WAN, as a manifest of this build records it.
+fn emulated() -> Artifacts {
+    let mut artifacts = artifacts();
+    let campaign: Network = serde_json::from_value(serde_json::json!({
+        "backend": "emulated",
+        "profile": "regional-wan",
+        "emulator": "userspace"
+    }))
+    .unwrap();
+    let profile = profile_by_name("regional-wan").unwrap();
+    let topology = TopologyInfo {
+        backend: BackendKind::Userspace,
+        emulator: EmulatorInfo {
+            kind: "rpcarena-netem-userspace".into(),
+            version: "rpcarena-netem 0.1.0 (sch_netem semantics)".into(),
+        },
+        client_namespace: "rpa-7-1-c".into(),
+        server_namespace: "rpa-7-1-s".into(),
+        client_address: "10.77.0.1".parse().unwrap(),
+        server_address: "10.77.0.2".parse().unwrap(),
+        client_device: "rpa0".into(),
+        server_device: "rpa0".into(),
+        mtu: profile.mtu,
+        profile: Some(profile),
+        seeds: Some(DirectionSeeds::derive(42)),
+        kernel_qdisc: None,
+        timing: Some(TimingOptions::default()),
+        timing_notes: Vec::new(),
+    };
+    artifacts.manifest.network = NetworkDescription::of_topology(&campaign, &topology);
+    artifacts
+}
+
+#[test]
+fn markdown_report_of_an_emulated_network_snapshot() {
+    insta::assert_snapshot!("report_md_emulated", render(&emulated()).report_md);
+}
+
+#[test]
+fn a_manifest_written_before_the_description_was_versioned_reads_the_same() {
+    // Version 1 kept the topology's fields beside `backend`, the campaign's backend over the
+    // topology's kind.
+    let current = emulated();
+    let mut legacy =
+        serde_json::to_value(current.manifest.network.topology.as_ref().unwrap()).unwrap();
+    let object = legacy.as_object_mut().unwrap();
+    object.insert("backend".into(), "emulated".into());
+    object.insert("server_address".into(), "10.77.0.2".into());
+    object.insert(
+        "campaign".into(),
+        serde_json::to_value(current.manifest.network.campaign.as_ref().unwrap()).unwrap(),
+    );
+    let mut manifest = serde_json::to_value(&current.manifest).unwrap();
+    manifest["network"] = legacy;
+    let old = Artifacts {
+        manifest: serde_json::from_value(manifest).unwrap(),
+        records: current.records.clone(),
+    };
+    assert_eq!(old.manifest.network.version, 1);
+    assert_eq!(render(&old).report_md, render(&current).report_md);
+}
+
+#[test]
+fn an_unparsable_campaign_text_is_noted_not_hidden() {
+    let mut artifacts = artifacts();
+    artifacts.manifest.campaign.text = artifacts.manifest.campaign.text.replace("seed = 42", "");
+    let rendered = render(&artifacts);
+    assert_eq!(rendered.notes.len(), 1, "{:?}", rendered.notes);
+    assert!(
+        rendered.notes[0].starts_with("The campaign text kept in manifest.json no longer parses")
+            && rendered.notes[0].contains("missing field `seed`")
+            && rendered.notes[0].contains("the baseline is the first sample's cell `a`"),
+        "{}",
+        rendered.notes[0]
+    );
+    let md = &rendered.report_md;
+    assert!(md.contains("## Notes\n\n- The campaign text kept"), "{md}");
+    assert!(
+        !md.contains("- Workload:"),
+        "no workload line without the campaign"
+    );
+    // rows are still there, in sorted key order
+    assert!(md.contains("| a | grpc | rust | closed"));
+    assert!(render(&self::artifacts()).notes.is_empty());
+}
+
+#[test]
+fn samples_without_sampler_readings_keep_their_row_and_are_noted() {
+    let mut artifacts = artifacts();
+    for r in artifacts
+        .records
+        .iter_mut()
+        .filter(|r| r.config.cell == "b")
+    {
+        r.client_process = None;
+        r.server_process = None;
+    }
+    let rendered = render(&artifacts);
+    assert_eq!(
+        rendered.notes,
+        [
+            "12 of 24 good samples have no /proc readings (the sampler failed): their CPU and memory are left out of the medians, and a configuration without any shows n/a."
+        ]
+    );
+    let md = &rendered.report_md;
+    let b_closed = md
+        .lines()
+        .find(|l| l.starts_with("| b | quic | rust | closed"))
+        .unwrap();
+    assert!(
+        b_closed.contains("| 1201.0 [") && b_closed.contains("| n/a | n/a | n/a | n/a |"),
+        "throughput kept, CPU and memory n/a: {b_closed}"
+    );
+    let csv = &rendered.aggregate_csv;
+    let b_row = csv
+        .lines()
+        .find(|l| l.starts_with("b/unary/c4/256B-256B/zeros/closed"))
+        .unwrap();
+    assert!(
+        b_row.contains(",1201.000,") && b_row.contains(",6,1,"),
+        "{b_row}"
+    );
+}
+
+#[test]
+fn unreadable_histograms_and_a_failed_network_check_are_noted() {
+    let mut artifacts = emulated();
+    artifacts.records[0].client.as_mut().unwrap().histogram = "no!".into();
+    artifacts.manifest.network.setup_check =
+        Some("the network's check right after set-up failed: tx_dropped +2".into());
+    let rendered = render(&artifacts);
+    assert_eq!(rendered.notes.len(), 2, "{:?}", rendered.notes);
+    assert_eq!(
+        rendered.notes[0],
+        "The network's check right after set-up failed: tx_dropped +2."
+    );
+    assert!(
+        rendered.notes[1].starts_with("1 samples recorded as ok have a latency histogram that cannot be read (the first, r01-0: ")
+            && rendered.notes[1].ends_with("they are counted as failed."),
+        "{}",
+        rendered.notes[1]
+    );
+    let a_closed = rendered
+        .report_md
+        .lines()
+        .find(|l| l.starts_with("| a | grpc | rust | closed"))
+        .unwrap()
+        .to_string();
+    assert!(a_closed.ends_with("| 5/6 |"), "{a_closed}");
+}
+
+#[test]
+fn the_report_recomputes_figures_instead_of_trusting_stored_ones() {
+    let mut artifacts = artifacts();
+    for r in &mut artifacts.records {
+        if let Some(m) = r.metrics.as_mut() {
+            m.ops_per_s = 1.0;
+            m.p99_ns = 1;
+        }
+    }
+    assert_eq!(
+        render(&artifacts).report_md,
+        render(&self::artifacts()).report_md
+    );
+}
+
+#[test]
+fn reports_stream_samples_jsonl_from_a_run_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let artifacts = artifacts();
+    std::fs::write(
+        dir.path().join("manifest.json"),
+        serde_json::to_string_pretty(&artifacts.manifest).unwrap(),
+    )
+    .unwrap();
+    let lines: String = artifacts
+        .records
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    std::fs::write(dir.path().join("samples.jsonl"), lines + "\n").unwrap();
+    let regenerated = rpcarena_report::regenerate(dir.path()).unwrap();
+    assert_eq!(regenerated.written.len(), 2);
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert_eq!(md, render(&artifacts).report_md);
+    std::fs::write(dir.path().join("samples.jsonl"), "{}\n").unwrap();
+    let err = rpcarena_report::regenerate(dir.path())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("samples.jsonl:1: missing field"), "{err}");
+}
+
+#[test]
+fn each_row_keeps_its_good_samples_latencies_merged() {
+    let artifacts = artifacts();
+    let mut aggregator = rpcarena_report::aggregate::Aggregator::new();
+    for record in &artifacts.records {
+        aggregator.add(record);
+    }
+    let rows = aggregator.finish(&[], "a", 42).rows;
+    for row in &rows {
+        let completed: u64 = artifacts
+            .records
+            .iter()
+            .filter(|r| r.config.key == row.config.key && r.status == SampleStatus::Ok)
+            .map(|r| r.client.as_ref().unwrap().completed)
+            .sum();
+        assert_eq!(row.latency.len(), completed, "{}", row.config.key);
+    }
+    // without the campaign's order, rows follow their keys
+    let keys: Vec<&str> = rows.iter().map(|r| r.config.key.as_str()).collect();
+    let mut sorted = keys.clone();
+    sorted.sort();
+    assert_eq!(keys, sorted);
 }

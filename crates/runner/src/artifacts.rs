@@ -3,26 +3,11 @@
 
 use crate::host::sha256_file;
 use anyhow::{Context, Result, bail};
+use rpcarena_model::files::{self, CERTIFICATES, MANIFEST, RAW, SAMPLES, SEALED};
 use rpcarena_model::record::{Manifest, SampleRecord};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-
-/// File names inside a run directory.
-pub mod names {
-    /// The manifest.
-    pub const MANIFEST: &str = "manifest.json";
-    /// One sample per line.
-    pub const SAMPLES: &str = "samples.jsonl";
-    /// Per-configuration aggregates.
-    pub const AGGREGATE: &str = "aggregate.csv";
-    /// The Markdown report.
-    pub const REPORT_MD: &str = "report.md";
-    /// Peer logs.
-    pub const RAW: &str = "raw";
-    /// CA and server certificates.
-    pub const CERTIFICATES: &str = "certificates";
-}
 
 /// A run's output directory.
 #[derive(Debug, Clone)]
@@ -47,7 +32,7 @@ impl RunDir {
                 );
             }
         }
-        fs::create_dir_all(path.join(names::RAW))
+        fs::create_dir_all(path.join(RAW))
             .with_context(|| format!("creating output directory {}", path.display()))?;
         let root = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         Ok(RunDir { root })
@@ -55,13 +40,13 @@ impl RunDir {
 
     /// `raw/<sample>` (absolute) and its relative form.
     pub fn raw(&self, sample: &str) -> (PathBuf, String) {
-        let rel = format!("{}/{sample}", names::RAW);
+        let rel = files::raw_dir(sample);
         (self.root.join(&rel), rel)
     }
 
     /// `certificates/`.
     pub fn certificates(&self) -> PathBuf {
-        self.root.join(names::CERTIFICATES)
+        self.root.join(CERTIFICATES)
     }
 }
 
@@ -74,7 +59,7 @@ pub struct SamplesWriter {
 impl SamplesWriter {
     /// Opens (creating) `samples.jsonl` for appending.
     pub fn open(dir: &RunDir) -> Result<SamplesWriter> {
-        let path = dir.root.join(names::SAMPLES);
+        let path = dir.root.join(SAMPLES);
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -96,8 +81,8 @@ impl SamplesWriter {
 
 /// Writes the manifest atomically (temporary file, then rename).
 pub fn write_manifest(root: &Path, manifest: &Manifest) -> Result<()> {
-    let path = root.join(names::MANIFEST);
-    let tmp = root.join(format!("{}.tmp", names::MANIFEST));
+    let path = root.join(MANIFEST);
+    let tmp = root.join(format!("{MANIFEST}.tmp"));
     let mut text = serde_json::to_string_pretty(manifest).context("serializing the manifest")?;
     text.push('\n');
     fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
@@ -105,8 +90,8 @@ pub fn write_manifest(root: &Path, manifest: &Manifest) -> Result<()> {
 }
 
 /// Reads a run's manifest.
-pub fn read_manifest(root: &Path) -> Result<Manifest> {
-    let path = root.join(names::MANIFEST);
+fn read_manifest(root: &Path) -> Result<Manifest> {
+    let path = root.join(MANIFEST);
     let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
 }
@@ -115,12 +100,7 @@ pub fn read_manifest(root: &Path) -> Result<Manifest> {
 pub fn seal_manifest(root: &Path, finished_at: Option<String>) -> Result<Manifest> {
     let mut manifest = read_manifest(root)?;
     manifest.artifacts.clear();
-    for name in [
-        names::SAMPLES,
-        names::AGGREGATE,
-        names::REPORT_MD,
-        "report.html",
-    ] {
+    for name in SEALED {
         let path = root.join(name);
         if path.exists() {
             manifest
@@ -147,12 +127,9 @@ mod tests {
         let err = RunDir::create(&dir.root).unwrap_err().to_string();
         assert!(err.contains("already exists and is not empty"), "{err}");
         write_manifest(&dir.root, &Manifest::default()).unwrap();
-        fs::write(dir.root.join(names::SAMPLES), "{}\n").unwrap();
+        fs::write(dir.root.join(SAMPLES), "{}\n").unwrap();
         let sealed = seal_manifest(&dir.root, Some("t".into())).unwrap();
         assert_eq!(sealed.finished_at.as_deref(), Some("t"));
-        assert_eq!(
-            sealed.artifacts[names::SAMPLES],
-            crate::host::sha256_hex(b"{}\n")
-        );
+        assert_eq!(sealed.artifacts[SAMPLES], crate::host::sha256_hex(b"{}\n"));
     }
 }

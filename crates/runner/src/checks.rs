@@ -1,17 +1,44 @@
-//! Pure checks of a client's report against what the sample asked for, and the derived metrics.
+//! Pure checks of a client's report against what the sample asked for: every count must add
+//! up, the window must be the one asked for, the histogram must hold every completed operation.
+//! The figures themselves are computed by `rpcarena_model::metrics`.
 
 use rpcarena_model::load::LoadSpec;
 use rpcarena_model::matrix::SampleConfig;
-use rpcarena_model::record::{ClientResult, Metrics};
-use rpcarena_protocol::histogram::{self, LatencySummary};
+use rpcarena_model::metrics::Measured;
+use rpcarena_model::record::ClientResult;
+use rpcarena_protocol::histogram::HistogramError;
 
-/// Problems with a report; empty when it adds up. Also returns the metrics when the histogram
-/// could be read.
-pub fn check_report(
+/// Problems with a report, in the order the reason lists them; empty when it adds up.
+pub(crate) fn check_report(
     config: &SampleConfig,
     window_asked_ns: u64,
     result: &ClientResult,
-) -> (Vec<String>, Option<Metrics>) {
+    measured: &Result<Measured, HistogramError>,
+) -> Vec<String> {
+    let mut problems = check_outcome(config, result);
+    if config.load.whole_operations() {
+        problems.extend(check_counts(config, window_asked_ns, result));
+    }
+    // Send-saturation counts messages, not whole RPCs: the per-operation message checks do not
+    // apply (docs/peer-protocol.md, send-saturation accounting).
+    match measured {
+        Err(e) => problems.push(format!("{e}")),
+        Ok(m) => {
+            if m.latency.len() != result.completed {
+                problems.push(format!(
+                    "histogram holds {} values but {} operations completed",
+                    m.latency.len(),
+                    result.completed
+                ));
+            }
+            problems.extend(m.problems.iter().cloned());
+        }
+    }
+    problems
+}
+
+/// Failed operations, nothing completed, lanes other than asked, more received than sent.
+fn check_outcome(config: &SampleConfig, result: &ClientResult) -> Vec<String> {
     let mut problems = Vec::new();
     if result.failed > 0 {
         let codes: Vec<String> = result
@@ -44,14 +71,6 @@ pub fn check_report(
             result.lanes, config.concurrency
         ));
     }
-    let expect = |what: &str, got: u64, want: u64, problems: &mut Vec<String>| {
-        if got != want {
-            problems.push(format!(
-                "{what} is {got} but {want} was expected for {} completed {} operations",
-                result.completed, config.shape
-            ));
-        }
-    };
     if let (Some(sent), Some(received)) = (result.sent, result.received)
         && received > sent
     {
@@ -59,23 +78,30 @@ pub fn check_report(
             "the server counted {received} messages but only {sent} were sent"
         ));
     }
-    if !config.load.whole_operations() {
-        // Send-saturation counts messages, not whole RPCs: the per-operation message checks
-        // below do not apply (docs/peer-protocol.md, send-saturation accounting).
-        let metrics = histogram_metrics(result, &mut problems);
-        return (problems, metrics);
-    }
+    problems
+}
+
+/// Whole operations: messages and bytes are `completed` times the shape's, and the window is
+/// the one asked for.
+fn check_counts(config: &SampleConfig, window_asked_ns: u64, result: &ClientResult) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut expect = |what: &str, got: u64, want: u64| {
+        if got != want {
+            problems.push(format!(
+                "{what} is {got} but {want} was expected for {} completed {} operations",
+                result.completed, config.shape
+            ));
+        }
+    };
     expect(
         "requests",
         result.requests,
         result.completed.saturating_mul(config.requests_per_op()),
-        &mut problems,
     );
     expect(
         "responses",
         result.responses,
         result.completed.saturating_mul(config.responses_per_op()),
-        &mut problems,
     );
     expect(
         "request_bytes",
@@ -83,7 +109,6 @@ pub fn check_report(
         result
             .requests
             .saturating_mul(u64::from(config.request_size)),
-        &mut problems,
     );
     expect(
         "response_bytes",
@@ -91,7 +116,6 @@ pub fn check_report(
         result
             .responses
             .saturating_mul(u64::from(config.response_size)),
-        &mut problems,
     );
     // The window is the client's to run; a large deviation means it did not follow the protocol.
     let tolerance = window_asked_ns / 20 + 20_000_000;
@@ -102,69 +126,19 @@ pub fn check_report(
             window_asked_ns as f64 / 1e6
         ));
     }
-    let metrics = histogram_metrics(result, &mut problems);
-    (problems, metrics)
-}
-
-/// Rates and percentiles from the report's histograms; a histogram that does not decode or
-/// does not hold `completed` values is a problem.
-fn histogram_metrics(result: &ClientResult, problems: &mut Vec<String>) -> Option<Metrics> {
-    let h = match histogram::decode(&result.histogram) {
-        Ok(h) => h,
-        Err(e) => {
-            problems.push(format!("{e}"));
-            return None;
-        }
-    };
-    if h.len() != result.completed {
-        problems.push(format!(
-            "histogram holds {} values but {} operations completed",
-            h.len(),
-            result.completed
-        ));
-    }
-    let optional = |text: &Option<String>, what: &str, problems: &mut Vec<String>| {
-        text.as_ref().and_then(|t| match histogram::decode(t) {
-            Ok(h) => Some(LatencySummary::of(&h)),
-            Err(e) => {
-                problems.push(format!("{what}: {e}"));
-                None
-            }
-        })
-    };
-    let uncorrected = optional(
-        &result.uncorrected_histogram,
-        "uncorrected_histogram",
-        problems,
-    );
-    let lag = optional(&result.send_lag_histogram, "send_lag_histogram", problems);
-    let latency = LatencySummary::of(&h);
-    let seconds = result.window_ns.max(1) as f64 / 1e9;
-    Some(Metrics {
-        ops_per_s: result.completed as f64 / seconds,
-        requests_per_s: result.requests as f64 / seconds,
-        responses_per_s: result.responses as f64 / seconds,
-        mean_ns: latency.mean_ns,
-        p50_ns: latency.p50_ns,
-        p90_ns: latency.p90_ns,
-        p99_ns: latency.p99_ns,
-        p999_ns: latency.p999_ns,
-        max_ns: latency.max_ns,
-        uncorrected_p50_ns: uncorrected.map(|l| l.p50_ns),
-        uncorrected_p99_ns: uncorrected.map(|l| l.p99_ns),
-        send_lag_p50_ns: lag.map(|l| l.p50_ns),
-        send_lag_p99_ns: lag.map(|l| l.p99_ns),
-        received_per_s: result.received.map(|r| r as f64 / seconds),
-    })
+    problems
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use rpcarena_model::load::PayloadKind;
+    use rpcarena_model::load::Payload;
+    use rpcarena_model::metrics::measure;
+    use rpcarena_protocol::histogram;
     use rpcarena_protocol::workload::Shape;
 
-    fn config(shape: Shape) -> SampleConfig {
+    /// A configuration of `shape`: cell `c`, grpc, concurrency 4, 10 B requests, 20 B responses.
+    pub(crate) fn config(shape: Shape) -> SampleConfig {
         SampleConfig {
             key: "k".into(),
             cell: "c".into(),
@@ -176,7 +150,7 @@ mod tests {
             request_size: 10,
             response_size: 20,
             messages_per_stream: 8,
-            payload: PayloadKind::Zeros,
+            payload: Payload::Zeros,
             load: LoadSpec::Closed,
         }
     }
@@ -200,12 +174,15 @@ mod tests {
         }
     }
 
+    fn check(config: &SampleConfig, result: &ClientResult) -> Vec<String> {
+        check_report(config, 2_000_000_000, result, &measure(result))
+    }
+
     #[test]
-    fn a_consistent_bidi_report_passes_and_gives_rates() {
-        let (problems, metrics) =
-            check_report(&config(Shape::Bidi), 2_000_000_000, &result(100, 800, 800));
-        assert!(problems.is_empty(), "{problems:?}");
-        let m = metrics.unwrap();
+    fn a_consistent_bidi_report_passes() {
+        let r = result(100, 800, 800);
+        assert!(check(&config(Shape::Bidi), &r).is_empty());
+        let m = measure(&r).unwrap().metrics;
         assert_eq!(m.ops_per_s, 50.0);
         assert_eq!(m.requests_per_s, 400.0);
         assert!(m.p50_ns >= 1_000_000 && m.p50_ns < 1_002_000);
@@ -214,11 +191,7 @@ mod tests {
     #[test]
     fn counts_that_do_not_add_up_are_named() {
         // a client stream sends 8 requests and gets one summary per operation
-        let (problems, _) = check_report(
-            &config(Shape::ClientStream),
-            2_000_000_000,
-            &result(100, 800, 800),
-        );
+        let problems = check(&config(Shape::ClientStream), &result(100, 800, 800));
         assert_eq!(problems.len(), 1, "{problems:?}");
         assert!(problems[0].starts_with("responses is 800 but 100 was expected"));
 
@@ -226,8 +199,7 @@ mod tests {
         r.completed = 101;
         r.failed = 2;
         r.failures.insert("timeout".into(), 2);
-        let (problems, _) = check_report(&config(Shape::Unary), 2_000_000_000, &r);
-        let text = problems.join("\n");
+        let text = check(&config(Shape::Unary), &r).join("\n");
         assert!(text.contains("2 operations failed (timeout: 2)"), "{text}");
         assert!(
             text.contains("histogram holds 100 values but 101 operations completed"),
@@ -240,9 +212,7 @@ mod tests {
         let mut r = result(10, 10, 10);
         r.window_ns = 1_000_000_000;
         r.histogram = "no!".into();
-        let (problems, metrics) = check_report(&config(Shape::Unary), 2_000_000_000, &r);
-        assert!(metrics.is_none());
-        let text = problems.join("\n");
+        let text = check(&config(Shape::Unary), &r).join("\n");
         assert!(text.contains("1000.0 ms window but 2000.0 ms"), "{text}");
         assert!(text.contains("not valid base64"), "{text}");
     }

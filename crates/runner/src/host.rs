@@ -58,19 +58,23 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(hex::encode(hasher.finalize()))
 }
 
-/// Current UTC time, RFC 3339 with seconds.
+/// Current UTC time, RFC 3339 with nanoseconds: `2026-11-30T16:15:00.123456789Z`.
 pub fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    now.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_else(|_| now.unix_timestamp().to_string())
+    humantime::format_rfc3339_nanos(std::time::SystemTime::now()).to_string()
 }
 
 /// Current UTC time for directory names: `20261130-161500`.
 pub fn now_compact() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    let format = time::macros::format_description!("[year][month][day]-[hour][minute][second]");
-    now.format(&format)
-        .unwrap_or_else(|_| now.unix_timestamp().to_string())
+    compact(&humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string())
+}
+
+/// `2026-11-30T16:15:00Z` as `20261130-161500`.
+fn compact(rfc3339: &str) -> String {
+    rfc3339
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .map(|c| if c == 'T' { '-' } else { c })
+        .collect()
 }
 
 #[cfg(test)]
@@ -94,6 +98,9 @@ mod tests {
         let host = host_info();
         assert!(host.cpus >= 1);
         assert!(!host.kernel.is_empty());
-        assert!(now_rfc3339().ends_with('Z'));
+        let now = now_rfc3339();
+        assert!(now.ends_with('Z') && now.len() == "2026-11-30T16:15:00.123456789Z".len());
+        assert_eq!(now_compact().len(), "20261130-161500".len());
+        assert_eq!(compact("2026-11-30T16:15:00Z"), "20261130-161500");
     }
 }

@@ -75,15 +75,6 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// The argument-vector prefix that pins a command to `cpus` (`taskset -c 1,2`), if any.
-pub fn taskset_prefix(cpus: &[usize]) -> Vec<String> {
-    if cpus.is_empty() {
-        return Vec::new();
-    }
-    let list: Vec<String> = cpus.iter().map(|c| c.to_string()).collect();
-    vec!["taskset".into(), "-c".into(), list.join(",")]
-}
-
 /// The 1-minute load average.
 pub fn load_average() -> f64 {
     std::fs::read_to_string("/proc/loadavg")
@@ -264,7 +255,6 @@ mod tests {
         assert_eq!((p.server, p.client), (vec![1], vec![0, 2]));
         assert_eq!(plan(&[0, 1, 2, 3], Pinning::Off, true), PinPlan::default());
         assert!(plan(&[0], Pinning::Auto, false).warnings[0].contains("one CPU"));
-        assert_eq!(taskset_prefix(&[2, 3]), ["taskset", "-c", "2,3"]);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
+use rpcarena_model::files;
 use rpcarena_protocol::event::{Command, Event, Role, parse_event};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
@@ -48,8 +49,8 @@ pub struct Message {
 /// Process groups alive right now, so that a signal handler can kill them all.
 static LIVE_GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
-/// Kills every live peer process group (used on SIGINT and SIGTERM).
-pub fn kill_all_groups() {
+/// Kills every live peer process group (on SIGINT, SIGTERM and SIGHUP, see `stop`).
+pub(crate) fn kill_all_groups() {
     let groups = LIVE_GROUPS.lock().map(|g| g.clone()).unwrap_or_default();
     for pgid in groups {
         let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
@@ -79,8 +80,8 @@ impl PeerProcess {
         events: Sender<Message>,
     ) -> Result<PeerProcess> {
         let (program, args) = argv.split_first().context("peer command is empty")?;
-        let stderr_path = raw_dir.join(format!("{role}.stderr"));
-        let stdout_path = raw_dir.join(format!("{role}.stdout"));
+        let stderr_path = raw_dir.join(files::peer_log(role, "stderr"));
+        let stdout_path = raw_dir.join(files::peer_log(role, "stdout"));
         let stderr = File::create(&stderr_path)
             .with_context(|| format!("creating {}", stderr_path.display()))?;
         let stdout_copy = File::create(&stdout_path)
@@ -254,12 +255,6 @@ pub fn describe_exit(status: ExitStatus) -> String {
     }
 }
 
-/// Makes this process a child subreaper, so that peers' orphaned helpers are re-parented to it
-/// and can be reaped instead of escaping.
-pub fn become_subreaper() {
-    let _ = nix::sys::prctl::set_child_subreaper(true);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,7 +262,8 @@ mod tests {
 
     #[test]
     fn parses_events_and_kills_the_whole_group() {
-        become_subreaper();
+        // The binary makes itself a subreaper; the test does so too, to reap the orphans.
+        let _ = nix::sys::prctl::set_child_subreaper(true);
         let dir = tempfile::tempdir().unwrap();
         let (tx, rx) = channel();
         let script = r#"echo '{"protocol":1,"event":"ready","role":"server","address":"x:1","pid":1}'; echo 'junk'; sleep 30 & sleep 30"#;

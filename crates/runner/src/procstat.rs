@@ -52,7 +52,8 @@ struct Reading {
 /// A running sampler over some process groups.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<WindowUsage>>,
+    /// The sampling thread, or why it could not start.
+    handle: Result<JoinHandle<WindowUsage>, String>,
 }
 
 impl Sampler {
@@ -63,17 +64,17 @@ impl Sampler {
         let handle = std::thread::Builder::new()
             .name("proc-sampler".into())
             .spawn(move || sample_loop(&pgids, interval, &flag))
-            .ok();
+            .map_err(|e| format!("the /proc sampler thread could not start: {e}"));
         Sampler { stop, handle }
     }
 
-    /// Takes a last reading and returns the usage of each group, in the order given to `start`.
-    pub fn stop(mut self) -> WindowUsage {
+    /// Takes a last reading and returns the usage of each group, in the order given to `start`;
+    /// or why there is none (the thread did not start or panicked).
+    pub fn stop(mut self) -> Result<WindowUsage, String> {
         self.stop.store(true, Ordering::Release);
-        self.handle
-            .take()
-            .and_then(|h| h.join().ok())
-            .unwrap_or_default()
+        std::mem::replace(&mut self.handle, Err(String::new()))?
+            .join()
+            .map_err(|_| "the /proc sampler thread panicked".to_string())
     }
 }
 
@@ -249,7 +250,7 @@ mod tests {
             .unwrap();
         let sampler = Sampler::start(vec![child.id() as i32], Duration::from_millis(10));
         std::thread::sleep(Duration::from_millis(600));
-        let window = sampler.stop();
+        let window = sampler.stop().unwrap();
         let _ = nix::sys::signal::killpg(
             nix::unistd::Pid::from_raw(child.id() as i32),
             nix::sys::signal::Signal::SIGKILL,

@@ -7,7 +7,8 @@
 //! Against a baseline measured in the same rounds, [`compare()`] gives the ratio of medians with a
 //! seeded bootstrap interval, a two-sided [`mann_whitney()`] test and a [`Verdict`]: a change is
 //! significant only when p < alpha *and* it exceeds a noise threshold, as benchstat and criterion
-//! decide. [`drift()`] checks one window for a change of speed between its halves.
+//! decide. [`drift()`] checks one window for a change of speed between its halves, and
+//! [`LatencySummary`] gives the percentiles of a latency histogram.
 //!
 //! The crate is pure: no I/O, no clock, and the one randomized method takes its seed from the
 //! caller, so every number can be recomputed from the artifacts. Results derive
@@ -46,6 +47,7 @@ pub mod compare;
 pub mod drift;
 mod error;
 pub mod interval;
+pub mod latency;
 pub mod mann_whitney;
 pub mod summary;
 
@@ -56,5 +58,6 @@ pub use compare::{
 pub use drift::{DEFAULT_DRIFT_THRESHOLD, Drift, drift};
 pub use error::StatsError;
 pub use interval::{DEFAULT_CONFIDENCE, MedianInterval, median_interval};
+pub use latency::LatencySummary;
 pub use mann_whitney::{MannWhitney, PValueMethod, mann_whitney, min_two_sided_p};
 pub use summary::{Outliers, Summary, median, percentile};

@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests. They need root and /dev/net/tun (CI runs as root);
-//! elsewhere each test prints why it skips and passes.
+//! elsewhere each test prints why it skips (`privileges::required_by_test`), and under CI=true
+//! it fails instead.
 
 #![allow(dead_code)]
 
@@ -7,27 +8,6 @@ use std::net::{SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
 
 use rpcarena_netem::{Side, Topology};
-
-/// Whether this process may create namespaces and TUN devices; prints why not.
-pub fn privileged(test: &str) -> bool {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let caps = status
-        .lines()
-        .find_map(|l| l.strip_prefix("CapEff:"))
-        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
-        .unwrap_or(0);
-    let net_admin = caps & (1 << 12) != 0;
-    let sys_admin = caps & (1 << 21) != 0;
-    if !(net_admin && sys_admin) {
-        println!("SKIP {test}: needs CAP_NET_ADMIN and CAP_SYS_ADMIN (run as root)");
-        return false;
-    }
-    if !std::path::Path::new("/dev/net/tun").exists() {
-        println!("SKIP {test}: /dev/net/tun is missing");
-        return false;
-    }
-    true
-}
 
 /// A UDP socket bound inside one side's namespace.
 pub fn udp(topo: &Topology, side: Side, port: u16) -> UdpSocket {

@@ -1,6 +1,7 @@
-//! Test doubles for the engine's cores and shells: a clock that moves only when told, and a lane
-//! whose operations cost nothing. The unit tests use them to run schedules on virtual time, and
-//! the Criterion benchmark (benches/engine.rs) to measure the engine's own cost per operation.
+//! Test doubles for the engine's cores and shells: a clock that moves only when told, tokio's
+//! clock for runtimes started paused, and a lane whose operations cost nothing. The unit tests
+//! use them to run schedules and shells on virtual time, and the Criterion benchmark
+//! (benches/engine.rs) to measure the engine's own cost per operation.
 
 use super::{Clock, Lane, Nanos, OpError, OpOutcome};
 use std::future::Future;
@@ -36,6 +37,40 @@ impl Clock for FakeClock {
 
     async fn sleep_until(&self, until: Nanos) {
         self.set(until);
+    }
+}
+
+/// tokio's clock as an engine clock. In a runtime started paused
+/// (`#[tokio::test(start_paused = true)]`, current-thread) time moves only when every task waits,
+/// and then straight to the next timer, so the async shells (their deadlines, the lanes'
+/// `tokio::time::sleep`s) run on virtual time: deterministic and instant.
+#[derive(Debug, Clone, Copy)]
+pub struct PausedClock {
+    epoch: tokio::time::Instant,
+}
+
+impl PausedClock {
+    /// A clock whose zero is now.
+    pub fn new() -> PausedClock {
+        PausedClock {
+            epoch: tokio::time::Instant::now(),
+        }
+    }
+}
+
+impl Default for PausedClock {
+    fn default() -> Self {
+        PausedClock::new()
+    }
+}
+
+impl Clock for PausedClock {
+    fn now(&self) -> Nanos {
+        self.epoch.elapsed().as_nanos() as Nanos
+    }
+
+    fn sleep_until(&self, until: Nanos) -> impl Future<Output = ()> + Send {
+        tokio::time::sleep_until(self.epoch + std::time::Duration::from_nanos(until))
     }
 }
 

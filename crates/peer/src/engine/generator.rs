@@ -65,18 +65,59 @@ pub struct OpenStart {
     pub intended: Nanos,
 }
 
-/// The generator thread's loop: releases every arrival of `arrivals` at its time into `queue`,
-/// and returns how many it released (the offered operations).
+/// How the generator thread reads the time and waits: [`ThreadTimer`] on the real clock, a fake
+/// in tests.
+pub trait Timer {
+    /// Now, on the engine's clock.
+    fn now(&self) -> Nanos;
+    /// Blocks until about `until` (never much later; earlier is fine, the pacer asks again).
+    fn sleep_until(&self, until: Nanos);
+    /// One turn of a busy wait.
+    fn spin(&self);
+}
+
+/// The real timer: the engine's monotonic clock, `clock_nanosleep` to an absolute time, and
+/// `spin_loop` hints.
+pub struct ThreadTimer {
+    clock: MonotonicClock,
+    sleeper: Sleeper,
+}
+
+impl ThreadTimer {
+    /// A timer on `clock`, for the calling thread (it sets the thread's timer slack to 1 ns).
+    pub fn new(clock: MonotonicClock) -> ThreadTimer {
+        tighten_timer_slack();
+        ThreadTimer {
+            sleeper: Sleeper::new(&clock),
+            clock,
+        }
+    }
+}
+
+impl Timer for ThreadTimer {
+    fn now(&self) -> Nanos {
+        self.clock.now()
+    }
+
+    fn sleep_until(&self, until: Nanos) {
+        self.sleeper.sleep_until(until);
+    }
+
+    fn spin(&self) {
+        std::hint::spin_loop();
+    }
+}
+
+/// The generator thread's loop: releases every arrival of `arrivals` `lead` before its time into
+/// `queue`, and returns how many it released (the offered operations).
 pub fn generate(
     arrivals: Arrivals,
     pacer: Pacer,
     lead: Nanos,
-    clock: MonotonicClock,
+    timer: &impl Timer,
     queue: mpsc::UnboundedSender<OpenStart>,
     stop: &AtomicBool,
 ) -> u64 {
-    tighten_timer_slack();
-    let sleeper = Sleeper::new(&clock);
     let mut offered = 0;
     let mut arrivals = arrivals;
     while let Some((seq, intended)) = arrivals.next() {
@@ -86,10 +127,10 @@ pub fn generate(
                 // The lanes are gone (drain bound): count what was offered, release nothing.
                 return offered + arrivals.count() as u64;
             }
-            match pacer.pace(clock.now(), intended.saturating_sub(lead)) {
+            match pacer.pace(timer.now(), intended.saturating_sub(lead)) {
                 Pace::Go => break,
-                Pace::Spin => std::hint::spin_loop(),
-                Pace::Sleep(until) => sleeper.sleep_until(until),
+                Pace::Spin => timer.spin(),
+                Pace::Sleep(until) => timer.sleep_until(until),
             }
         }
         if queue.send(OpenStart { seq, intended }).is_err() {
@@ -111,7 +152,7 @@ fn tighten_timer_slack() {
 
 /// Sleeps until an engine time with `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`, which
 /// cannot drift the way a relative sleep computed from an earlier reading can.
-struct Sleeper {
+pub struct Sleeper {
     /// CLOCK_MONOTONIC minus the engine clock, in nanoseconds (std's `Instant` is
     /// CLOCK_MONOTONIC on Linux, so this is constant).
     offset: Option<u64>,
@@ -161,10 +202,10 @@ impl Shared {
 
 /// One lane: takes starts from the queue and runs them until the queue ends. `current` holds
 /// the (intended, actual) start of the operation in flight, for the drain bound.
-async fn drive_open<L: Lane>(
+async fn drive_open<L: Lane, C: Clock>(
     lane: &mut L,
     shared: &Shared,
-    clock: &MonotonicClock,
+    clock: &C,
     deadline: Nanos,
     current: &mut Option<(Nanos, Nanos)>,
 ) {
@@ -200,7 +241,8 @@ async fn drive_open<L: Lane>(
     }
 }
 
-/// Runs the open model through `window` on `lanes` (at most that many operations in flight).
+/// Runs the open model through `window` on `lanes` (at most that many operations in flight):
+/// the generator thread releases the starts, [`serve_open`] runs them.
 pub async fn run_open<L: Lane>(
     lanes: Vec<L>,
     config: OpenConfig,
@@ -209,13 +251,6 @@ pub async fn run_open<L: Lane>(
     bound: &'static str,
 ) -> Result<(Vec<L>, Totals), OpError> {
     let (sender, receiver) = mpsc::unbounded_channel();
-    let shared = Arc::new(Shared {
-        queue: tokio::sync::Mutex::new(receiver),
-        tally: Mutex::new(LaneTally::open(window.t0)),
-        started: AtomicU64::new(0),
-        in_flight: AtomicU64::new(0),
-        max_in_flight: AtomicU64::new(0),
-    });
     let stop = Arc::new(AtomicBool::new(false));
     let generator = {
         let arrivals = Arrivals::new(&config, &window);
@@ -223,7 +258,10 @@ pub async fn run_open<L: Lane>(
         let (lead, spin_ns) = pacing_for(config.rate);
         std::thread::Builder::new()
             .name("open-generator".into())
-            .spawn(move || generate(arrivals, Pacer { spin_ns }, lead, clock, sender, &stop))
+            .spawn(move || {
+                let timer = ThreadTimer::new(clock);
+                generate(arrivals, Pacer { spin_ns }, lead, &timer, sender, &stop)
+            })
             .map_err(|e| {
                 OpError::new(
                     code::INTERNAL,
@@ -231,12 +269,75 @@ pub async fn run_open<L: Lane>(
                 )
             })?
     };
+    let served = serve_open(lanes, receiver, clock, window, bound).await;
+    stop.store(true, Ordering::Relaxed);
+    let offered = tokio::task::spawn_blocking(move || generator.join())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .ok_or_else(|| OpError::new(code::INTERNAL, "the generator thread failed"))?;
+    let (lanes, served) = served?;
+    Ok((lanes, served.totals(offered, config.rate)))
+}
+
+/// What the lanes of an open-model window did.
+#[derive(Debug, Default)]
+pub struct Served {
+    /// Every operation, corrected and uncorrected latency and send lag.
+    pub tally: LaneTally,
+    /// Operations started (before the deadline).
+    pub started: u64,
+    /// The most operations in flight at once.
+    pub max_in_flight: u64,
+}
+
+impl Served {
+    /// The model's totals, given how many starts the generator `offered` at `rate`: it fell
+    /// behind when a start did not happen or the send lag's p99 exceeds [`FELL_BEHIND_LAG_NS`].
+    pub fn totals(self, offered: u64, rate: f64) -> Totals {
+        let lag_p99 = self
+            .tally
+            .send_lag
+            .as_ref()
+            .map_or(0, |h| h.value_at_quantile(0.99));
+        let started = self.started;
+        let max_in_flight = self.max_in_flight;
+        let mut totals = Totals::merge([self.tally], None);
+        totals.model = ModelReport {
+            load: load::OPEN,
+            offered: Some(offered),
+            target_rate: Some(rate),
+            fell_behind: Some(started < offered || lag_p99 > FELL_BEHIND_LAG_NS),
+            max_in_flight: Some(max_in_flight),
+            ..ModelReport::default()
+        };
+        totals
+    }
+}
+
+/// The lane side of the open model: every lane takes starts from `queue` until it ends, bounded
+/// by the window's hard deadline (an operation in flight then fails as `timeout`).
+pub async fn serve_open<L: Lane, C: Clock>(
+    lanes: Vec<L>,
+    queue: mpsc::UnboundedReceiver<OpenStart>,
+    clock: C,
+    window: Window,
+    bound: &'static str,
+) -> Result<(Vec<L>, Served), OpError> {
+    let shared = Arc::new(Shared {
+        queue: tokio::sync::Mutex::new(queue),
+        tally: Mutex::new(LaneTally::open(window.t0)),
+        started: AtomicU64::new(0),
+        in_flight: AtomicU64::new(0),
+        max_in_flight: AtomicU64::new(0),
+    });
     let mut tasks = Vec::with_capacity(lanes.len());
     for mut lane in lanes {
         let shared = shared.clone();
+        let clock = clock.clone();
         tasks.push(tokio::spawn(async move {
             let mut current = None;
-            let hard_deadline = tokio::time::sleep_until(clock.instant(window.hard_deadline));
+            let hard_deadline = clock.sleep_until(window.hard_deadline);
             let finished = tokio::select! {
                 biased;
                 () = drive_open(&mut lane, &shared, &clock, window.deadline, &mut current) => true,
@@ -257,33 +358,18 @@ pub async fn run_open<L: Lane>(
                 .map_err(|e| OpError::new(code::INTERNAL, format!("a lane task failed: {e}")))?,
         );
     }
-    stop.store(true, Ordering::Relaxed);
-    let offered = tokio::task::spawn_blocking(move || generator.join())
-        .await
-        .ok()
-        .and_then(Result::ok)
-        .ok_or_else(|| OpError::new(code::INTERNAL, "the generator thread failed"))?;
-    let tally = std::mem::take(&mut *shared.tally());
-    let started = shared.started.load(Ordering::Relaxed);
-    let lag_p99 = tally
-        .send_lag
-        .as_ref()
-        .map_or(0, |h| h.value_at_quantile(0.99));
-    let mut totals = Totals::merge([tally], None);
-    totals.model = ModelReport {
-        load: load::OPEN,
-        offered: Some(offered),
-        target_rate: Some(config.rate),
-        fell_behind: Some(started < offered || lag_p99 > FELL_BEHIND_LAG_NS),
-        max_in_flight: Some(shared.max_in_flight.load(Ordering::Relaxed)),
-        ..ModelReport::default()
+    let served = Served {
+        tally: std::mem::take(&mut *shared.tally()),
+        started: shared.started.load(Ordering::Relaxed),
+        max_in_flight: shared.max_in_flight.load(Ordering::Relaxed),
     };
-    Ok((lanes, totals))
+    Ok((lanes, served))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::fake::FakeClock;
     use crate::engine::open::Arrival;
     use crate::engine::{OpError, OpOutcome};
     use std::time::Duration;
@@ -297,10 +383,34 @@ mod tests {
         }
     }
 
+    /// A timer on a fake clock: sleeps land exactly, a spin turn takes 1 µs; every wait is logged.
+    struct FakeTimer {
+        clock: FakeClock,
+        spins: std::cell::Cell<u64>,
+    }
+
+    impl Timer for FakeTimer {
+        fn now(&self) -> Nanos {
+            self.clock.now()
+        }
+
+        fn sleep_until(&self, until: Nanos) {
+            self.clock.set(until);
+        }
+
+        fn spin(&self) {
+            self.spins.set(self.spins.get() + 1);
+            self.clock.advance(1_000);
+        }
+    }
+
     #[test]
-    fn the_generator_releases_every_start_in_order_and_not_before_its_time() {
-        let clock = MonotonicClock::new();
-        let window = Window::new(clock.now(), 20_000_000, 0);
+    fn the_generator_releases_every_start_lead_before_its_time_in_order() {
+        let timer = FakeTimer {
+            clock: FakeClock::at(1_000_000),
+            spins: std::cell::Cell::new(0),
+        };
+        let window = Window::new(timer.now(), 20_000_000, 0);
         let config = OpenConfig {
             rate: 2_000.0,
             arrival: Arrival::Constant,
@@ -308,24 +418,54 @@ mod tests {
         };
         let (sender, mut receiver) = mpsc::unbounded_channel();
         let stop = AtomicBool::new(false);
+        let pacer = Pacer { spin_ns: SPIN_NS };
         let offered = generate(
             Arrivals::new(&config, &window),
-            Pacer { spin_ns: SPIN_NS },
+            pacer,
             LEAD_NS,
-            clock,
+            &timer,
             sender,
             &stop,
         );
         assert_eq!(offered, 40);
-        let mut released = Vec::new();
-        while let Ok(start) = receiver.try_recv() {
-            released.push(start);
-        }
+        let released: Vec<OpenStart> = std::iter::from_fn(|| receiver.try_recv().ok()).collect();
         assert_eq!(released.len(), 40);
-        assert!(released.windows(2).all(|w| w[0].intended < w[1].intended));
+        assert!(
+            released
+                .windows(2)
+                .all(|w| w[1].intended == w[0].intended + 500_000)
+        );
         assert_eq!(released[3].seq, 3);
-        // the last was handed over no earlier than LEAD_NS before its time
-        assert!(clock.now() + LEAD_NS >= released[39].intended);
+        // the last went exactly LEAD_NS before its time: a sleep to SPIN_NS before, then spins
+        assert_eq!(timer.now() + LEAD_NS, released[39].intended);
+        // SPIN_NS of spinning for every start but the first, which was due when the window opened
+        assert_eq!(timer.spins.get(), 39 * SPIN_NS / 1_000);
+    }
+
+    #[test]
+    fn a_stop_counts_what_was_offered_and_releases_nothing_more() {
+        let timer = FakeTimer {
+            clock: FakeClock::at(0),
+            spins: std::cell::Cell::new(0),
+        };
+        let window = Window::new(0, 20_000_000, 0);
+        let config = OpenConfig {
+            rate: 2_000.0,
+            arrival: Arrival::Constant,
+            seed: 0,
+        };
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let stop = AtomicBool::new(true);
+        let offered = generate(
+            Arrivals::new(&config, &window),
+            Pacer { spin_ns: SPIN_NS },
+            LEAD_NS,
+            &timer,
+            sender,
+            &stop,
+        );
+        assert_eq!(offered, 40);
+        assert!(receiver.try_recv().is_err());
     }
 
     #[test]
@@ -341,20 +481,35 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(start_paused = true)]
     async fn a_saturated_lane_makes_starts_wait_and_the_wait_counts() {
         // one lane, 10 ms operations, 1000/s for 50 ms: most starts wait for the lane
-        let clock = MonotonicClock::new();
-        let window = Window::new(clock.now(), 50_000_000, 2_000_000_000);
+        const MS: u64 = 1_000_000;
+        let clock = crate::engine::fake::PausedClock::new();
+        let window = Window::new(clock.now(), 50 * MS, 2_000 * MS);
         let config = OpenConfig {
             rate: 1_000.0,
             arrival: Arrival::Constant,
             seed: 0,
         };
+        // The generator on virtual time: each start released at its intended time.
+        let (sender, receiver) = mpsc::unbounded_channel();
+        let arrivals = Arrivals::new(&config, &window);
+        let generator = tokio::spawn(async move {
+            let mut offered = 0;
+            for (seq, intended) in arrivals {
+                clock.sleep_until(intended).await;
+                offered += 1;
+                let _ = sender.send(OpenStart { seq, intended });
+            }
+            offered
+        });
         let lanes = vec![SleepyLane(Duration::from_millis(10))];
-        let (lanes, totals) = run_open(lanes, config, clock, window, "the drain")
+        let (lanes, served) = serve_open(lanes, receiver, clock, window, "the drain")
             .await
             .expect("runs");
+        let offered = generator.await.expect("the generator task ends");
+        let totals = served.totals(offered, config.rate);
         assert_eq!(lanes.len(), 1);
         let model = &totals.model;
         assert_eq!(model.offered, Some(50));
@@ -362,13 +517,37 @@ mod tests {
         assert_eq!(model.max_in_flight, Some(1));
         let t = &totals.tally;
         assert_eq!(t.failed, 0);
-        // about 5 operations fit in 50 ms; the rest were still queued at the deadline
-        assert!((4..=7).contains(&t.completed), "{}", t.completed);
-        let corrected = t.histogram.max();
+        // starts 0..4 ran back to back from 0 to 50 ms; the rest were still queued at the deadline
+        assert_eq!(t.completed, 5);
+        // start 4 was meant for 4 ms and ended at 50 ms; every operation took 10 ms
+        assert!(t.histogram.equivalent(t.histogram.max(), 46 * MS));
         let uncorrected = t.uncorrected.as_ref().map_or(0, |h| h.max());
         assert!(
-            corrected > uncorrected + 20_000_000,
-            "{corrected} vs {uncorrected}"
+            t.histogram.equivalent(uncorrected, 10 * MS),
+            "{uncorrected}"
         );
+    }
+
+    #[test]
+    fn falling_behind_is_a_start_that_did_not_happen_or_a_late_p99() {
+        let on_time = Served {
+            started: 10,
+            ..Served::default()
+        };
+        assert_eq!(on_time.totals(10, 100.0).model.fell_behind, Some(false));
+        let missed = Served {
+            started: 9,
+            ..Served::default()
+        };
+        assert_eq!(missed.totals(10, 100.0).model.fell_behind, Some(true));
+        let mut late = Served {
+            tally: LaneTally::open(0),
+            started: 10,
+            max_in_flight: 1,
+        };
+        late.tally.handle_send_lag(2 * FELL_BEHIND_LAG_NS);
+        let totals = late.totals(10, 100.0);
+        assert_eq!(totals.model.fell_behind, Some(true));
+        assert_eq!(totals.model.max_in_flight, Some(1));
     }
 }

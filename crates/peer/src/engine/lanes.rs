@@ -11,7 +11,7 @@ use super::intervals::Intervals;
 use super::pool::{PoolNext, PoolSchedule};
 use super::tally::{LaneTally, Totals};
 use super::window::WindowSchedule;
-use super::{Clock, Lane, LaneSchedule, MonotonicClock, Next, OpError, Window};
+use super::{Clock, Lane, LaneSchedule, Next, OpError, Window};
 use rpcarena_protocol::event::code;
 use std::sync::{Arc, Mutex};
 
@@ -88,9 +88,9 @@ impl LaneSchedule for SharedWindow {
 }
 
 /// The closed model: every lane through `window` on its own task, one operation in flight each.
-pub async fn run_closed<L: Lane>(
+pub async fn run_closed<L: Lane, C: Clock>(
     lanes: Vec<L>,
-    clock: MonotonicClock,
+    clock: C,
     window: Window,
     bound: &'static str,
 ) -> Result<(Vec<L>, Totals), OpError> {
@@ -104,10 +104,10 @@ pub async fn run_closed<L: Lane>(
 /// dropped (cancelled) and counted as failed with code `timeout`. The lanes come back for the
 /// next phase (or for closing); a lane whose operation was cancelled may have a broken
 /// connection, which is fine because a failure ends the sample's usefulness anyway.
-pub async fn run_lanes<L: Lane, S: LaneSchedule>(
+pub async fn run_lanes<L: Lane, S: LaneSchedule, C: Clock>(
     lanes: Vec<L>,
     schedule: impl Fn(usize) -> S,
-    clock: MonotonicClock,
+    clock: C,
     window: Window,
     bound: &'static str,
 ) -> Result<(Vec<L>, Totals), OpError> {
@@ -117,8 +117,9 @@ pub async fn run_lanes<L: Lane, S: LaneSchedule>(
     for (index, mut lane) in lanes.into_iter().enumerate() {
         let mut schedule = schedule(index);
         let mut tally = LaneTally::sharing(window.t0, shared.clone());
+        let clock = clock.clone();
         tasks.push(tokio::spawn(async move {
-            let hard_deadline = tokio::time::sleep_until(clock.instant(window.hard_deadline));
+            let hard_deadline = clock.sleep_until(window.hard_deadline);
             // biased: when an operation and the bound are ready together, the operation wins.
             let finished = tokio::select! {
                 biased;
@@ -146,23 +147,27 @@ pub async fn run_lanes<L: Lane, S: LaneSchedule>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::fake::PausedClock;
     use crate::engine::{OpError, OpOutcome};
     use rpcarena_protocol::event::code;
     use std::sync::Mutex;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
-    /// A lane whose operations sleep for real; records when each one started.
+    const MS: u64 = 1_000_000;
+
+    /// A lane whose operations take `op` of (virtual) time; records when each one started.
     struct SleepyLane {
         op: Duration,
         hang_after: Option<usize>,
-        starts: Arc<Mutex<Vec<Instant>>>,
+        clock: PausedClock,
+        starts: Arc<Mutex<Vec<u64>>>,
     }
 
     impl Lane for SleepyLane {
         async fn call(&mut self, _seq: u64) -> Result<OpOutcome, OpError> {
             let k = {
                 let mut starts = self.starts.lock().expect("not poisoned");
-                starts.push(Instant::now());
+                starts.push(self.clock.now());
                 starts.len() - 1
             };
             if self.hang_after.is_some_and(|n| k >= n) {
@@ -177,18 +182,20 @@ mod tests {
         }
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    fn lane(clock: PausedClock, hang_after: Option<usize>) -> SleepyLane {
+        SleepyLane {
+            op: Duration::from_millis(2),
+            hang_after,
+            clock,
+            starts: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_window_keeps_n_lanes_busy_until_the_deadline() {
-        let clock = MonotonicClock::new();
-        let starts = Arc::new(Mutex::new(Vec::new()));
-        let lanes: Vec<SleepyLane> = (0..3)
-            .map(|_| SleepyLane {
-                op: Duration::from_millis(2),
-                hang_after: None,
-                starts: starts.clone(),
-            })
-            .collect();
-        let window = Window::new(clock.now(), 30_000_000, 1_000_000_000);
+        let clock = PausedClock::new();
+        let lanes: Vec<SleepyLane> = (0..3).map(|_| lane(clock, None)).collect();
+        let window = Window::new(clock.now(), 30 * MS, 1_000 * MS);
         let shared = SharedWindow::new(WindowSchedule::new(&window, 3));
         let (lanes, totals) = run_lanes(lanes, |_| shared.clone(), clock, window, "the drain")
             .await
@@ -196,28 +203,22 @@ mod tests {
         assert_eq!(lanes.len(), 3);
         assert_eq!(shared.max_in_flight(), 3);
         assert_eq!(totals.tally.failed, 0);
-        // three lanes of 2 ms sleeps (tokio rounds them up to about 3 ms) in 30 ms: about 30
-        assert!(totals.tally.completed >= 15, "{}", totals.tally.completed);
+        // three lanes of 2 ms operations starting at 0, 2, ..., 28 ms of a 30 ms window
+        assert_eq!(totals.tally.completed, 45);
+        assert_eq!(
+            clock.now(),
+            30 * MS,
+            "the last operation ends as the window closes"
+        );
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(start_paused = true)]
     async fn the_shell_admits_before_the_deadline_and_times_out_at_the_bound() {
-        let clock = MonotonicClock::new();
-        let starts = Arc::new(Mutex::new(Vec::new()));
-        let lanes = vec![
-            SleepyLane {
-                op: Duration::from_millis(2),
-                hang_after: None,
-                starts: starts.clone(),
-            },
-            SleepyLane {
-                op: Duration::from_millis(2),
-                hang_after: Some(1),
-                starts: Arc::new(Mutex::new(Vec::new())),
-            },
-        ];
-        let window = Window::new(clock.now(), 40_000_000, 20_000_000);
-        let began = Instant::now();
+        let clock = PausedClock::new();
+        let healthy = lane(clock, None);
+        let starts = healthy.starts.clone();
+        let lanes = vec![healthy, lane(clock, Some(1))];
+        let window = Window::new(clock.now(), 40 * MS, 20 * MS);
         let (lanes, totals) = run_closed(lanes, clock, window, "the drain")
             .await
             .expect("lanes do not panic");
@@ -225,18 +226,17 @@ mod tests {
         // the hanging lane completed one operation, then its second hit the bound
         assert_eq!(totals.tally.failed, 1);
         assert_eq!(totals.tally.failures.get(code::TIMEOUT), Some(&1));
-        assert!(totals.tally.completed >= 2);
+        assert_eq!(totals.tally.completed, 20 + 1);
         assert_eq!(totals.tally.histogram.len(), totals.tally.completed);
-        // no operation of the healthy lane started after the deadline
-        let deadline = began + Duration::from_millis(40);
+        // no operation of the healthy lane started at or after the deadline
         let starts = starts.lock().expect("not poisoned");
-        assert!(
-            starts
-                .iter()
-                .all(|s| *s < deadline + Duration::from_millis(1))
+        assert_eq!(starts.last(), Some(&(38 * MS)));
+        assert_eq!(
+            clock.now(),
+            60 * MS,
+            "the bound ends the window: deadline + drain"
         );
-        assert!(began.elapsed() >= Duration::from_millis(60));
         let report = totals.report(&window).expect("encodes");
-        assert!(report.drain_ns >= 20_000_000, "{}", report.drain_ns);
+        assert_eq!(report.drain_ns, 20 * MS);
     }
 }

@@ -18,7 +18,7 @@
 //! ```
 
 use super::tally::LaneTally;
-use super::{Clock, Lane, MonotonicClock, Nanos, OpError, OpOutcome, Window};
+use super::{Clock, Lane, Nanos, OpError, OpOutcome, Window};
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
 use rpcarena_protocol::event::code;
@@ -145,10 +145,10 @@ type Finished = (u64, Nanos, Nanos, Result<OpOutcome, OpError>);
 ///
 /// An operation's latency runs from the clock reading that admitted it (right after the
 /// transport accepted it) to the end of its call.
-pub async fn run_pool<S: Submitter, P: PoolSchedule>(
+pub async fn run_pool<S: Submitter, P: PoolSchedule, C: Clock>(
     submitter: &mut S,
     schedule: &mut P,
-    clock: MonotonicClock,
+    clock: C,
     window: Window,
     bound: &'static str,
 ) -> LaneTally {
@@ -157,7 +157,7 @@ pub async fn run_pool<S: Submitter, P: PoolSchedule>(
         FuturesUnordered::new();
     let mut starts: BTreeMap<u64, Nanos> = BTreeMap::new();
     let mut seq: u64 = 0;
-    let deadline = tokio::time::sleep_until(clock.instant(window.deadline));
+    let deadline = clock.sleep_until(window.deadline);
     tokio::pin!(deadline);
     loop {
         match schedule.poll_next(clock.now()) {
@@ -173,6 +173,7 @@ pub async fn run_pool<S: Submitter, P: PoolSchedule>(
                         Ok(ticket) => {
                             schedule.handle_started();
                             let op_seq = seq;
+                            let clock = clock.clone();
                             ops.push(Box::pin(async move {
                                 let result = ticket.call(op_seq).await;
                                 (op_seq, start, clock.now(), result)
@@ -197,7 +198,7 @@ pub async fn run_pool<S: Submitter, P: PoolSchedule>(
             },
         }
     }
-    let hard_deadline = tokio::time::sleep_until(clock.instant(window.hard_deadline));
+    let hard_deadline = clock.sleep_until(window.hard_deadline);
     tokio::pin!(hard_deadline);
     loop {
         tokio::select! {
@@ -235,12 +236,15 @@ fn finish<P: PoolSchedule>(
 mod tests {
     use super::*;
     use crate::engine::backpressure::BackpressureSchedule;
+    use crate::engine::fake::PausedClock;
     use crate::engine::window::WindowSchedule;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::Duration;
 
-    /// A lane whose operations sleep for real and count how many run at once.
+    const MS: u64 = 1_000_000;
+
+    /// A lane whose operations take 2 ms of (virtual) time and count how many run at once.
     struct CountingLane {
         op: Duration,
         running: Arc<AtomicU64>,
@@ -279,34 +283,40 @@ mod tests {
         (lanes, most)
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(start_paused = true)]
     async fn a_pool_keeps_the_schedules_n_in_flight_and_gives_the_lanes_back() {
-        let clock = MonotonicClock::new();
+        let clock = PausedClock::new();
         let (lanes, most) = lanes(5, false);
         let mut pool = LanePool::new(lanes);
-        let window = Window::new(clock.now(), 50_000_000, 1_000_000_000);
+        let window = Window::new(clock.now(), 50 * MS, 1_000 * MS);
         let mut schedule = WindowSchedule::new(&window, 5);
         let tally = run_pool(&mut pool, &mut schedule, clock, window, "the drain").await;
         assert_eq!(tally.failed, 0);
-        assert!(tally.completed >= 5 * 10, "{}", tally.completed);
+        // five operations every 2 ms from 0 to 48 ms
+        assert_eq!(tally.completed, 5 * 25);
         assert_eq!(tally.histogram.len(), tally.completed);
         assert_eq!(most.load(Ordering::SeqCst), 5);
         assert_eq!(schedule.max_in_flight(), 5);
         assert_eq!(pool.into_lanes().len(), 5);
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(start_paused = true)]
     async fn operations_still_running_at_the_bound_time_out_and_their_lanes_come_back() {
-        let clock = MonotonicClock::new();
+        let clock = PausedClock::new();
         let (lanes, _) = lanes(3, true);
         let mut pool = LanePool::new(lanes);
-        let window = Window::new(clock.now(), 10_000_000, 10_000_000);
+        let window = Window::new(clock.now(), 10 * MS, 10 * MS);
         let mut schedule = BackpressureSchedule::new(&window, 100);
         let tally = run_pool(&mut pool, &mut schedule, clock, window, "the drain").await;
         // the pool of 3 is the transport's bound here, far below the cap
         assert_eq!(schedule.max_in_flight(), 3);
         assert_eq!(tally.failed, 3);
         assert_eq!(tally.failures.get(code::TIMEOUT), Some(&3));
+        assert_eq!(
+            clock.now(),
+            20 * MS,
+            "failed at the bound: deadline + drain"
+        );
         assert_eq!(pool.into_lanes().len(), 3);
     }
 }

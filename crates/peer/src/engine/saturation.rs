@@ -17,7 +17,7 @@
 
 use super::intervals::small_histogram;
 use super::tally::{LaneTally, ModelReport, Totals};
-use super::{Clock, Lane, MonotonicClock, Nanos, OpError, OpOutcome, Window};
+use super::{Clock, Lane, Nanos, OpError, OpOutcome, Window};
 use rpcarena_protocol::event::{code, load};
 
 /// One stream's admission of messages and its measurements.
@@ -108,17 +108,18 @@ impl StreamSender {
 }
 
 /// Runs one stream per lane through `window`, whose hard deadline is the settle bound.
-pub async fn run_saturation<L: Lane>(
+pub async fn run_saturation<L: Lane, C: Clock>(
     lanes: Vec<L>,
-    clock: MonotonicClock,
+    clock: C,
     window: Window,
     bound: &'static str,
 ) -> Result<(Vec<L>, Totals), OpError> {
     let mut tasks = Vec::with_capacity(lanes.len());
     for mut lane in lanes {
+        let clock = clock.clone();
         tasks.push(tokio::spawn(async move {
             let mut sender = StreamSender::new(&window);
-            let hard_deadline = tokio::time::sleep_until(clock.instant(window.hard_deadline));
+            let hard_deadline = clock.sleep_until(window.hard_deadline);
             let result = tokio::select! {
                 biased;
                 result = lane.saturate(&clock, &mut sender) => Some(result),
@@ -252,10 +253,10 @@ mod tests {
         assert!(!late.opened());
     }
 
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[tokio::test(start_paused = true)]
     async fn confirmed_streams_count_their_messages_and_failed_ones_their_sent_messages() {
-        let clock = MonotonicClock::new();
-        // Streams on a fake clock of their own: the shell only needs the real one for the bound.
+        let clock = crate::engine::fake::PausedClock::new();
+        // Streams on a fake clock of their own: the shell's clock only bounds them.
         let fake = FakeClock::at(0);
         let window = Window::new(clock.now(), 1_000_000_000, 1_000_000_000);
         let fake_window = Window::new(0, 100, 0);

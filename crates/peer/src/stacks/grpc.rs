@@ -14,13 +14,13 @@ use crate::engine::pool::{Submitter, Ticket};
 use crate::engine::saturation::StreamSender;
 use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::Failure;
+use crate::service::bench_service_client::BenchServiceClient;
+use crate::service::bench_service_server::{BenchService, BenchServiceServer};
 use anyhow::Context as _;
 use futures::{Stream, StreamExt, stream};
 use hyper_util::rt::TokioIo;
 use rpcarena_protocol::event::code;
 use rpcarena_protocol::pb;
-use rpcarena_protocol::pb::bench_service_client::BenchServiceClient;
-use rpcarena_protocol::pb::bench_service_server::{BenchService, BenchServiceServer};
 use rpcarena_protocol::workload::{
     Payload, Shape, SummaryBuilder, check_response, check_stream_summary, check_summary,
     payload_len, request, response_to,

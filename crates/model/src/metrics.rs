@@ -1,0 +1,140 @@
+//! Every figure of one sample, computed from what `samples.jsonl` holds: the client's counts
+//! and HdrHistograms, and the /proc sampler's totals.
+//!
+//! The runner calls [`measure`] when a sample ends and records the result; the report calls it
+//! again on each line of `samples.jsonl` and aggregates what it returns, so a figure is computed
+//! in one place only and `rpcarena report DIR` needs nothing but the artifacts. This is where a
+//! sample's p99 is computed: [`LatencySummary::of`] its latency histogram.
+
+use crate::record::{ClientResult, Metrics};
+use hdrhistogram::Histogram;
+use rpcarena_protocol::histogram::{self, HistogramError};
+use rpcarena_stats::LatencySummary;
+
+/// One sample's figures and the latency histogram they came from.
+#[derive(Debug, Clone)]
+pub struct Measured {
+    /// Rates and percentiles.
+    pub metrics: Metrics,
+    /// The latency histogram, decoded (from each operation's intended start in the open model).
+    pub latency: Histogram<u64>,
+    /// Optional histograms (open model) that could not be read, each with why; their figures
+    /// are absent from `metrics`.
+    pub problems: Vec<String>,
+}
+
+/// The figures of a client's report. Fails only when the latency histogram cannot be read.
+pub fn measure(result: &ClientResult) -> Result<Measured, HistogramError> {
+    let latency = histogram::decode(&result.histogram)?;
+    let mut problems = Vec::new();
+    let mut optional = |text: &Option<String>, what: &str| {
+        text.as_ref().and_then(|t| match histogram::decode(t) {
+            Ok(h) => Some(LatencySummary::of(&h)),
+            Err(e) => {
+                problems.push(format!("{what}: {e}"));
+                None
+            }
+        })
+    };
+    let uncorrected = optional(&result.uncorrected_histogram, "uncorrected_histogram");
+    let lag = optional(&result.send_lag_histogram, "send_lag_histogram");
+    let summary = LatencySummary::of(&latency);
+    let seconds = result.window_ns.max(1) as f64 / 1e9;
+    let metrics = Metrics {
+        ops_per_s: result.completed as f64 / seconds,
+        requests_per_s: result.requests as f64 / seconds,
+        responses_per_s: result.responses as f64 / seconds,
+        mean_ns: summary.mean_ns,
+        p50_ns: summary.p50_ns,
+        p90_ns: summary.p90_ns,
+        p99_ns: summary.p99_ns,
+        p999_ns: summary.p999_ns,
+        max_ns: summary.max_ns,
+        uncorrected_p50_ns: uncorrected.map(|l| l.p50_ns),
+        uncorrected_p99_ns: uncorrected.map(|l| l.p99_ns),
+        send_lag_p50_ns: lag.map(|l| l.p50_ns),
+        send_lag_p99_ns: lag.map(|l| l.p99_ns),
+        received_per_s: result.received.map(|r| r as f64 / seconds),
+    };
+    Ok(Measured {
+        metrics,
+        latency,
+        problems,
+    })
+}
+
+/// A total per completed operation (CPU microseconds per operation); 0 when none completed.
+pub fn per_op(total: f64, completed: u64) -> f64 {
+    if completed > 0 {
+        total / completed as f64
+    } else {
+        0.0
+    }
+}
+
+/// Bytes as MiB.
+pub fn mib(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(completed: u64, window_ns: u64) -> ClientResult {
+        let mut h = histogram::new_latency_histogram();
+        for i in 0..completed {
+            h.record(1_000_000 + i * 1_000).unwrap();
+        }
+        ClientResult {
+            completed,
+            requests: completed * 2,
+            responses: completed,
+            window_ns,
+            histogram: histogram::encode(&h).unwrap(),
+            ..ClientResult::default()
+        }
+    }
+
+    #[test]
+    fn rates_are_per_second_of_window_and_percentiles_come_from_the_histogram() {
+        let m = measure(&result(100, 2_000_000_000)).unwrap();
+        assert_eq!(m.metrics.ops_per_s, 50.0);
+        assert_eq!(m.metrics.requests_per_s, 100.0);
+        assert_eq!(m.latency.len(), 100);
+        // values 1.000 ms .. 1.099 ms: p99 is the 99th value's bucket, within 0.1% above it
+        assert!(
+            (1_098_000..=1_099_100).contains(&m.metrics.p99_ns),
+            "{:?}",
+            m.metrics
+        );
+        assert!(m.metrics.uncorrected_p99_ns.is_none() && m.problems.is_empty());
+    }
+
+    #[test]
+    fn an_unreadable_histogram_is_an_error_and_an_optional_one_a_problem() {
+        let mut r = result(10, 1_000_000_000);
+        r.uncorrected_histogram = Some("no!".into());
+        let m = measure(&r).unwrap();
+        assert!(m.metrics.uncorrected_p50_ns.is_none());
+        assert!(
+            m.problems[0].starts_with("uncorrected_histogram: "),
+            "{:?}",
+            m.problems
+        );
+        r.histogram = "no!".into();
+        assert!(
+            measure(&r)
+                .unwrap_err()
+                .to_string()
+                .contains("not valid base64")
+        );
+    }
+
+    #[test]
+    fn per_operation_figures_never_divide_by_zero() {
+        assert_eq!(per_op(1000.0, 4), 250.0);
+        assert_eq!(per_op(1000.0, 0), 0.0);
+        assert_eq!(mib(3 * 1024 * 1024), 3.0);
+    }
+}

@@ -1,0 +1,126 @@
+//! Phase 5, overfilled queue: 1.5x the link rate; one-way delay settles at `limit` packets of
+//! serialization and the excess is dropped.
+
+use rpcarena_netem::Side;
+use rpcarena_netem_core::{DirectionSpec, LinkProfile};
+
+use super::{full_size_datagrams, percentile};
+use crate::context::{Context, MS, SECOND, max_one_way_ns};
+use crate::error::NetcheckError;
+use crate::expect;
+use crate::figures::Figures;
+use crate::probes::StreamConfig;
+
+/// The sender's rate relative to the link's.
+const OVER: f64 = 1.5;
+
+/// When the queue is full, s after the first send, for `offered` packets/s into a link of
+/// `link_pps`: the first packets wait out their delay, then the queue fills at the excess rate.
+fn queue_full_after_s(spec: &DirectionSpec, offered: f64, link_pps: f64) -> f64 {
+    let delay_s = spec.delay_ns as f64 / SECOND;
+    let limit = spec.limit_packets as f64;
+    if offered * delay_s >= limit {
+        limit / offered
+    } else {
+        delay_s + (limit - offered * delay_s) / (offered - link_pps)
+    }
+}
+
+pub(crate) fn run(
+    ctx: &mut Context<'_>,
+    profile: &LinkProfile,
+    figures: &mut Figures,
+) -> Result<(), NetcheckError> {
+    let spec = &profile.client_to_server;
+    let Some((payload, link_pps)) =
+        full_size_datagrams(profile, figures, "overfilled queue delay", "ms")
+    else {
+        return Ok(());
+    };
+    let mtu = profile.mtu as usize;
+    let offered = OVER * link_pps;
+    // Measure only what is sent once the queue is full (with a margin), and send long enough
+    // for a second of that.
+    let steady_from_s = queue_full_after_s(spec, offered, link_pps) * 1.2 + 0.1;
+    let secs = ctx.options.overfill_secs.max(steady_from_s + 1.0);
+    let steady_from_seq = (offered * steady_from_s) as u64;
+    let config = StreamConfig {
+        from: Side::Client,
+        count: (offered * secs) as u64,
+        pps: offered,
+        payload,
+        record: true,
+        max_delay_ns: max_one_way_ns(spec, mtu) + 500_000_000,
+    };
+    let (outcome, _) = ctx.udp_stream("overfill", profile, config, true)?;
+    // Steady state: packets sent once the queue was full.
+    let half = steady_from_seq.min(outcome.sent / 2);
+    let delays: Vec<f64> = outcome
+        .records
+        .iter()
+        .filter(|r| r.0 >= half)
+        .map(|r| r.2.saturating_sub(r.1) as f64)
+        .collect();
+    if delays.is_empty() {
+        return Err(NetcheckError::Phase {
+            phase: "overfill".to_string(),
+            detail: "no packet sent after the queue filled arrived".to_string(),
+        });
+    }
+    let ser = spec.serialization_ns(mtu).unwrap_or(0) as f64;
+    let expected_delay = spec.limit_packets as f64 * ser;
+    let (mean, _, _) = expect::moments(&delays);
+    let send_secs = outcome.last_send_ns.saturating_sub(outcome.first_send_ns) as f64 / SECOND;
+    let offered_actual = outcome.sent as f64 / send_secs.max(1e-9);
+    let expected_drop = (1.0 - link_pps / offered_actual).max(0.0);
+    let steady_sent = outcome.sent - half;
+    let drop = 1.0 - delays.len() as f64 / steady_sent.max(1) as f64;
+    figures.within(
+        "overfilled queue one-way delay",
+        "ms",
+        expected_delay / MS,
+        mean / MS,
+        0.02 * expected_delay / MS,
+        format!(
+            "{payload}-byte datagrams at 150 % of the link rate; limit {} packets x {:.1} us; \
+             p50 {:.2} ms, p99 {:.2} ms over packets sent after {:.2} s (queue full)",
+            spec.limit_packets,
+            ser / 1e3,
+            percentile(&delays, 50.0) / MS,
+            percentile(&delays, 99.0) / MS,
+            half as f64 / offered
+        ),
+    );
+    figures.within(
+        "overfilled queue drop fraction",
+        "%",
+        expected_drop * 100.0,
+        drop * 100.0,
+        1.0,
+        format!(
+            "offered {:.0} packets/s against {:.0} the link carries",
+            offered_actual, link_pps
+        ),
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_queue_fills_after_the_delay_at_the_excess_rate() {
+        let spec = DirectionSpec {
+            delay_ns: 10_000_000,
+            limit_packets: 1000,
+            ..DirectionSpec::default()
+        };
+        // 10,000 packets/s offered into 5,000: 100 in flight after 10 ms, then +5,000/s.
+        let s = queue_full_after_s(&spec, 10_000.0, 5_000.0);
+        assert!((s - (0.01 + 900.0 / 5_000.0)).abs() < 1e-12, "{s}");
+        // A delay that alone holds the limit: full once `limit` packets were sent.
+        let s = queue_full_after_s(&spec, 200_000.0, 5_000.0);
+        assert!((s - 1000.0 / 200_000.0).abs() < 1e-12, "{s}");
+    }
+}

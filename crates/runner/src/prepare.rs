@@ -1,0 +1,165 @@
+//! Everything that can be checked before a sample runs: the campaign's syntax and meaning, the
+//! `--cell` selection, the peer executables and what each offers, the link profile, and whether
+//! this host can build the network.
+
+use crate::{capabilities, network, resolve};
+use anyhow::{Context, Result, bail};
+use rpcarena_model::campaign::{Campaign, CampaignError};
+use rpcarena_protocol::event::Capabilities;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How long a peer may take to answer `capabilities`.
+const CAPABILITIES_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Where a campaign's text came from.
+#[derive(Debug, Clone)]
+pub struct CampaignSource {
+    /// The TOML text.
+    pub text: String,
+    /// How to name it in errors and the manifest (a path, or `built-in campaigns/quick.toml`).
+    pub origin: String,
+    /// Directory relative peer paths are resolved against.
+    pub dir: PathBuf,
+}
+
+impl CampaignSource {
+    /// Reads a campaign file.
+    pub fn from_file(path: &Path) -> Result<CampaignSource> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading campaign file {}", path.display()))?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Ok(CampaignSource {
+            text,
+            origin: path.display().to_string(),
+            dir,
+        })
+    }
+}
+
+/// A peer ready to run: resolved command and capabilities.
+#[derive(Debug, Clone)]
+pub struct ReadyPeer {
+    /// Absolute argument vector.
+    pub command: Vec<String>,
+    /// What it offers.
+    pub capabilities: Capabilities,
+}
+
+/// A campaign that passed every check that can be made without running a sample.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The campaign.
+    pub campaign: Campaign,
+    /// Where it came from.
+    pub source: CampaignSource,
+    /// Peers used by the selected cells, by id.
+    pub peers: BTreeMap<String, ReadyPeer>,
+    /// Cells selected with `--cell` (empty: all).
+    pub only_cells: Vec<String>,
+}
+
+/// Parses and validates a campaign's text (no peer is started).
+pub fn load(source: &CampaignSource) -> Result<Campaign, CampaignError> {
+    Campaign::parse(&source.text, &source.origin)
+}
+
+/// Loads the campaign, restricts it to `only_cells`, resolves the peers it uses and asks each for
+/// its capabilities; refuses cells a peer cannot run. Every problem found is listed.
+pub fn prepare(source: CampaignSource, only_cells: &[String]) -> Result<Prepared> {
+    let mut campaign = load(&source).map_err(|e| anyhow::anyhow!("{e}"))?;
+    select_cells(&mut campaign, only_cells, &source.origin)?;
+    let mut problems = Vec::new();
+    let peers = ready_peers(&campaign, &source, &mut problems);
+    if let Err(e) = campaign.network.link_profile() {
+        problems.push(format!("{}: {e}", source.origin));
+    } else if let Err(e) = network::check_host(&campaign.network) {
+        problems.push(format!("{}: {e}", source.origin));
+    }
+    let caps: BTreeMap<String, Capabilities> = peers
+        .iter()
+        .map(|(id, p)| (id.clone(), p.capabilities.clone()))
+        .collect();
+    problems.extend(
+        capabilities::check_cells(&campaign, &caps)
+            .into_iter()
+            .map(|p| format!("{}: {}: {}", source.origin, p.path, p.message)),
+    );
+    if !problems.is_empty() {
+        bail!("{}", problems.join("\n"));
+    }
+    Ok(Prepared {
+        campaign,
+        source,
+        peers,
+        only_cells: only_cells.to_vec(),
+    })
+}
+
+/// Keeps only the `--cell`s asked for; an unknown one is an error that lists the known ones.
+fn select_cells(campaign: &mut Campaign, only_cells: &[String], origin: &str) -> Result<()> {
+    for cell in only_cells {
+        if !campaign.cells.iter().any(|c| &c.id == cell) {
+            bail!(
+                "--cell {cell:?}: no such cell in {origin}; cells are: {}",
+                campaign
+                    .cells
+                    .iter()
+                    .map(|c| c.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    if !only_cells.is_empty() {
+        campaign.cells.retain(|c| only_cells.contains(&c.id));
+    }
+    Ok(())
+}
+
+/// Resolves and queries every peer the selected cells use; problems name the peer's field.
+fn ready_peers(
+    campaign: &Campaign,
+    source: &CampaignSource,
+    problems: &mut Vec<String>,
+) -> BTreeMap<String, ReadyPeer> {
+    let exe_dir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .and_then(|p| p.parent().map(Path::to_path_buf));
+    let mut peers = BTreeMap::new();
+    for (i, peer) in campaign.peers.iter().enumerate() {
+        let used = campaign
+            .cells
+            .iter()
+            .any(|c| c.client == peer.id || c.server == peer.id);
+        if !used {
+            continue;
+        }
+        let command = match resolve::resolve_command(&peer.command, &source.dir, exe_dir.as_deref())
+        {
+            Ok(c) => c,
+            Err(e) => {
+                problems.push(format!("{}: peers[{i}].command: {e}", source.origin));
+                continue;
+            }
+        };
+        match capabilities::query(&peer.id, &command, CAPABILITIES_TIMEOUT) {
+            Ok(capabilities) => {
+                peers.insert(
+                    peer.id.clone(),
+                    ReadyPeer {
+                        command,
+                        capabilities,
+                    },
+                );
+            }
+            Err(e) => problems.push(format!("{}: peers[{i}]: {e}", source.origin)),
+        }
+    }
+    peers
+}

@@ -1,0 +1,253 @@
+//! Running a prepared campaign: the run directory, the CA, the CPU plan and the network, then
+//! every slot of the seeded schedule as one sample, each record appended as it ends.
+
+use crate::artifacts::{self, RunDir, SamplesWriter};
+use crate::network::RunNetwork;
+use crate::noise::{self, PinPlan};
+use crate::prepare::Prepared;
+use crate::sample::{self, ClientLaunch, SampleIo, SampleSpec};
+use crate::{certs, host, stop};
+use anyhow::Result;
+use rpcarena_model::invocation;
+use rpcarena_model::matrix::{self, SampleConfig};
+use rpcarena_model::network::NetworkBackend;
+use rpcarena_model::record::{
+    CampaignInfo, Manifest, PeerInfo, SampleCounts, SampleRecord, SampleStatus,
+};
+use rpcarena_model::schedule::{self, Slot};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// How this rpcarena was built, for the manifest.
+#[derive(Debug, Clone)]
+pub struct BuildInfo {
+    /// Crate version.
+    pub version: String,
+    /// Git revision of the source.
+    pub revision: String,
+    /// Whether the source had uncommitted changes.
+    pub dirty: bool,
+}
+
+/// Options of `rpcarena run`.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Output directory (default `results/<campaign>-<UTC time>`).
+    pub out: Option<PathBuf>,
+    /// Stop at the first failed sample.
+    pub fail_fast: bool,
+}
+
+/// Told about progress as the run goes.
+pub trait Progress {
+    /// The run directory exists and `total` samples are planned.
+    fn begin(&mut self, dir: &Path, total: usize);
+    /// A sample starts.
+    fn sample_started(&mut self, index: usize, id: &str, config: &SampleConfig);
+    /// A sample ended (its record is already on disk).
+    fn sample_finished(&mut self, index: usize, record: &SampleRecord);
+    /// Something degraded that the run records but does not stop for.
+    fn warning(&mut self, text: &str);
+}
+
+/// How a run ended.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The run directory.
+    pub dir: PathBuf,
+    /// Sample counts.
+    pub counts: SampleCounts,
+    /// Stopped early by a signal or `--fail-fast`.
+    pub interrupted: bool,
+}
+
+/// Runs a prepared campaign's schedule and writes `manifest.json`, `samples.jsonl`, `raw/` and
+/// `certificates/`. A failed sample does not stop the run (unless `fail_fast`).
+///
+/// The caller handles signals: it makes itself a child subreaper (so orphaned peer helpers
+/// come back to be reaped) and calls [`crate::interrupt`] on SIGINT, SIGTERM and SIGHUP.
+pub fn run(
+    prepared: &Prepared,
+    options: &RunOptions,
+    build: &BuildInfo,
+    progress: &mut dyn Progress,
+) -> Result<RunOutcome> {
+    let campaign = &prepared.campaign;
+    let out = options.out.clone().unwrap_or_else(|| {
+        PathBuf::from("results").join(format!("{}-{}", campaign.name, host::now_compact()))
+    });
+    let dir = RunDir::create(&out)?;
+    let ca = certs::Authority::create(&dir.certificates(), &campaign.name)?;
+    let emulated = campaign.network.backend == NetworkBackend::Emulated;
+    let pins = noise::plan(&noise::allowed_cpus(), campaign.noise.pinning, emulated);
+    let mut net = RunNetwork::create(
+        &campaign.network,
+        campaign.seed,
+        &ca,
+        &pins.emulator,
+        &mut |text| progress.warning(text),
+    )?;
+
+    let configs = matrix::expand(campaign);
+    let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
+    let mut manifest = manifest(prepared, build, &net, slots.len());
+    artifacts::write_manifest(&dir.root, &manifest)?;
+
+    let mut writer = SamplesWriter::open(&dir)?;
+    progress.begin(&dir.root, slots.len());
+    let mut interrupted = false;
+    for (index, slot) in slots.iter().enumerate() {
+        if stop::interrupted() {
+            interrupted = true;
+            break;
+        }
+        let config = &configs[slot.config];
+        let id = sample_id(slot, config);
+        progress.sample_started(index, &id, config);
+        let (raw_dir, raw_rel) = dir.raw(&id);
+        let place = Place {
+            slot: *slot,
+            index,
+            id,
+            raw_rel,
+        };
+        let spec = sample_spec(prepared, config, place, &net, &ca.ca_cert, &pins);
+        let record = sample::run_sample(
+            spec,
+            SampleIo {
+                raw_dir,
+                network: &mut net,
+                warn: &mut |text| progress.warning(text),
+            },
+        );
+        writer.append(&record)?;
+        match record.status {
+            SampleStatus::Ok => manifest.samples.ok += 1,
+            SampleStatus::Failed => manifest.samples.failed += 1,
+        }
+        progress.sample_finished(index, &record);
+        if record.status == SampleStatus::Failed && options.fail_fast {
+            interrupted = true;
+            break;
+        }
+    }
+    interrupted |= stop::interrupted();
+    manifest.interrupted = interrupted;
+    manifest.finished_at = Some(host::now_rfc3339());
+    artifacts::write_manifest(&dir.root, &manifest)?;
+    Ok(RunOutcome {
+        dir: dir.root,
+        counts: manifest.samples,
+        interrupted,
+    })
+}
+
+/// The manifest as the run starts: what runs, where, from what.
+fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: usize) -> Manifest {
+    let campaign = &prepared.campaign;
+    Manifest {
+        rpcarena_version: build.version.clone(),
+        source_revision: build.revision.clone(),
+        source_dirty: build.dirty,
+        started_at: host::now_rfc3339(),
+        finished_at: None,
+        interrupted: false,
+        seed: campaign.seed,
+        campaign: CampaignInfo {
+            file: prepared.source.origin.clone(),
+            sha256: host::sha256_hex(prepared.source.text.as_bytes()),
+            text: prepared.source.text.clone(),
+        },
+        host: host::host_info(),
+        network: net.description().clone(),
+        peers: prepared
+            .peers
+            .iter()
+            .map(|(id, p)| PeerInfo {
+                id: id.clone(),
+                command: p.command.clone(),
+                sha256: host::sha256_file(Path::new(&p.command[0])).unwrap_or_default(),
+                capabilities: p.capabilities.clone(),
+            })
+            .collect(),
+        only_cells: prepared.only_cells.clone(),
+        samples: SampleCounts {
+            planned: planned as u32,
+            ..SampleCounts::default()
+        },
+        artifacts: BTreeMap::new(),
+    }
+}
+
+/// A sample's place in the run: its slot, its index in the schedule, its id and raw directory.
+struct Place {
+    slot: Slot,
+    index: usize,
+    id: String,
+    raw_rel: String,
+}
+
+/// Everything the sample of `config` at `place` needs: its peers, where they run, and the load
+/// gate's verdict (this waits at the gate).
+fn sample_spec(
+    prepared: &Prepared,
+    config: &SampleConfig,
+    place: Place,
+    net: &RunNetwork,
+    ca_cert: &Path,
+    pins: &PinPlan,
+) -> SampleSpec {
+    let campaign = &prepared.campaign;
+    let cpus = noise::allowed_cpus().len();
+    let client = &prepared.peers[&config.client];
+    let server = &prepared.peers[&config.server];
+    let placement = net.placement();
+    let server_argv = placement.server.with_cpus(&pins.server).argv(
+        &server.command,
+        invocation::server_args(
+            &config.stack,
+            &placement.listen,
+            &placement.identity.cert,
+            &placement.identity.key,
+        ),
+    );
+    SampleSpec {
+        id: place.id,
+        slot: place.slot,
+        config: config.clone(),
+        raw_rel: place.raw_rel,
+        client_language: client.capabilities.language.clone(),
+        server_language: server.capabilities.language.clone(),
+        timing: campaign.timing.clone(),
+        timeouts: campaign.timeouts.clone(),
+        pins: pins.clone(),
+        cpus,
+        drift_threshold: campaign.noise.drift_threshold,
+        started_at: host::now_rfc3339(),
+        gate: sample::wait_at_gate(&campaign.noise, cpus),
+        server_argv,
+        client: ClientLaunch {
+            launcher: placement.client.with_cpus(&pins.client),
+            command: client.command.clone(),
+            server_name: placement.identity.name.clone(),
+            ca: ca_cert.to_path_buf(),
+            seed: campaign.seed ^ ((place.index as u64) << 20),
+        },
+    }
+}
+
+/// `r01-003-rust-grpc-unary-c4-256B-256B-zeros-closed`: round, position, configuration.
+fn sample_id(slot: &Slot, config: &SampleConfig) -> String {
+    format!(
+        "r{:02}-{:03}-{}-{}-c{}-{}B-{}B-{}-{}",
+        slot.round,
+        slot.position,
+        config.cell,
+        config.shape,
+        config.concurrency,
+        config.request_size,
+        config.response_size,
+        config.payload,
+        config.load
+    )
+}

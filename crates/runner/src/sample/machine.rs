@@ -1,0 +1,694 @@
+//! One sample as a sans-IO state machine: this is where a sample's fate is decided.
+//!
+//! The machine never spawns, reads, writes, sleeps or reads a clock. The shell (`super`) feeds
+//! it [`Input`]s (a peer's stdout line or its end, a spawn that failed, an exit status, the
+//! sampler's readings, the teardown's and the network check's results, a stop signal) with the
+//! time they happened, calls [`SampleMachine::handle_timeout`] when [`SampleMachine::deadline`]
+//! passes, and carries out the [`Action`]s it returns (spawn, send START or SHUTDOWN, close a
+//! peer's stdin, wait for an exit, start or stop the sampler, kill both groups, check the
+//! network, record). Every transition, the fault paths included, is tested on a fake clock
+//! below.
+//!
+//! The protocol, step by step, each wait bounded by a campaign timeout:
+//!
+//! ```text
+//! spawn server -> `ready` -> spawn client -> `armed` -> sampler, START -> `sample`
+//!   -> sampler stops -> SHUTDOWN client -> `stopped` -> close stdin -> end of output -> exit 0
+//!   -> SHUTDOWN server -> `stopped` -> close stdin -> end of output -> exit 0
+//!   -> kill both groups -> network check -> record
+//! ```
+//!
+//! While the machine waits for one peer's event, whatever arrives first decides: the awaited
+//! event, or an anomaly (an `error` event, another event, a malformed line, a peer's output
+//! ending). An anomaly or a timeout fails the sample: the machine listens 300 ms more for what
+//! else the peers say (for the reason), then kills both groups.
+
+use super::outcome::{self, Context};
+use crate::launcher::Launcher;
+use crate::noise::PinPlan;
+use crate::process::{Line, Message, describe_exit};
+use crate::procstat::WindowUsage;
+use rpcarena_model::campaign::{Timeouts, Timing};
+use rpcarena_model::duration;
+use rpcarena_model::invocation::{self, ServerTarget};
+use rpcarena_model::matrix::SampleConfig;
+use rpcarena_model::record::{Noise, SampleRecord, SampleStatus};
+use rpcarena_model::schedule::Slot;
+use rpcarena_netem_core::SampleCheck;
+use rpcarena_protocol::event::{Armed, Command, Event, Role, SampleReport};
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+/// Nanoseconds on the shell's clock, from the start of the sample (the load gate included).
+pub(crate) type Nanos = u64;
+
+/// How long the machine listens after an anomaly for what else the peers say.
+const AFTERMATH: Duration = Duration::from_millis(300);
+/// How long it waits for a peer whose output ended unexpectedly to exit, for the reason.
+const EXIT_NOTE_WAIT: Duration = Duration::from_secs(1);
+/// The same during the aftermath.
+const AFTERMATH_EXIT_WAIT: Duration = Duration::from_millis(100);
+
+/// What the load gate did before the sample.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(crate) struct Gate {
+    /// How long it held the sample back.
+    pub waited: Duration,
+    /// The 1-minute load average when it let the sample go.
+    pub load_avg: f64,
+    /// Whether it gave up.
+    pub timed_out: bool,
+}
+
+/// How to start the client once the server's address is known.
+#[derive(Debug, Clone)]
+pub(crate) struct ClientLaunch {
+    /// Where the client runs.
+    pub launcher: Launcher,
+    /// The client peer's command (resolved).
+    pub command: Vec<String>,
+    /// The name in the server's certificate.
+    pub server_name: String,
+    /// The CA certificate the client trusts.
+    pub ca: PathBuf,
+    /// Seed of the open model's Poisson arrivals.
+    pub seed: u64,
+}
+
+/// Everything one sample needs to decide its fate.
+#[derive(Debug, Clone)]
+pub(crate) struct SampleSpec {
+    /// Sample id (also the raw directory name).
+    pub id: String,
+    /// Where in the schedule.
+    pub slot: Slot,
+    /// What to measure.
+    pub config: SampleConfig,
+    /// Peer languages, for the record.
+    pub client_language: String,
+    /// Peer languages, for the record.
+    pub server_language: String,
+    /// Warmup, window, drain.
+    pub timing: Timing,
+    /// Step timeouts.
+    pub timeouts: Timeouts,
+    /// CPU pinning of the peers and the emulator.
+    pub pins: PinPlan,
+    /// CPUs this process may use.
+    pub cpus: usize,
+    /// The campaign's drift threshold.
+    pub drift_threshold: f64,
+    /// The raw directory, relative to the run directory.
+    pub raw_rel: String,
+    /// UTC start time (RFC 3339).
+    pub started_at: String,
+    /// What the load gate did.
+    pub gate: Gate,
+    /// The server's whole argument vector.
+    pub server_argv: Vec<String>,
+    /// How to start the client.
+    pub client: ClientLaunch,
+}
+
+/// What happened, as the shell saw it.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// A peer process started.
+    Spawned(Role),
+    /// A peer process could not be started.
+    SpawnFailed {
+        /// Which.
+        role: Role,
+        /// Why.
+        error: String,
+    },
+    /// A line of a peer's stdout, or its end.
+    Line(Message),
+    /// A command could not be written to a peer's stdin.
+    SendFailed {
+        /// Which.
+        role: Role,
+        /// Why.
+        error: String,
+    },
+    /// The answer to [`Action::AwaitExit`]: the leader's exit status, `None` if still running.
+    Exit {
+        /// Which.
+        role: Role,
+        /// How it ended.
+        status: Option<ExitStatus>,
+    },
+    /// The answer to [`Action::StopSampler`].
+    Usage(Result<WindowUsage, String>),
+    /// The answer to [`Action::KillGroups`]: processes that survived.
+    TornDown(Vec<String>),
+    /// The answer to [`Action::CheckNetwork`]: the counters, or why the sample is invalid.
+    Network(Result<Option<SampleCheck>, String>),
+    /// A stop signal arrived (the peers are being killed).
+    Interrupted,
+}
+
+/// What the shell must do.
+#[derive(Debug)]
+pub(crate) enum Action {
+    /// Start a peer as a process-group leader; answer [`Input::Spawned`] or
+    /// [`Input::SpawnFailed`].
+    Spawn {
+        /// Which.
+        role: Role,
+        /// Its whole argument vector.
+        argv: Vec<String>,
+    },
+    /// Write a command to a peer's stdin; answer [`Input::SendFailed`] if that fails.
+    Send {
+        /// To whom.
+        role: Role,
+        /// What.
+        command: Command,
+    },
+    /// Close a peer's stdin.
+    CloseStdin(Role),
+    /// Wait up to `within` for a peer to exit; answer [`Input::Exit`].
+    AwaitExit {
+        /// Which.
+        role: Role,
+        /// How long at most.
+        within: Duration,
+    },
+    /// Start the /proc sampler on both groups (client first).
+    StartSampler,
+    /// Stop it; answer [`Input::Usage`].
+    StopSampler,
+    /// Kill both groups, reap, check nothing survived; answer [`Input::TornDown`].
+    KillGroups,
+    /// Check the network's counters; answer [`Input::Network`].
+    CheckNetwork,
+    /// Show a warning (stderr).
+    Warn(String),
+    /// The sample is over: append its record.
+    Record(Box<SampleRecord>),
+}
+
+/// An event the machine waits for, with the timeout that bounds the wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    Ready,
+    Armed,
+    Sample,
+    Stopped(Role),
+    EndOfOutput(Role),
+}
+
+impl Wait {
+    fn role(self) -> Role {
+        match self {
+            Wait::Ready => Role::Server,
+            Wait::Armed | Wait::Sample => Role::Client,
+            Wait::Stopped(role) | Wait::EndOfOutput(role) => role,
+        }
+    }
+
+    /// The event's name as the reason shows it.
+    fn kind(self) -> &'static str {
+        match self {
+            Wait::Ready => "ready",
+            Wait::Armed => "armed",
+            Wait::Sample => "sample",
+            Wait::Stopped(_) => "stopped",
+            Wait::EndOfOutput(_) => "end of output",
+        }
+    }
+
+    /// The `[timeouts]` field that bounds the wait.
+    fn timeout_field(self) -> &'static str {
+        match self {
+            Wait::Ready => "ready",
+            Wait::Armed => "armed",
+            Wait::Sample => "sample",
+            Wait::Stopped(_) | Wait::EndOfOutput(_) => "shutdown",
+        }
+    }
+
+    fn phase(self) -> &'static str {
+        match self {
+            Wait::Ready => "server start-up",
+            Wait::Armed => "connect and warmup",
+            Wait::Sample => "measure",
+            Wait::Stopped(_) | Wait::EndOfOutput(_) => "shutdown",
+        }
+    }
+
+    fn timeout(self, timing: &Timing, timeouts: &Timeouts) -> Duration {
+        match self {
+            Wait::Ready => timeouts.ready,
+            Wait::Armed => timing.warmup + timeouts.armed,
+            Wait::Sample => timing.window + timing.drain + timeouts.sample,
+            Wait::Stopped(_) | Wait::EndOfOutput(_) => timeouts.shutdown,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Not started.
+    Idle,
+    /// A spawn was asked for; its answer comes next.
+    Spawning(Role),
+    /// Waiting for an event (or the end of a peer's output).
+    Waiting(Wait),
+    /// The sample event arrived; the sampler's readings come next.
+    Readings,
+    /// A peer's output ended after `stopped`; its exit status comes next.
+    Exiting(Role),
+    /// A peer's output ended unexpectedly during `phase`; its exit status comes next.
+    UnexpectedExit(Role, &'static str),
+    /// The sample failed; listening until the deadline for what else the peers say.
+    Aftermath,
+    /// The same, waiting for the exit status of a peer whose output ended.
+    AftermathExit(Role),
+    /// Both groups are being killed.
+    Teardown,
+    /// The network is being checked.
+    NetworkCheck,
+    /// Recorded.
+    Done,
+}
+
+/// One sample's life, step by step.
+#[derive(Debug)]
+pub(crate) struct SampleMachine {
+    spec: SampleSpec,
+    record: SampleRecord,
+    stage: Stage,
+    deadline: Option<Nanos>,
+    actions: VecDeque<Action>,
+    /// Why the sample fails, in the order found.
+    problems: Vec<String>,
+    /// What the checks found in the client's report (reported once the peers shut down).
+    checks: Vec<String>,
+    armed: Option<Armed>,
+    report: Option<SampleReport>,
+    sampler_running: bool,
+    interrupted: bool,
+}
+
+impl SampleMachine {
+    /// A sample ready to start; nothing happens before [`SampleMachine::start`].
+    pub fn new(spec: SampleSpec) -> SampleMachine {
+        let record = SampleRecord {
+            sample: spec.id.clone(),
+            round: spec.slot.round,
+            position: spec.slot.position,
+            config: spec.config.clone(),
+            status: SampleStatus::Failed,
+            reason: None,
+            started_at: spec.started_at.clone(),
+            elapsed_ms: 0,
+            client_language: spec.client_language.clone(),
+            server_language: spec.server_language.clone(),
+            client: None,
+            metrics: None,
+            client_process: None,
+            server_process: None,
+            server_counters: BTreeMap::new(),
+            noise: Some(Noise {
+                client_cpus: spec.pins.client.clone(),
+                server_cpus: spec.pins.server.clone(),
+                emulator_cpus: spec.pins.emulator.clone(),
+                load_avg_1m: spec.gate.load_avg,
+                load_gate_wait_ms: spec.gate.waited.as_millis() as u64,
+                ..Noise::default()
+            }),
+            network: None,
+            raw: spec.raw_rel.clone(),
+        };
+        SampleMachine {
+            spec,
+            record,
+            stage: Stage::Idle,
+            deadline: None,
+            actions: VecDeque::new(),
+            problems: Vec::new(),
+            checks: Vec::new(),
+            armed: None,
+            report: None,
+            sampler_running: false,
+            interrupted: false,
+        }
+    }
+
+    /// Starts the server.
+    pub fn start(&mut self) {
+        self.spawn(Role::Server, self.spec.server_argv.clone());
+    }
+
+    /// The next thing to do, if any.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When [`SampleMachine::handle_timeout`] is due, if the machine waits for anything.
+    pub fn deadline(&self) -> Option<Nanos> {
+        self.deadline
+    }
+
+    /// Whether the record was handed out.
+    #[cfg(test)]
+    pub fn is_done(&self) -> bool {
+        self.stage == Stage::Done
+    }
+
+    /// The deadline passed.
+    pub fn handle_timeout(&mut self, now: Nanos) {
+        if self.deadline.is_none_or(|d| now < d) {
+            return;
+        }
+        self.deadline = None;
+        match self.stage {
+            Stage::Waiting(wait) => {
+                let timeout = wait.timeout(&self.spec.timing, &self.spec.timeouts);
+                self.fail(
+                    now,
+                    format!(
+                        "{} did not print `{}` within {} (timeouts.{}) during {}",
+                        wait.role(),
+                        wait.kind(),
+                        duration::format(&timeout),
+                        wait.timeout_field(),
+                        wait.phase()
+                    ),
+                );
+            }
+            Stage::Aftermath => self.teardown(),
+            _ => {}
+        }
+    }
+
+    /// Something happened at `now`.
+    pub fn handle(&mut self, now: Nanos, input: Input) {
+        match input {
+            Input::Interrupted => self.on_interrupt(now),
+            Input::Spawned(role) => self.on_spawned(now, role),
+            Input::SpawnFailed { role, error } => {
+                if self.stage == Stage::Spawning(role) {
+                    self.fail(now, error);
+                }
+            }
+            Input::Line(message) => self.on_line(now, message),
+            Input::SendFailed { role, error } => {
+                if matches!(self.stage, Stage::Waiting(wait) if wait.role() == role) {
+                    self.fail(now, error);
+                }
+            }
+            Input::Exit { role, status } => self.on_exit(now, role, status),
+            Input::Usage(usage) => self.on_usage(now, usage),
+            Input::TornDown(survivors) => {
+                if self.stage == Stage::Teardown {
+                    self.problems.extend(survivors);
+                    self.stage = Stage::NetworkCheck;
+                    self.actions.push_back(Action::CheckNetwork);
+                }
+            }
+            Input::Network(result) => {
+                if self.stage == Stage::NetworkCheck {
+                    match result {
+                        Ok(counters) => self.record.network = counters,
+                        Err(reason) => self.problems.push(reason),
+                    }
+                    self.finish(now);
+                }
+            }
+        }
+    }
+
+    /// A stop signal: the handler killed the peers that were alive then; a sample still starting
+    /// or running stops waiting now (the record says why), and the teardown kills the rest.
+    fn on_interrupt(&mut self, now: Nanos) {
+        self.interrupted = true;
+        if matches!(self.stage, Stage::Spawning(_) | Stage::Waiting(_)) {
+            self.stop_sampler();
+            self.stage = Stage::Aftermath;
+            self.deadline = Some(now.saturating_add(AFTERMATH.as_nanos() as u64));
+        }
+    }
+
+    fn spawn(&mut self, role: Role, argv: Vec<String>) {
+        self.stage = Stage::Spawning(role);
+        self.deadline = None;
+        self.actions.push_back(Action::Spawn { role, argv });
+    }
+
+    fn wait(&mut self, now: Nanos, wait: Wait) {
+        let timeout = wait.timeout(&self.spec.timing, &self.spec.timeouts);
+        self.stage = Stage::Waiting(wait);
+        self.deadline = Some(now.saturating_add(timeout.as_nanos() as u64));
+    }
+
+    fn on_spawned(&mut self, now: Nanos, role: Role) {
+        match (self.stage, role) {
+            (Stage::Spawning(Role::Server), Role::Server) => self.wait(now, Wait::Ready),
+            (Stage::Spawning(Role::Client), Role::Client) => self.wait(now, Wait::Armed),
+            _ => {}
+        }
+    }
+
+    fn on_line(&mut self, now: Nanos, Message { role: from, line }: Message) {
+        match self.stage {
+            Stage::Waiting(wait) => self.on_line_while_waiting(now, wait, from, line),
+            Stage::Aftermath => match line {
+                Line::Event(Event::Error(e)) => self.problems.push(format!(
+                    "{from} then reported a {} error during {}: {}",
+                    e.code, e.phase, e.message
+                )),
+                Line::Malformed { text, .. } => self
+                    .problems
+                    .push(format!("{from} then printed a malformed line: {text}")),
+                Line::Closed => {
+                    self.stage = Stage::AftermathExit(from);
+                    self.actions.push_back(Action::AwaitExit {
+                        role: from,
+                        within: AFTERMATH_EXIT_WAIT,
+                    });
+                }
+                Line::Event(_) => {}
+            },
+            // Lines after the verdict (teardown, network check) change nothing.
+            _ => {}
+        }
+    }
+
+    /// Whatever arrives first decides: the awaited event, or an anomaly.
+    fn on_line_while_waiting(&mut self, now: Nanos, wait: Wait, from: Role, line: Line) {
+        let phase = wait.phase();
+        let awaited = wait.role();
+        match line {
+            Line::Event(event) if from == awaited && event.name() == wait.kind() => {
+                self.on_event(now, event);
+            }
+            Line::Closed if from == awaited && wait == Wait::EndOfOutput(awaited) => {
+                self.stage = Stage::Exiting(awaited);
+                self.deadline = None;
+                self.actions.push_back(Action::AwaitExit {
+                    role: awaited,
+                    within: self.spec.timeouts.shutdown,
+                });
+            }
+            Line::Event(Event::Error(e)) => self.fail(
+                now,
+                format!(
+                    "{from} reported a {} error during {}: {}",
+                    e.code, e.phase, e.message
+                ),
+            ),
+            Line::Event(event) => self.fail(
+                now,
+                format!(
+                    "{from} printed an unexpected `{}` event during {phase} (waiting for the {awaited}'s `{}`)",
+                    event.name(),
+                    wait.kind()
+                ),
+            ),
+            Line::Malformed { text, error } => self.fail(
+                now,
+                format!("{from} printed a malformed event during {phase}: {error}; line: {text}"),
+            ),
+            Line::Closed => {
+                // The reason says how it ended: wait a moment for its exit status.
+                self.stage = Stage::UnexpectedExit(from, phase);
+                self.deadline = None;
+                self.actions.push_back(Action::AwaitExit {
+                    role: from,
+                    within: EXIT_NOTE_WAIT,
+                });
+            }
+        }
+    }
+
+    /// The awaited event.
+    fn on_event(&mut self, now: Nanos, event: Event) {
+        match event {
+            Event::Ready(ready) => {
+                let client = &self.spec.client;
+                let args = invocation::client_args(
+                    &self.spec.config,
+                    &self.spec.timing,
+                    ServerTarget {
+                        address: &ready.address,
+                        server_name: &client.server_name,
+                        ca: &client.ca,
+                    },
+                    client.seed,
+                );
+                let argv = client.launcher.argv(&client.command, args);
+                self.spawn(Role::Client, argv);
+            }
+            Event::Armed(armed) => {
+                self.armed = Some(armed);
+                self.wait(now, Wait::Sample);
+                self.sampler_running = true;
+                self.actions.push_back(Action::StartSampler);
+                self.actions.push_back(Action::Send {
+                    role: Role::Client,
+                    command: Command::Start,
+                });
+            }
+            Event::Sample(report) => {
+                self.report = Some(report);
+                self.stage = Stage::Readings;
+                self.deadline = None;
+                self.stop_sampler();
+            }
+            Event::Stopped(stopped) => {
+                let Stage::Waiting(Wait::Stopped(role)) = self.stage else {
+                    return;
+                };
+                if role == Role::Server {
+                    self.record.server_counters = stopped.counters;
+                }
+                self.actions.push_back(Action::CloseStdin(role));
+                // After `stopped` the peer closes stdout and exits; nothing else may come first.
+                self.wait(now, Wait::EndOfOutput(role));
+            }
+            Event::Capabilities(_) | Event::Error(_) => {}
+        }
+    }
+
+    fn on_usage(&mut self, now: Nanos, usage: Result<WindowUsage, String>) {
+        if self.stage != Stage::Readings {
+            return; // the sampler of a failed sample: its readings are not used
+        }
+        let (Some(armed), Some(report)) = (self.armed.take(), self.report.take()) else {
+            return;
+        };
+        let context = Context {
+            window: self.spec.timing.window,
+            pins: &self.spec.pins,
+            cpus: self.spec.cpus,
+            drift_threshold: self.spec.drift_threshold,
+            gate_timed_out: self.spec.gate.timed_out,
+        };
+        let (checks, warnings) = outcome::apply(&mut self.record, armed, report, usage, &context);
+        self.checks = checks;
+        self.actions.extend(warnings.into_iter().map(Action::Warn));
+        self.shut_down(now, Role::Client);
+    }
+
+    fn shut_down(&mut self, now: Nanos, role: Role) {
+        self.wait(now, Wait::Stopped(role));
+        self.actions.push_back(Action::Send {
+            role,
+            command: Command::Shutdown,
+        });
+    }
+
+    fn on_exit(&mut self, now: Nanos, role: Role, status: Option<ExitStatus>) {
+        match self.stage {
+            Stage::Exiting(exiting) if exiting == role => match status {
+                Some(status) if status.success() => {
+                    if role == Role::Client {
+                        self.shut_down(now, Role::Server);
+                    } else if self.checks.is_empty() {
+                        self.teardown();
+                    } else {
+                        let checks = std::mem::take(&mut self.checks).join("; ");
+                        self.fail(now, checks);
+                    }
+                }
+                Some(status) => self.fail(
+                    now,
+                    format!(
+                        "{role} exited with {} after `stopped`",
+                        describe_exit(status)
+                    ),
+                ),
+                None => self.fail(
+                    now,
+                    format!(
+                        "{role} did not exit within {} of `stopped` (timeouts.shutdown)",
+                        duration::format(&self.spec.timeouts.shutdown)
+                    ),
+                ),
+            },
+            Stage::UnexpectedExit(exited, phase) if exited == role => {
+                let note = status.map_or("still running".to_string(), describe_exit);
+                self.fail(
+                    now,
+                    format!(
+                        "{role} exited unexpectedly during {phase} ({note}); see {role}.stderr"
+                    ),
+                );
+            }
+            Stage::AftermathExit(exited) if exited == role => {
+                let note = status.map_or("still running".to_string(), describe_exit);
+                self.problems.push(format!("{role} then exited ({note})"));
+                self.stage = Stage::Aftermath;
+            }
+            _ => {}
+        }
+    }
+
+    fn stop_sampler(&mut self) {
+        if self.sampler_running {
+            self.sampler_running = false;
+            self.actions.push_back(Action::StopSampler);
+        }
+    }
+
+    /// The sample failed for `reason`: listen a little longer, then tear down.
+    fn fail(&mut self, now: Nanos, reason: String) {
+        self.problems.push(reason);
+        self.stop_sampler();
+        self.stage = Stage::Aftermath;
+        self.deadline = Some(now.saturating_add(AFTERMATH.as_nanos() as u64));
+    }
+
+    fn teardown(&mut self) {
+        self.stop_sampler();
+        self.stage = Stage::Teardown;
+        self.deadline = None;
+        self.actions.push_back(Action::KillGroups);
+    }
+
+    fn finish(&mut self, now: Nanos) {
+        if self.interrupted {
+            self.problems
+                .insert(0, "interrupted by a signal; the run stopped".to_string());
+        }
+        let mut record = self.record.clone();
+        record.status = if self.problems.is_empty() {
+            SampleStatus::Ok
+        } else {
+            SampleStatus::Failed
+        };
+        record.reason = (!self.problems.is_empty()).then(|| self.problems.join("; "));
+        record.elapsed_ms = now / 1_000_000;
+        self.stage = Stage::Done;
+        self.deadline = None;
+        self.actions.push_back(Action::Record(Box::new(record)));
+    }
+}
+
+#[cfg(test)]
+mod tests;

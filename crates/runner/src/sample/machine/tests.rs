@@ -1,0 +1,720 @@
+//! Every transition of the sample's state machine on a fake clock: the happy path, and each
+//! fault path the runner knows (a peer that cannot start, times out, reports an error, prints
+//! something unexpected or malformed, exits, will not shut down or survives SIGKILL; checks that
+//! fail; a sampler or network check that fails; a stop signal).
+
+use super::*;
+use crate::procstat::GroupUsage;
+use rpcarena_protocol::event::{PeerError, Ready, Stopped};
+use rpcarena_protocol::histogram;
+use rpcarena_protocol::workload::Shape;
+use std::os::unix::process::ExitStatusExt;
+
+const MS: Nanos = 1_000_000;
+const S: Nanos = 1_000 * MS;
+
+fn spec() -> SampleSpec {
+    SampleSpec {
+        id: "r01-001-x".into(),
+        slot: Slot {
+            round: 1,
+            position: 1,
+            config: 0,
+        },
+        config: crate::checks::tests::config(Shape::Unary),
+        client_language: "rust".into(),
+        server_language: "go".into(),
+        timing: Timing::default(),
+        timeouts: Timeouts::default(),
+        pins: PinPlan::default(),
+        cpus: 2,
+        drift_threshold: 0.03,
+        raw_rel: "raw/r01-001-x".into(),
+        started_at: "2026-11-30T00:00:00Z".into(),
+        gate: Gate {
+            waited: Duration::from_millis(1500),
+            load_avg: 0.7,
+            timed_out: false,
+        },
+        server_argv: vec!["peer".into(), "server".into()],
+        client: ClientLaunch {
+            launcher: Launcher::Local { cpus: vec![0] },
+            command: vec!["peer".into()],
+            server_name: "127.0.0.1".into(),
+            ca: "/run/ca.pem".into(),
+            seed: 5,
+        },
+    }
+}
+
+/// A report that adds up for [`spec`]: 100 unary operations in the 5 s window.
+fn report() -> SampleReport {
+    let mut h = histogram::new_latency_histogram();
+    h.record_n(1_000_000, 100).unwrap();
+    SampleReport {
+        completed: 100,
+        requests: 100,
+        responses: 100,
+        request_bytes: 1000,
+        response_bytes: 2000,
+        window_ns: 5 * S,
+        drain_ns: MS,
+        histogram: histogram::encode(&h).unwrap(),
+        ..SampleReport::default()
+    }
+}
+
+fn usage() -> WindowUsage {
+    let group = GroupUsage {
+        cpu_us: 1_000_000.0,
+        peak_rss_bytes: 8 << 20,
+        readings: 500,
+        processes: 1,
+        busiest_thread_cpu_us: 500_000.0,
+    };
+    WindowUsage {
+        elapsed_s: 5.0,
+        steal_pct: 0.0,
+        groups: vec![group, group],
+    }
+}
+
+fn exit(code: i32) -> Option<ExitStatus> {
+    Some(ExitStatus::from_raw(code << 8))
+}
+
+fn killed() -> Option<ExitStatus> {
+    Some(ExitStatus::from_raw(9))
+}
+
+/// The machine, its clock, and the actions it asked for.
+struct Run {
+    machine: SampleMachine,
+    now: Nanos,
+}
+
+impl Run {
+    fn new() -> Run {
+        Run::with(spec())
+    }
+
+    fn with(spec: SampleSpec) -> Run {
+        let mut machine = SampleMachine::new(spec);
+        machine.start();
+        Run { machine, now: 0 }
+    }
+
+    fn at(&mut self, now: Nanos) -> &mut Run {
+        self.now = now;
+        self
+    }
+
+    fn actions(&mut self) -> Vec<Action> {
+        std::iter::from_fn(|| self.machine.poll_action()).collect()
+    }
+
+    /// The actions as short text, for comparing sequences.
+    fn said(&mut self) -> Vec<String> {
+        self.actions()
+            .into_iter()
+            .map(|a| match a {
+                Action::Spawn { role, .. } => format!("spawn {role}"),
+                Action::Send { role, command } => format!("send {} {role}", command.as_str()),
+                Action::CloseStdin(role) => format!("close {role}"),
+                Action::AwaitExit { role, within } => {
+                    format!("await exit {role} {}", duration::format(&within))
+                }
+                Action::StartSampler => "start sampler".into(),
+                Action::StopSampler => "stop sampler".into(),
+                Action::KillGroups => "kill groups".into(),
+                Action::CheckNetwork => "check network".into(),
+                Action::Warn(text) => format!("warn {text}"),
+                Action::Record(r) => format!("record {:?}", r.status),
+            })
+            .collect()
+    }
+
+    fn feed(&mut self, input: Input) -> &mut Run {
+        self.machine.handle(self.now, input);
+        self
+    }
+
+    fn line(&mut self, role: Role, line: Line) -> &mut Run {
+        self.feed(Input::Line(Message { role, line }))
+    }
+
+    fn event(&mut self, role: Role, event: Event) -> &mut Run {
+        self.line(role, Line::Event(event))
+    }
+
+    fn timeout(&mut self) -> &mut Run {
+        self.machine.handle_timeout(self.now);
+        self
+    }
+
+    fn ready(&mut self) -> &mut Run {
+        self.feed(Input::Spawned(Role::Server)).event(
+            Role::Server,
+            Event::Ready(Ready {
+                role: Role::Server,
+                address: "127.0.0.1:4000".into(),
+                pid: 7,
+            }),
+        )
+    }
+
+    fn armed(&mut self) -> &mut Run {
+        self.ready().feed(Input::Spawned(Role::Client)).event(
+            Role::Client,
+            Event::Armed(Armed {
+                lanes: 4,
+                connections: 1,
+                connect_ns: Some(2 * MS),
+                warmup_completed: 50,
+            }),
+        )
+    }
+
+    fn measured(&mut self, report: SampleReport) -> &mut Run {
+        self.armed()
+            .event(Role::Client, Event::Sample(report))
+            .feed(Input::Usage(Ok(usage())))
+    }
+
+    /// One peer's clean shutdown after SHUTDOWN was sent.
+    fn stops(&mut self, role: Role) -> &mut Run {
+        let counters = match role {
+            Role::Server => BTreeMap::from([("rpcs".to_string(), 104)]),
+            Role::Client => BTreeMap::new(),
+        };
+        self.event(role, Event::Stopped(Stopped { counters }))
+            .ended(role, exit(0))
+    }
+
+    /// The sample measured, and the client's `stopped` after SHUTDOWN.
+    fn client_stopped(&mut self) -> &mut Run {
+        self.measured(report())
+            .event(Role::Client, Event::Stopped(Stopped::default()))
+    }
+
+    /// A peer's output ended and it exited with `status`.
+    fn ended(&mut self, role: Role, status: Option<ExitStatus>) -> &mut Run {
+        self.line(role, Line::Closed)
+            .feed(Input::Exit { role, status })
+    }
+
+    /// From teardown to the record, with a clean teardown and network check.
+    fn record(&mut self) -> SampleRecord {
+        self.finish(Vec::new(), Ok(None))
+    }
+
+    fn finish(
+        &mut self,
+        survivors: Vec<String>,
+        network: Result<Option<SampleCheck>, String>,
+    ) -> SampleRecord {
+        // A failed sample listens out its aftermath first.
+        if let Some(deadline) = self.machine.deadline() {
+            self.at(deadline).timeout();
+        }
+        let actions = self.said();
+        assert!(actions.contains(&"kill groups".to_string()), "{actions:?}");
+        self.feed(Input::TornDown(survivors));
+        assert_eq!(self.said(), ["check network"]);
+        self.feed(Input::Network(network));
+        let mut actions = self.actions();
+        assert_eq!(actions.len(), 1, "{actions:?}");
+        assert!(self.machine.is_done());
+        match actions.remove(0) {
+            Action::Record(record) => *record,
+            other => panic!("expected the record, got {other:?}"),
+        }
+    }
+
+    fn reason(&mut self) -> String {
+        let record = self.record();
+        assert_eq!(record.status, SampleStatus::Failed);
+        record.reason.unwrap_or_default()
+    }
+}
+
+#[test]
+fn the_happy_path_step_by_step() {
+    let mut run = Run::new();
+    let argv = match run.actions().remove(0) {
+        Action::Spawn { role, argv } => {
+            assert_eq!(role, Role::Server);
+            argv
+        }
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(argv, ["peer", "server"]);
+    assert_eq!(
+        run.machine.deadline(),
+        None,
+        "no timer before the spawn is confirmed"
+    );
+    run.at(10 * MS).feed(Input::Spawned(Role::Server));
+    assert_eq!(
+        run.machine.deadline(),
+        Some(10 * MS + 10 * S),
+        "timeouts.ready"
+    );
+
+    run.at(20 * MS).event(
+        Role::Server,
+        Event::Ready(Ready {
+            role: Role::Server,
+            address: "127.0.0.1:4000".into(),
+            pid: 7,
+        }),
+    );
+    let argv = match run.actions().remove(0) {
+        Action::Spawn { role, argv } => {
+            assert_eq!(role, Role::Client);
+            argv
+        }
+        other => panic!("{other:?}"),
+    };
+    let text = argv.join(" ");
+    assert!(
+        text.starts_with("taskset -c 0 peer client --stack grpc --server 127.0.0.1:4000")
+            && text.ends_with("--load closed"),
+        "{text}"
+    );
+    run.at(30 * MS).feed(Input::Spawned(Role::Client));
+    assert_eq!(
+        run.machine.deadline(),
+        Some(30 * MS + 31 * S),
+        "warmup + timeouts.armed"
+    );
+
+    run.at(2 * S).event(
+        Role::Client,
+        Event::Armed(Armed {
+            lanes: 4,
+            connections: 1,
+            connect_ns: Some(2 * MS),
+            warmup_completed: 50,
+        }),
+    );
+    assert_eq!(run.said(), ["start sampler", "send START client"]);
+    assert_eq!(
+        run.machine.deadline(),
+        Some(22 * S),
+        "window + drain + timeouts.sample"
+    );
+
+    run.at(8 * S).event(Role::Client, Event::Sample(report()));
+    assert_eq!(run.said(), ["stop sampler"]);
+    run.feed(Input::Usage(Ok(usage())));
+    assert_eq!(run.said(), ["send SHUTDOWN client"]);
+    assert_eq!(run.machine.deadline(), Some(13 * S), "timeouts.shutdown");
+
+    run.event(Role::Client, Event::Stopped(Stopped::default()));
+    assert_eq!(run.said(), ["close client"]);
+    run.line(Role::Client, Line::Closed);
+    assert_eq!(run.said(), ["await exit client 5s"]);
+    run.feed(Input::Exit {
+        role: Role::Client,
+        status: exit(0),
+    });
+    assert_eq!(run.said(), ["send SHUTDOWN server"]);
+    run.at(9 * S).stops(Role::Server);
+    assert_eq!(run.machine.deadline(), None);
+    let record = run.record();
+
+    assert_eq!(record.status, SampleStatus::Ok, "{:?}", record.reason);
+    assert_eq!(record.reason, None);
+    assert_eq!(record.elapsed_ms, 9_000);
+    assert_eq!(record.server_counters["rpcs"], 104);
+    let client = record.client.unwrap();
+    assert_eq!(
+        (client.completed, client.lanes, client.warmup_completed),
+        (100, 4, 50)
+    );
+    assert_eq!(record.metrics.unwrap().ops_per_s, 20.0);
+    let cpu = record.client_process.unwrap();
+    assert_eq!((cpu.cpu_us_per_op, cpu.peak_rss_mib), (10_000.0, 8.0));
+    let noise = record.noise.unwrap();
+    assert_eq!((noise.load_gate_wait_ms, noise.load_avg_1m), (1500, 0.7));
+    assert!((noise.client_cores - 0.2).abs() < 1e-9 && noise.flags.is_empty());
+}
+
+#[test]
+fn a_server_that_cannot_start_fails_the_sample() {
+    let mut run = Run::new();
+    run.actions();
+    run.feed(Input::SpawnFailed {
+        role: Role::Server,
+        error: "starting server peer /x: No such file or directory".into(),
+    });
+    assert_eq!(
+        run.reason(),
+        "starting server peer /x: No such file or directory"
+    );
+}
+
+#[test]
+fn a_server_that_never_gets_ready_times_out() {
+    let mut run = Run::new();
+    run.actions();
+    run.feed(Input::Spawned(Role::Server));
+    run.at(10 * S - 1).timeout();
+    assert!(run.said().is_empty(), "not yet");
+    run.at(10 * S).timeout();
+    assert_eq!(
+        run.reason(),
+        "server did not print `ready` within 10s (timeouts.ready) during server start-up"
+    );
+}
+
+#[test]
+fn an_error_event_names_its_code_and_phase() {
+    let mut run = Run::new();
+    run.feed(Input::Spawned(Role::Server)).event(
+        Role::Server,
+        Event::Error(PeerError {
+            phase: "listen".into(),
+            code: "config".into(),
+            message: "address in use".into(),
+        }),
+    );
+    assert_eq!(
+        run.reason(),
+        "server reported a config error during listen: address in use"
+    );
+}
+
+#[test]
+fn an_unexpected_event_or_a_malformed_line_fails_the_sample() {
+    let mut run = Run::new();
+    run.feed(Input::Spawned(Role::Server))
+        .event(Role::Server, Event::Armed(Armed::default()));
+    assert_eq!(
+        run.reason(),
+        "server printed an unexpected `armed` event during server start-up (waiting for the server's `ready`)"
+    );
+    let mut run = Run::new();
+    run.armed().line(
+        Role::Client,
+        Line::Malformed {
+            text: "garbage".into(),
+            error: "not a JSON object".into(),
+        },
+    );
+    assert_eq!(
+        run.reason(),
+        "client printed a malformed event during measure: not a JSON object; line: garbage"
+    );
+}
+
+#[test]
+fn a_peer_whose_output_ends_is_described_by_its_exit() {
+    let mut run = Run::new();
+    run.armed().actions();
+    run.line(Role::Server, Line::Closed);
+    assert_eq!(run.said(), ["await exit server 1s"]);
+    run.feed(Input::Exit {
+        role: Role::Server,
+        status: killed(),
+    });
+    assert_eq!(run.said(), ["stop sampler"]);
+    assert_eq!(
+        run.reason(),
+        "server exited unexpectedly during measure (killed by signal 9 (SIGKILL)); see server.stderr"
+    );
+    let mut run = Run::new();
+    run.feed(Input::Spawned(Role::Server))
+        .line(Role::Server, Line::Closed)
+        .feed(Input::Exit {
+            role: Role::Server,
+            status: None,
+        });
+    assert_eq!(
+        run.reason(),
+        "server exited unexpectedly during server start-up (still running); see server.stderr"
+    );
+}
+
+#[test]
+fn a_client_that_cannot_start_or_arm_fails_the_sample() {
+    let mut run = Run::new();
+    run.ready().feed(Input::SpawnFailed {
+        role: Role::Client,
+        error: "starting client peer /x: Permission denied".into(),
+    });
+    assert_eq!(run.reason(), "starting client peer /x: Permission denied");
+
+    let mut run = Run::new();
+    run.ready().feed(Input::Spawned(Role::Client));
+    run.at(31 * S).timeout();
+    assert_eq!(
+        run.reason(),
+        "client did not print `armed` within 31s (timeouts.armed) during connect and warmup"
+    );
+}
+
+#[test]
+fn a_start_that_cannot_be_sent_stops_the_sampler_and_fails() {
+    let mut run = Run::new();
+    run.armed();
+    assert_eq!(
+        run.said(),
+        [
+            "spawn server",
+            "spawn client",
+            "start sampler",
+            "send START client"
+        ]
+    );
+    run.feed(Input::SendFailed {
+        role: Role::Client,
+        error: "sending START to the client peer: Broken pipe (os error 32)".into(),
+    });
+    assert_eq!(run.said(), ["stop sampler"]);
+    run.feed(Input::Usage(Ok(usage())));
+    assert_eq!(
+        run.reason(),
+        "sending START to the client peer: Broken pipe (os error 32)"
+    );
+}
+
+#[test]
+fn a_sample_that_never_comes_times_out_and_its_readings_are_dropped() {
+    let mut run = Run::new();
+    run.armed().actions();
+    run.at(20 * S).timeout();
+    assert_eq!(run.said(), ["stop sampler"]);
+    run.feed(Input::Usage(Ok(usage())));
+    let record = run.record();
+    assert_eq!(
+        record.reason.as_deref(),
+        Some("client did not print `sample` within 20s (timeouts.sample) during measure")
+    );
+    assert!(record.client.is_none() && record.client_process.is_none());
+}
+
+#[test]
+fn failed_checks_fail_the_sample_once_the_peers_shut_down_cleanly() {
+    let mut run = Run::new();
+    let mut bad = report();
+    bad.failed = 2;
+    bad.failures.insert("timeout".into(), 2);
+    bad.responses = 99;
+    run.measured(bad).actions();
+    run.stops(Role::Client).stops(Role::Server);
+    assert!(run.said().contains(&"send SHUTDOWN server".to_string()));
+    let record = run.record();
+    assert_eq!(
+        record.reason.as_deref(),
+        Some(
+            "2 operations failed (timeout: 2); responses is 99 but 100 was expected for 100 completed unary operations; response_bytes is 2000 but 1980 was expected for 100 completed unary operations"
+        )
+    );
+    assert!(
+        record.client.is_some() && record.metrics.is_some(),
+        "kept for audit"
+    );
+}
+
+#[test]
+fn shutdown_faults_each_have_their_reason() {
+    // `stopped` never comes
+    let mut run = Run::new();
+    run.at(8 * S).measured(report());
+    run.at(13 * S).timeout();
+    assert_eq!(
+        run.reason(),
+        "client did not print `stopped` within 5s (timeouts.shutdown) during shutdown"
+    );
+    // SHUTDOWN cannot be written
+    let mut run = Run::new();
+    run.measured(report()).feed(Input::SendFailed {
+        role: Role::Client,
+        error: "client stdin is already closed".into(),
+    });
+    assert_eq!(run.reason(), "client stdin is already closed");
+    // something after `stopped`
+    let mut run = Run::new();
+    run.client_stopped()
+        .event(Role::Client, Event::Sample(report()));
+    assert_eq!(
+        run.reason(),
+        "client printed an unexpected `sample` event during shutdown (waiting for the client's `end of output`)"
+    );
+    // a non-zero exit, and no exit at all
+    let mut run = Run::new();
+    run.client_stopped().ended(Role::Client, exit(1));
+    assert_eq!(
+        run.reason(),
+        "client exited with exit status 1 after `stopped`"
+    );
+    let mut run = Run::new();
+    run.measured(report())
+        .stops(Role::Client)
+        .event(Role::Server, Event::Stopped(Stopped::default()))
+        .ended(Role::Server, None);
+    assert_eq!(
+        run.reason(),
+        "server did not exit within 5s of `stopped` (timeouts.shutdown)"
+    );
+    // the server goes while the client shuts down
+    let mut run = Run::new();
+    run.client_stopped().ended(Role::Server, exit(0));
+    assert_eq!(
+        run.reason(),
+        "server exited unexpectedly during shutdown (exit status 0); see server.stderr"
+    );
+}
+
+#[test]
+fn the_aftermath_adds_what_the_peers_said_next() {
+    let mut run = Run::new();
+    run.armed().actions();
+    run.at(3 * S).line(
+        Role::Client,
+        Line::Malformed {
+            text: "x".into(),
+            error: "not a JSON object".into(),
+        },
+    );
+    assert_eq!(run.machine.deadline(), Some(3 * S + 300 * MS));
+    run.event(
+        Role::Server,
+        Event::Error(PeerError {
+            phase: "serve".into(),
+            code: "connect".into(),
+            message: "reset".into(),
+        }),
+    )
+    .line(
+        Role::Client,
+        Line::Malformed {
+            text: "y".into(),
+            error: "e".into(),
+        },
+    )
+    .event(Role::Client, Event::Stopped(Stopped::default()))
+    .line(Role::Client, Line::Closed);
+    assert_eq!(
+        run.said(),
+        ["stop sampler", "await exit client 100ms"].map(String::from)
+    );
+    run.feed(Input::Exit {
+        role: Role::Client,
+        status: exit(2),
+    });
+    run.at(3 * S + 299 * MS).timeout();
+    assert!(run.said().is_empty(), "the aftermath lasts 300 ms");
+    assert_eq!(
+        run.reason(),
+        "client printed a malformed event during measure: not a JSON object; line: x; \
+         server then reported a connect error during serve: reset; \
+         client then printed a malformed line: y; client then exited (exit status 2)"
+    );
+}
+
+#[test]
+fn survivors_a_failed_network_check_and_a_signal_fail_a_good_sample() {
+    let ok = |run: &mut Run| {
+        run.measured(report())
+            .stops(Role::Client)
+            .stops(Role::Server);
+    };
+    let mut run = Run::new();
+    ok(&mut run);
+    let record = run.finish(
+        vec!["processes of the client group 42 survived SIGKILL for 5 s".into()],
+        Ok(None),
+    );
+    assert_eq!(
+        record.reason.as_deref(),
+        Some("processes of the client group 42 survived SIGKILL for 5 s")
+    );
+    let mut run = Run::new();
+    ok(&mut run);
+    let record = run.finish(
+        Vec::new(),
+        Err("network check after the sample failed: tx_dropped +3".into()),
+    );
+    assert_eq!(record.status, SampleStatus::Failed);
+    assert_eq!(
+        record.reason.as_deref(),
+        Some("network check after the sample failed: tx_dropped +3")
+    );
+    let check = SampleCheck {
+        devices: Vec::new(),
+        link: None,
+    };
+    let mut run = Run::new();
+    ok(&mut run);
+    assert_eq!(
+        run.finish(Vec::new(), Ok(Some(check.clone()))).network,
+        Some(check)
+    );
+
+    // A signal: the machine stops waiting, hears the peers die, tears down and says why.
+    let mut run = Run::new();
+    run.armed().actions();
+    run.at(3 * S).feed(Input::Interrupted);
+    assert_eq!(run.said(), ["stop sampler"]);
+    assert_eq!(run.machine.deadline(), Some(3 * S + 300 * MS));
+    run.ended(Role::Client, killed());
+    assert_eq!(
+        run.reason(),
+        "interrupted by a signal; the run stopped; client then exited (killed by signal 9 (SIGKILL))"
+    );
+    // before anything started: no peer is left to run its course
+    let mut run = Run::new();
+    run.actions();
+    run.feed(Input::Interrupted)
+        .feed(Input::Spawned(Role::Server));
+    assert_eq!(run.reason(), "interrupted by a signal; the run stopped");
+}
+
+#[test]
+fn a_sampler_without_readings_warns_and_keeps_the_sample() {
+    let mut run = Run::new();
+    run.armed().actions();
+    run.event(Role::Client, Event::Sample(report()));
+    assert_eq!(run.said(), ["stop sampler"]);
+    run.feed(Input::Usage(
+        Err("the /proc sampler thread panicked".into()),
+    ));
+    assert_eq!(
+        run.said(),
+        [
+            "warn sample r01-001-x: the /proc sampler thread panicked; CPU and memory of this sample are not recorded",
+            "send SHUTDOWN client"
+        ]
+    );
+    run.stops(Role::Client).stops(Role::Server);
+    let record = run.record();
+    assert_eq!(record.status, SampleStatus::Ok);
+    assert!(record.client_process.is_none() && record.server_process.is_none());
+    assert!(record.metrics.is_some());
+}
+
+#[test]
+fn inputs_that_do_not_fit_the_stage_change_nothing() {
+    let mut run = Run::new();
+    run.actions();
+    // answers nobody asked for
+    run.feed(Input::Spawned(Role::Client))
+        .feed(Input::Exit {
+            role: Role::Server,
+            status: exit(0),
+        })
+        .feed(Input::Usage(Ok(usage())))
+        .feed(Input::TornDown(Vec::new()))
+        .feed(Input::Network(Ok(None)));
+    assert!(run.said().is_empty());
+    run.at(5 * S).timeout();
+    assert!(
+        run.said().is_empty(),
+        "no deadline before the spawn is confirmed"
+    );
+    run.feed(Input::Spawned(Role::Server)).ready();
+    assert_eq!(run.said(), ["spawn client"]);
+}

@@ -1,0 +1,131 @@
+//! What a sample's `sample` event and the /proc sampler's readings add to its record: the
+//! client's result, its figures (`rpcarena_model::metrics`), the checks, CPU and memory of both
+//! peers, and the noise flags. Pure: the state machine calls it with what the shell gathered.
+
+use crate::checks::check_report;
+use crate::noise::{self, Observed, PinPlan};
+use crate::procstat::{GroupUsage, WindowUsage};
+use rpcarena_model::metrics::{self, measure};
+use rpcarena_model::record::{ClientResult, ProcessStats, SampleRecord};
+use rpcarena_protocol::event::{Armed, SampleReport};
+use std::time::Duration;
+
+/// What the outcome needs besides the events.
+pub(crate) struct Context<'a> {
+    /// The window asked for.
+    pub window: Duration,
+    /// Where the peers were pinned.
+    pub pins: &'a PinPlan,
+    /// CPUs this process may use (the peers' share when not pinned).
+    pub cpus: usize,
+    /// The drift threshold of the campaign.
+    pub drift_threshold: f64,
+    /// Whether the load gate gave up before the sample.
+    pub gate_timed_out: bool,
+}
+
+/// Fills the record from the client's events and the sampler's readings; returns the problems
+/// the checks found (the sample fails for them once the peers shut down cleanly) and the
+/// warnings to show (a sampler that gave nothing).
+pub(crate) fn apply(
+    record: &mut SampleRecord,
+    armed: Armed,
+    report: SampleReport,
+    usage: Result<WindowUsage, String>,
+    context: &Context<'_>,
+) -> (Vec<String>, Vec<String>) {
+    let result = ClientResult::from((armed, report));
+    let measured = measure(&result);
+    let problems = check_report(
+        &record.config,
+        context.window.as_nanos() as u64,
+        &result,
+        &measured,
+    );
+    record.metrics = measured.ok().map(|m| m.metrics);
+    let mut warnings = Vec::new();
+    let usage = match usage {
+        Ok(usage) if usage.groups.len() == 2 => usage,
+        Ok(usage) => {
+            warnings.push(format!(
+                "sample {}: the /proc sampler read {} of 2 process groups; CPU and memory of this sample are not recorded",
+                record.sample,
+                usage.groups.len()
+            ));
+            WindowUsage::default()
+        }
+        Err(reason) => {
+            warnings.push(format!(
+                "sample {}: {reason}; CPU and memory of this sample are not recorded",
+                record.sample
+            ));
+            WindowUsage::default()
+        }
+    };
+    if let [client, server] = usage.groups[..] {
+        record.client_process = Some(process_stats(client, result.completed));
+        record.server_process = Some(process_stats(server, result.completed));
+    }
+    if let Some(noise) = record.noise.as_mut() {
+        let observed = observe(&usage, &result, context);
+        noise.steal_pct = observed.steal_pct;
+        noise.client_cores = observed.client_cores;
+        noise.server_cores = observed.server_cores;
+        noise.client_busiest_thread_cores = observed.client_busiest_thread_cores;
+        noise.server_busiest_thread_cores = observed.server_busiest_thread_cores;
+        noise::flags(&observed, context.pins, context.drift_threshold, noise);
+    }
+    record.client = Some(result);
+    (problems, warnings)
+}
+
+fn process_stats(usage: GroupUsage, completed: u64) -> ProcessStats {
+    ProcessStats {
+        cpu_us: usage.cpu_us,
+        cpu_us_per_op: metrics::per_op(usage.cpu_us, completed),
+        peak_rss_mib: metrics::mib(usage.peak_rss_bytes),
+        readings: usage.readings,
+        processes: usage.processes,
+    }
+}
+
+/// What the window looked like to the /proc sampler and the client, for the noise flags.
+fn observe(usage: &WindowUsage, result: &ClientResult, context: &Context<'_>) -> Observed {
+    let elapsed_us = (usage.elapsed_s * 1e6).max(1.0);
+    let cores = |i: usize| usage.groups.get(i).map_or(0.0, |g| g.cpu_us / elapsed_us);
+    let busiest = |i: usize| {
+        usage
+            .groups
+            .get(i)
+            .map_or(0.0, |g| g.busiest_thread_cpu_us / elapsed_us)
+    };
+    let count = |pinned: &Vec<usize>| {
+        if pinned.is_empty() {
+            context.cpus
+        } else {
+            pinned.len()
+        }
+    };
+    // Throughput per full second of the window, from the intervals (a partial last second is
+    // left out: it would look like a slowdown).
+    let full = Duration::from_secs(1).as_nanos() as u64;
+    let window_ns = context.window.as_nanos() as u64;
+    let per_second = result
+        .intervals
+        .iter()
+        .filter(|i| i.offset_ns + full <= window_ns)
+        .map(|i| i.completed as f64)
+        .collect();
+    Observed {
+        client_cores: cores(0),
+        server_cores: cores(1),
+        client_busiest_thread_cores: busiest(0),
+        server_busiest_thread_cores: busiest(1),
+        client_cpu_count: count(&context.pins.client),
+        server_cpu_count: count(&context.pins.server),
+        steal_pct: usage.steal_pct,
+        per_second,
+        generator_behind: result.fell_behind == Some(true),
+        gate_timed_out: context.gate_timed_out,
+    }
+}

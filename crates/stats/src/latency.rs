@@ -1,0 +1,72 @@
+//! The latency figures of one histogram: [`LatencySummary`].
+//!
+//! Every latency rpcarena reports (an operation's, an emulator release's) is kept in an
+//! HdrHistogram and summarized here, so a p99 means the same thing everywhere: the upper bound of
+//! the HdrHistogram bucket that holds the 99th percentile, at most one bucket width (0.1% with
+//! three significant digits) above any value recorded in it.
+
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+/// Count, mean and percentiles of a latency histogram, in nanoseconds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    /// Values recorded.
+    pub count: u64,
+    /// Mean.
+    pub mean_ns: f64,
+    /// Median.
+    pub p50_ns: u64,
+    /// 90th percentile.
+    pub p90_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Largest value.
+    pub max_ns: u64,
+}
+
+impl LatencySummary {
+    /// Summarizes a histogram; an empty one gives all zeros.
+    pub fn of(histogram: &Histogram<u64>) -> LatencySummary {
+        if histogram.is_empty() {
+            return LatencySummary::default();
+        }
+        LatencySummary {
+            count: histogram.len(),
+            mean_ns: histogram.mean(),
+            p50_ns: histogram.value_at_quantile(0.50),
+            p90_ns: histogram.value_at_quantile(0.90),
+            p99_ns: histogram.value_at_quantile(0.99),
+            p999_ns: histogram.value_at_quantile(0.999),
+            max_ns: histogram.max(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_bucket_upper_bounds() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+        for v in 1..=10_000u64 {
+            h.record(v * 1_000).unwrap();
+        }
+        let s = LatencySummary::of(&h);
+        assert_eq!(s.count, 10_000);
+        // p50 of 1..10000 us is 5000 us, reported as its bucket's upper bound (within 0.1%)
+        assert!(s.p50_ns >= 5_000_000 && s.p50_ns <= 5_005_000, "{s:?}");
+        assert!(s.p99_ns >= 9_900_000 && s.p99_ns <= 9_910_000, "{s:?}");
+        assert!(s.max_ns >= 10_000_000 && s.max_ns <= 10_010_000, "{s:?}");
+        assert!((s.mean_ns / 5_000_500.0 - 1.0).abs() < 1e-3, "{s:?}");
+    }
+
+    #[test]
+    fn an_empty_histogram_gives_zeros() {
+        let h = Histogram::<u64>::new(2).unwrap();
+        assert_eq!(LatencySummary::of(&h), LatencySummary::default());
+    }
+}
