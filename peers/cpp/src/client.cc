@@ -67,6 +67,9 @@ Json sample_event(const ClientArgs& args, const PhaseResult& r, int64_t window_n
     bool behind = t.completed + t.failed < r.offered ||
                   (t.send_lag->count() > 0 && t.send_lag->value_at_percentile(99.0) > 1000000);
     s["fell_behind"] = behind;
+    diag("open: " + std::to_string(r.offered) + " offered, send lag p50 " +
+         std::to_string(t.send_lag->value_at_percentile(50.0) / 1000) + " us, p99 " +
+         std::to_string(t.send_lag->value_at_percentile(99.0) / 1000) + " us");
     s["uncorrected_histogram"] = t.uncorrected->encode();
     s["send_lag_histogram"] = t.send_lag->encode();
   }

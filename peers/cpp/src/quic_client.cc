@@ -95,7 +95,6 @@ class QuicClient final : public ClosableStack, public QuicConnection {
   std::atomic<bool> failed{false};
   std::string failure;  // set before `failed`
   bool failure_tls = false;
-  std::thread thread;
   void on_readable();
   void loop_run() {
     loop_.run([this] { after_events(); });
@@ -473,7 +472,6 @@ void QuicClient::close() {
     closed_promise.set_value();
   });
   done.wait_for(std::chrono::seconds(1));
-  if (thread.joinable()) thread.join();
 }
 
 }  // namespace
@@ -517,24 +515,23 @@ std::unique_ptr<ClosableStack> connect_quic(const ClientArgs& args, Wakeup& wake
       opened.set_value(e.what());
     }
   });
-  c->thread = std::thread([c] { c->loop_run(); });
+  // The loop thread lives as long as the process (the client object is never destroyed while it
+  // runs); close() stops it.
+  std::thread([c] { c->loop_run(); }).detach();
   std::string open_error = opened_future.get();
   if (!open_error.empty()) throw Failure(phase::kConnect, code::kInternal, open_error);
 
   int64_t bound = now_ns() + 30 * int64_t{1000000000};
   wakeup.wait_until(bound, [&] { return c->handshake_done.load() || c->failed.load() || stop(); });
   if (c->handshake_done.load()) return client;
+  client.release();  // its loop thread still runs; the process is about to exit
   if (c->failed.load()) {
     bool tls_failure = c->failure_tls;
     throw Failure(phase::kConnect, tls_failure ? code::kTls : code::kConnect,
                   std::string(tls_failure ? "TLS handshake with " : "connecting to ") + args.server.text +
                       " failed: " + c->failure);
   }
-  if (stop()) {
-    client.release();  // its loop thread still runs; the process is about to exit
-    return nullptr;
-  }
-  client.release();
+  if (stop()) return nullptr;
   throw Failure(phase::kConnect, code::kTimeout, "connecting to " + args.server.text + " took longer than 30 s");
 }
 

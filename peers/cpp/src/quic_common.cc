@@ -334,6 +334,7 @@ std::string QuicConnection::failure_text(int liberr) const {
       text = std::string("certificate verification failed: ") +
              std::string(reinterpret_cast<char*>(out.data), out.size);
       gnutls_free(out.data);
+      while (!text.empty() && (text.back() == ' ' || text.back() == '\n')) text.pop_back();
     }
     return text;
   }
