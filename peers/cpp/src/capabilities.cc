@@ -53,7 +53,7 @@ Json grpc_entry(bool client) {
   settings["tls_resumption"] = false;
   settings["alpn"] = "h2";
   settings["stream_window"] = kGrpcWindow;
-  settings["connection_window"] = kGrpcWindow;
+  settings["connection_window"] = 65535;
   settings["bdp_probing"] = false;
   settings["max_concurrent_streams"] = kGrpcMaxStreams;
   settings["max_message_bytes"] = kMaxMessageBytes;

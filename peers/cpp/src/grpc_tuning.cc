@@ -162,6 +162,13 @@ void grpc_configure_server(grpc::ServerBuilder& builder) {
 GrpcDeclared grpc_declared() {
   GrpcDeclared d;
   d.congestion = cubic_settable() ? "cubic" : "host default";
+  // Seen with GRPC_TRACE=http,flowctl: SETTINGS_INITIAL_WINDOW_SIZE is 16777216 (the lookahead
+  // argument), but the connection window stays at HTTP/2's initial 65535 and grows only as data
+  // arrives ("t_win=0" stalls while sending a 1 MB message).
+  d.deviations.push_back(
+      "HTTP/2 connection window: 16777216 required; gRPC core 1.51 keeps the initial 65535 and "
+      "raises it only as data arrives (no channel argument sets it), so a large message stalls on "
+      "connection flow control");
   if (d.congestion != "cubic") {
     d.deviations.push_back(
         "TCP congestion control: cubic required, the host default is used (TCP_CONGESTION cubic "

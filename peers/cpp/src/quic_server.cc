@@ -132,6 +132,9 @@ class ServerLoop {
     read_handler_ = [this](uint32_t) { on_readable(); };
     loop_.add(fd_, EPOLLIN, &read_handler_);
   }
+  ~ServerLoop() {
+    if (thread_.joinable()) thread_.detach();
+  }
   void start() {
     thread_ = std::thread([this] { loop_.run([this] { after_events(); }); });
   }

@@ -48,6 +48,9 @@ int run_server(const ServerArgs& args) {
     emit("stopped", Json{{"counters", server->counters()}});
     return 0;
   }
+  // A protocol error ends the process right after the error event: the server's threads are
+  // left to the exit rather than joined here.
+  server.release();
   if (in.kind == Input::Kind::kStart) {
     throw Failure(phase::kServe, code::kProtocol, "START is a client command; a server only takes SHUTDOWN");
   }
