@@ -382,13 +382,16 @@ void QuicClient::open(const TlsConfig& tls) {
 }
 
 void QuicClient::on_readable() {
-  uint8_t buf[65536];
+  static thread_local uint8_t buf[65536];
   for (int i = 0; i < 64; ++i) {
     SockAddr from;
-    from.len = sizeof from.storage;
-    ssize_t n = recvfrom(fd_, buf, sizeof buf, MSG_DONTWAIT, from.sa(), &from.len);
-    if (n < 0) break;
-    if (!on_packet(buf, static_cast<size_t>(n), from)) break;
+    size_t segment = 0;
+    ssize_t n = receive_batch(fd_, buf, sizeof buf, &from, &segment);
+    if (n < 0) return;
+    for (size_t off = 0; off < static_cast<size_t>(n); off += segment) {
+      size_t len = std::min(segment, static_cast<size_t>(n) - off);
+      if (!on_packet(buf + off, len, from)) return;
+    }
   }
 }
 
@@ -494,6 +497,7 @@ std::unique_ptr<ClosableStack> connect_quic(const ClientArgs& args, Wakeup& wake
   int fd = socket(remote.family(), SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd < 0) throw Failure(phase::kConnect, code::kConnect, std::string("socket: ") + std::strerror(errno));
   set_udp_buffers(fd, kUdpBuffer);
+  enable_gro(fd);
   socklen_t len = local.len;
   if (bind(fd, local.sa(), local.len) != 0 || connect(fd, remote.sa(), remote.len) != 0 ||
       getsockname(fd, local.sa(), &len) != 0) {

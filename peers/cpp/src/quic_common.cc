@@ -2,6 +2,7 @@
 
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -9,6 +10,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <netinet/udp.h>
+#include <atomic>
 #include <stdexcept>
 
 #include <gnutls/crypto.h>
@@ -23,6 +26,35 @@ namespace rpcarena {
 std::vector<std::string> quic_deviations() { return {}; }
 
 void random_bytes(uint8_t* out, size_t len) { gnutls_rnd(GNUTLS_RND_NONCE, out, len); }
+
+void enable_gro(int fd) {
+  int one = 1;
+  setsockopt(fd, SOL_UDP, UDP_GRO, &one, sizeof one);
+}
+
+ssize_t receive_batch(int fd, uint8_t* buf, size_t cap, SockAddr* from, size_t* segment) {
+  iovec iov{buf, cap};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_name = from->sa();
+  msg.msg_namelen = sizeof from->storage;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT);
+  if (n < 0) return -1;
+  from->len = msg.msg_namelen;
+  *segment = static_cast<size_t>(n);
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+      int size = 0;
+      std::memcpy(&size, CMSG_DATA(c), sizeof size);
+      if (size > 0) *segment = static_cast<size_t>(size);
+    }
+  }
+  return n;
+}
 
 // --- Loop -------------------------------------------------------------------------------------
 
@@ -70,6 +102,9 @@ void Loop::post(std::function<void()> fn) {
 }
 
 void Loop::run(const std::function<void()>& after_events) {
+  // ngtcp2 paces packets with its expiry timer: a default 50 us timer slack would stretch every
+  // pacing gap on a fast path.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   epoll_event events[64];
   while (!stopping_) {
     int n = epoll_wait(epfd_, events, 64, -1);
@@ -404,22 +439,65 @@ void QuicConnection::mark_closed(const std::string& why) {
   on_closed(why);
 }
 
-void QuicConnection::send_packet(const uint8_t* data, size_t len) {
-  for (;;) {
-    ssize_t n = sendto(fd_, data, len, 0, remote_.sa(), remote_.len);
-    if (n >= 0) return;
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      // The socket buffer is full (8 MiB): wait for it briefly rather than lose the packet.
-      fd_set w;
-      FD_ZERO(&w);
-      FD_SET(fd_, &w);
-      timeval tv{0, 10000};
-      select(fd_ + 1, nullptr, &w, nullptr, &tv);
-      continue;
+void QuicConnection::send_packet(const uint8_t* data, size_t len) { send_batch(data, len, len); }
+
+// Sends `len` bytes of packets of `segment` bytes each (the last may be shorter) with one
+// sendmsg and UDP generic segmentation offload, as quinn does; without GSO, one sendto each.
+void QuicConnection::send_batch(const uint8_t* data, size_t len, size_t segment) {
+  static std::atomic<bool> gso{true};
+  if (len > segment && gso.load(std::memory_order_relaxed)) {
+    iovec iov{const_cast<uint8_t*>(data), len};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(uint16_t))] = {};
+    msghdr msg{};
+    msg.msg_name = const_cast<sockaddr*>(remote_.sa());
+    msg.msg_namelen = remote_.len;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_UDP;
+    c->cmsg_type = UDP_SEGMENT;
+    c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    uint16_t seg = static_cast<uint16_t>(segment);
+    std::memcpy(CMSG_DATA(c), &seg, sizeof seg);
+    for (;;) {
+      ssize_t n = sendmsg(fd_, &msg, 0);
+      if (n >= 0) return;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        wait_writable();
+        continue;
+      }
+      if (errno == EIO || errno == EINVAL || errno == EOPNOTSUPP) {
+        gso.store(false);  // no GSO here: fall back to one packet per call
+        break;
+      }
+      return;
     }
-    return;  // ECONNREFUSED and the like: QUIC's loss recovery or idle timeout handles it
   }
+  for (size_t off = 0; off < len; off += segment) {
+    size_t n = std::min(segment, len - off);
+    for (;;) {
+      ssize_t sent = sendto(fd_, data + off, n, 0, remote_.sa(), remote_.len);
+      if (sent >= 0) break;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        wait_writable();
+        continue;
+      }
+      break;  // ECONNREFUSED and the like: QUIC's loss recovery or idle timeout handles it
+    }
+  }
+}
+
+// The socket buffer is full (8 MiB): wait for it briefly rather than lose the packet.
+void QuicConnection::wait_writable() {
+  fd_set w;
+  FD_ZERO(&w);
+  FD_SET(fd_, &w);
+  timeval tv{0, 10000};
+  select(fd_ + 1, nullptr, &w, nullptr, &tv);
 }
 
 void QuicConnection::write() {
@@ -428,13 +506,23 @@ void QuicConnection::write() {
   ngtcp2_tstamp ts = static_cast<ngtcp2_tstamp>(now_ns());
   size_t max_udp = ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_);
   size_t max_pkts = std::max<size_t>(1, ngtcp2_conn_get_send_quantum(conn_) / max_udp);
-  uint8_t buf[65536];
+  // Packets accumulate in `batch` while they have the size of the first (GSO needs equal
+  // segments; a shorter one ends the batch).
+  static thread_local uint8_t batch[65536];
+  size_t batch_len = 0, segment = 0;
+  auto flush = [&] {
+    if (batch_len > 0) send_batch(batch, batch_len, segment);
+    batch_len = 0;
+    segment = 0;
+  };
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info pi{};
   std::vector<SendStream*> blocked;
   size_t packets = 0;
   for (;;) {
+    if (batch_len + max_udp > sizeof batch) flush();
+    uint8_t* buf = batch + batch_len;
     SendStream* s = nullptr;
     while (!sendq_.empty()) {
       s = sendq_.front();
@@ -484,9 +572,21 @@ void QuicConnection::write() {
       return;
     }
     if (n == 0) break;
-    send_packet(buf, static_cast<size_t>(n));
+    size_t len = static_cast<size_t>(n);
+    if (segment == 0) segment = len;
+    if (len > segment) {
+      // Larger than the batch's segments: send the batch, start a new one with this packet.
+      send_batch(batch, batch_len, segment);
+      std::memmove(batch, buf, len);
+      batch_len = len;
+      segment = len;
+    } else {
+      batch_len += len;
+      if (len < segment) flush();  // a shorter packet may only be the last segment
+    }
     if (++packets >= max_pkts) break;
   }
+  flush();
   for (SendStream* s : blocked) {
     s->queued = false;
     queue(s);

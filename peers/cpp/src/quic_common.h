@@ -179,8 +179,16 @@ class QuicConnection {
 
  private:
   void send_packet(const uint8_t* data, size_t len);
+  void send_batch(const uint8_t* data, size_t len, size_t segment);
+  void wait_writable();
   std::deque<SendStream*> sendq_;
 };
+
+// UDP generic receive offload on `fd` (quinn uses it too); harmless where unsupported.
+void enable_gro(int fd);
+// Receives one (possibly GRO-coalesced) datagram batch: returns its length (-1 when nothing is
+// waiting) and sets `*segment` to the size of each datagram in it (the last may be shorter).
+ssize_t receive_batch(int fd, uint8_t* buf, size_t cap, SockAddr* from, size_t* segment);
 
 // Random bytes for connection IDs and tokens.
 void random_bytes(uint8_t* out, size_t len);

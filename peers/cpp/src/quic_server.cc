@@ -155,6 +155,7 @@ class ServerLoop {
 
  private:
   void on_readable();
+  void on_datagram(uint8_t* data, size_t len, const SockAddr& from);
   void after_events();
   void send_version_negotiation(const ngtcp2_version_cid& vc, const SockAddr& to);
 
@@ -417,42 +418,48 @@ void ServerConn::on_closed(const std::string&) {}
 // --- ServerLoop -----------------------------------------------------------------------------------
 
 void ServerLoop::on_readable() {
-  uint8_t buf[65536];
+  static thread_local uint8_t buf[65536];
   for (int i = 0; i < 64; ++i) {
     SockAddr from;
-    from.len = sizeof from.storage;
-    ssize_t n = recvfrom(fd_, buf, sizeof buf, MSG_DONTWAIT, from.sa(), &from.len);
-    if (n < 0) break;
-    if (n == 0) continue;
-    ngtcp2_version_cid vc;
-    int rv = ngtcp2_pkt_decode_version_cid(&vc, buf, static_cast<size_t>(n), kScidLen);
-    if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
-      send_version_negotiation(vc, from);
-      continue;
+    size_t segment = 0;
+    ssize_t n = receive_batch(fd_, buf, sizeof buf, &from, &segment);
+    if (n < 0) return;
+    for (size_t off = 0; off < static_cast<size_t>(n); off += segment) {
+      on_datagram(buf + off, std::min(segment, static_cast<size_t>(n) - off), from);
     }
-    if (rv != 0) continue;
-    auto it = cids_.find(cid_key(vc.dcid, vc.dcidlen));
-    if (it != cids_.end()) {
-      it->second->on_packet(buf, static_cast<size_t>(n), from);
-      continue;
-    }
-    ngtcp2_pkt_hd hd;
-    if (ngtcp2_accept(&hd, buf, static_cast<size_t>(n)) != 0) continue;
-    auto conn = std::make_unique<ServerConn>(*this, loop_, fd_, local_, from, counters_);
-    try {
-      conn->accept(hd, tls_);
-    } catch (const std::exception& e) {
-      diag(std::string("cannot accept a QUIC connection: ") + e.what());
-      continue;
-    }
-    ServerConn* c = conn.get();
-    add_cid(&hd.dcid, c);
-    add_cid(&c->scid(), c);
-    c->timer_handler = [c](uint32_t) { c->on_timer(); };
-    loop_.add(c->timer().fd(), EPOLLIN, &c->timer_handler);
-    conns_.push_back(std::move(conn));
-    c->on_packet(buf, static_cast<size_t>(n), from);
   }
+}
+
+void ServerLoop::on_datagram(uint8_t* data, size_t n, const SockAddr& from) {
+  if (n == 0) return;
+  ngtcp2_version_cid vc;
+  int rv = ngtcp2_pkt_decode_version_cid(&vc, data, n, kScidLen);
+  if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {
+    send_version_negotiation(vc, from);
+    return;
+  }
+  if (rv != 0) return;
+  auto it = cids_.find(cid_key(vc.dcid, vc.dcidlen));
+  if (it != cids_.end()) {
+    it->second->on_packet(data, n, from);
+    return;
+  }
+  ngtcp2_pkt_hd hd;
+  if (ngtcp2_accept(&hd, data, n) != 0) return;
+  auto conn = std::make_unique<ServerConn>(*this, loop_, fd_, local_, from, counters_);
+  try {
+    conn->accept(hd, tls_);
+  } catch (const std::exception& e) {
+    diag(std::string("cannot accept a QUIC connection: ") + e.what());
+    return;
+  }
+  ServerConn* c = conn.get();
+  add_cid(&hd.dcid, c);
+  add_cid(&c->scid(), c);
+  c->timer_handler = [c](uint32_t) { c->on_timer(); };
+  loop_.add(c->timer().fd(), EPOLLIN, &c->timer_handler);
+  conns_.push_back(std::move(conn));
+  c->on_packet(data, n, from);
 }
 
 void ServerLoop::after_events() {
@@ -512,10 +519,9 @@ class QuicServer final : public ServerStack {
       if (i == 0) {
         addr.len = sizeof addr.storage;
         getsockname(fd, addr.sa(), &addr.len);  // port 0 resolved; the other sockets share it
-        set_udp_buffers(fd, kUdpBuffer);
-      } else {
-        set_udp_buffers(fd, kUdpBuffer);
       }
+      set_udp_buffers(fd, kUdpBuffer);
+      enable_gro(fd);
       loops_.push_back(std::make_unique<ServerLoop>(fd, addr, tls_, counters_));
     }
     address_ = addr.to_string();
