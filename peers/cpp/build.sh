@@ -63,5 +63,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DHDR_SOURCE_DIR="$hdr_dir/src" >/dev/null
 cmake --build build -j "$jobs"
 mkdir -p bin
-install -m 0755 build/rpcarena-peer-cpp bin/rpcarena-peer-cpp
+# Replace the binary atomically: a campaign may be running the old one.
+install -m 0755 build/rpcarena-peer-cpp bin/.rpcarena-peer-cpp.new
+mv -f bin/.rpcarena-peer-cpp.new bin/rpcarena-peer-cpp
 echo "build.sh: built $here/bin/rpcarena-peer-cpp (tests: ctest --test-dir $here/build)" >&2
