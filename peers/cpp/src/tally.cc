@@ -1,5 +1,6 @@
 #include "tally.h"
 
+#include <mutex>
 #include <thread>
 
 #include "events.h"
@@ -102,17 +103,46 @@ Totals merge(const std::vector<Tally*>& tallies, const TallyOptions& options) {
   return t;
 }
 
+namespace {
+// Slots of threads that have exited, for reuse: gRPC's thread pool starts and ends threads over a
+// long run, and a slot's data (a tally, server counters) may pass to the next thread that takes
+// it, because the thread that used it is gone. The mutex orders the old owner's writes before the
+// new owner's.
+std::mutex& slot_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<int>& free_slots() {
+  static std::vector<int> v;
+  return v;
+}
+struct SlotHolder {
+  int slot = -1;
+  ~SlotHolder() {
+    if (slot < 0) return;
+    std::lock_guard<std::mutex> lock(slot_mutex());
+    free_slots().push_back(slot);
+  }
+};
+}  // namespace
+
 int thread_slot() {
-  static std::atomic<int> next{0};
-  thread_local int slot = -1;
-  if (slot < 0) {
-    slot = next.fetch_add(1);
-    if (slot >= kMaxThreads) {
-      diag("more than " + std::to_string(kMaxThreads) + " threads recorded operations; aborting");
+  static int next = 0;
+  thread_local SlotHolder holder;
+  if (holder.slot < 0) {
+    std::lock_guard<std::mutex> lock(slot_mutex());
+    if (!free_slots().empty()) {
+      holder.slot = free_slots().back();
+      free_slots().pop_back();
+    } else {
+      holder.slot = next++;
+    }
+    if (holder.slot >= kMaxThreads) {
+      diag("more than " + std::to_string(kMaxThreads) + " threads at once recorded operations; aborting");
       std::abort();
     }
   }
-  return slot;
+  return holder.slot;
 }
 
 }  // namespace rpcarena
