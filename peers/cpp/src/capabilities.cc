@@ -44,7 +44,7 @@ Json grpc_entry(bool client) {
   Json libraries = Json::object();
   libraries["grpc++"] = grpc::Version();
   libraries["protobuf"] = google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION);
-  libraries["openssl"] = OpenSSL_version(OPENSSL_VERSION);
+  libraries["openssl"] = OpenSSL_version(OPENSSL_VERSION_STRING);
   Json settings = Json::object();
   settings["tls_versions"] = Json::array({"1.3"});
   settings["tls_groups"] = Json::array({"x25519"});
