@@ -420,7 +420,11 @@ PhaseResult run_phase(ClientStack& stack, const ClientArgs& args, const PhaseSpe
       stack.post([run] { run->pump(); });
     }
   }
-  if (result.timed_out) run->abandoned.store(true);
+  if (result.timed_out) {
+    run->abandoned.store(true);
+    std::string what = stack.describe_in_flight();
+    diag("operations still in flight at the bound:" + (what.empty() ? std::string(" (no detail)") : what));
+  }
   if (generator.joinable()) generator.join();
   std::vector<Tally*> tallies = run->close_all();
   result.totals = merge(tallies, run->options);

@@ -66,6 +66,8 @@ class ClientStack {
   // Opens one send-saturation client stream.
   virtual void start_saturation(SaturationSink* sink) = 0;
   virtual int connections() const { return 1; }
+  // Diagnostics for stderr when operations miss their bound: what is still in flight.
+  virtual std::string describe_in_flight() { return ""; }
 };
 
 // Wakes the client's main thread: the engine when a phase finishes, the stdin reader when a

@@ -39,6 +39,14 @@ class ClientCall final : public SendStream {
   void finish(OpResult&& r);
   bool reported() const { return reported_; }
   OpSink* sink() const { return sink_; }
+  std::string describe() const {
+    return "stream " + std::to_string(id) + " seq " + std::to_string(seq_) + ": produced " +
+           std::to_string(produced_) + ", responses " + std::to_string(got_) + ", status " +
+           (status_ok_ ? "ok" : "none") + ", unwritten " + std::to_string(unwritten()) +
+           ", unacked " + std::to_string(unacked()) + ", fin " + (fin ? "set" : "no") +
+           (fin_written ? " written" : "") + ", queued " + (queued ? "yes" : "no") +
+           ", received bytes pending " + std::to_string(reader_.pending());
+  }
   SaturationSink* sat() const { return sat_; }
   bool stream_closed = false;
 
@@ -86,6 +94,21 @@ class QuicClient final : public ClosableStack, public QuicConnection {
   void set_ready_hook(std::function<void()> hook) override { ready_hook_ = std::move(hook); }
   void post(std::function<void()> fn) override { loop_.post(std::move(fn)); }
   void close() override;
+  std::string describe_in_flight() override {
+    std::promise<std::string> p;
+    auto f = p.get_future();
+    loop_.post([this, &p] {
+      std::string out;
+      for (ClientCall* c : live_) {
+        if (!c->reported()) out += " [" + c->describe() + "]";
+      }
+      out += " waiting for stream credit: " + std::to_string(waiting_.size()) +
+             ", send queue empty: " + std::string(queue_empty() ? "yes" : "no");
+      p.set_value(out);
+    });
+    if (f.wait_for(std::chrono::seconds(1)) != std::future_status::ready) return " (loop busy)";
+    return f.get();
+  }
 
   const ClientArgs& args() const { return args_; }
   void completed(ClientCall* call, OpResult&& r) { done_.emplace_back(call, std::move(r)); }

@@ -143,6 +143,7 @@ class QuicConnection {
   // Total bytes appended to streams and not yet acknowledged (the send window's use).
   uint64_t buffered() const { return buffered_; }
   Timer& timer() { return timer_; }
+  bool queue_empty() const { return sendq_.empty(); }
 
  protected:
   // Installs conn_ and session_ (called by the subclasses' set-up).
