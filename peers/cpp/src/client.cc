@@ -98,9 +98,11 @@ int run_client(const ClientArgs& args) {
 
   // connect
   int64_t began = now_ns();
-  std::unique_ptr<ClosableStack> stack = args.stack == Stack::kGrpc
-                                             ? connect_grpc(args, wakeup, busy_stop)
-                                             : connect_quic(args, wakeup, busy_stop);
+  // Never destroyed: a failure below ends the process right after its error event, while the
+  // stack's threads may still be running.
+  ClosableStack* stack = (args.stack == Stack::kGrpc ? connect_grpc(args, wakeup, busy_stop)
+                                                     : connect_quic(args, wakeup, busy_stop))
+                             .release();
   if (!stack) interrupted(commands, phase::kConnect);
   int64_t connect_ns = now_ns() - began;
 

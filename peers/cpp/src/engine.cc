@@ -207,7 +207,9 @@ class Run {
       std::lock_guard<std::mutex> lock(open_mutex);
       pending.clear();  // intended starts still waiting at the deadline are not started
     }
-    release();
+    // Released where the starts run, after every start posted before it: the phase must not
+    // look finished while a start is still on its way.
+    stack.post([this] { release(); });
   }
 
   // send-saturation -------------------------------------------------------------------------
@@ -314,9 +316,11 @@ void BackpressureOp::op_done(OpResult&& r) {
 void OpenOp::op_done(OpResult&& r) {
   int64_t end = now_ns();
   Run* owner = run;
+  // A start waiting for this slot goes first, so the operations in flight never drop to zero
+  // (the phase would look finished) between this end and that start.
+  owner->open_next();
   owner->record(intended, start, end, r);
   delete this;
-  owner->open_next();
 }
 
 bool SaturationStream::want_message() {
