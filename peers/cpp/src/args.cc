@@ -1,0 +1,282 @@
+#include "args.h"
+
+#include <arpa/inet.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+namespace rpcarena {
+
+const char* name(Stack s) { return s == Stack::kGrpc ? "grpc" : "quic"; }
+const char* name(Shape s) {
+  switch (s) {
+    case Shape::kUnary: return "unary";
+    case Shape::kClientStream: return "client_stream";
+    case Shape::kServerStream: return "server_stream";
+    case Shape::kBidi: return "bidi";
+  }
+  return "?";
+}
+const char* name(Load l) {
+  switch (l) {
+    case Load::kClosed: return "closed";
+    case Load::kWindow: return "window";
+    case Load::kBackpressure: return "backpressure";
+    case Load::kSendSaturation: return "send-saturation";
+    case Load::kOpen: return "open";
+  }
+  return "?";
+}
+const char* name(PayloadKind p) { return p == PayloadKind::kZeros ? "zeros" : "structured"; }
+const char* name(Arrival a) { return a == Arrival::kConstant ? "constant" : "poisson"; }
+
+uint32_t ClientArgs::lanes() const {
+  switch (load) {
+    case Load::kWindow: return in_flight;
+    case Load::kSendSaturation: return streams;
+    default: return concurrency;
+  }
+}
+
+namespace {
+
+using Pairs = std::map<std::string, std::string>;
+
+// Splits `--name value` pairs, refusing unknown, repeated and valueless arguments.
+Pairs pairs(const std::vector<std::string>& args, size_t from, const std::set<std::string>& known,
+            const std::string& command) {
+  Pairs out;
+  for (size_t i = from; i < args.size(); i += 2) {
+    const std::string& flag = args[i];
+    if (flag.rfind("--", 0) != 0) {
+      throw ArgError("unexpected argument \"" + flag + "\" for " + command +
+                     "; arguments are --name value pairs");
+    }
+    std::string key = flag.substr(2);
+    if (!known.count(key)) {
+      throw ArgError("unknown argument " + flag + " for " + command);
+    }
+    if (i + 1 >= args.size()) throw ArgError(flag + " needs a value");
+    if (out.count(key)) throw ArgError(flag + " is given more than once");
+    out[key] = args[i + 1];
+  }
+  return out;
+}
+
+const std::string& need(const Pairs& p, const std::string& key, const std::string& command) {
+  auto it = p.find(key);
+  if (it == p.end()) throw ArgError(command + " needs --" + key);
+  return it->second;
+}
+
+// Decimal digits only, no sign, within [lo, hi].
+uint64_t unsigned_arg(const std::string& key, const std::string& text, uint64_t lo, uint64_t hi) {
+  bool digits = !text.empty() && text.size() <= 20;
+  for (char c : text) digits = digits && c >= '0' && c <= '9';
+  errno = 0;
+  unsigned long long v = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  if (!digits || errno == ERANGE || v < lo || v > hi) {
+    throw ArgError("--" + key + " " + text + " is not a whole number from " + std::to_string(lo) +
+                   " to " + std::to_string(hi));
+  }
+  return v;
+}
+
+template <typename E>
+E choice(const std::string& key, const std::string& text, const std::vector<E>& options) {
+  std::string list;
+  for (E e : options) {
+    if (text == name(e)) return e;
+    list += (list.empty() ? "" : ", ") + std::string(name(e));
+  }
+  throw ArgError("--" + key + " " + text + " is not one of " + list);
+}
+
+Stack stack_arg(const std::string& text) {
+  if (text == "tcp") throw ArgError("--stack tcp is not offered by this peer (it offers grpc and quic)");
+  return choice<Stack>("stack", text, {Stack::kGrpc, Stack::kQuic});
+}
+
+constexpr uint64_t kMaxMs = 4294967295ull;  // 2^32 - 1
+
+double rate_arg(const std::string& text) {
+  // A decimal number: digits, optionally a point and more digits.
+  size_t i = 0, n = text.size();
+  size_t int_digits = 0, frac_digits = 0;
+  while (i < n && isdigit(static_cast<unsigned char>(text[i]))) ++i, ++int_digits;
+  if (i < n && text[i] == '.') {
+    ++i;
+    while (i < n && isdigit(static_cast<unsigned char>(text[i]))) ++i, ++frac_digits;
+  }
+  double v = (i == n && int_digits > 0) ? std::strtod(text.c_str(), nullptr) : -1;
+  if (!(v > 0) || v > kMaxRate || !std::isfinite(v)) {
+    throw ArgError("--rate " + text + " is not a decimal number above 0 and at most 10000000");
+  }
+  return v;
+}
+
+}  // namespace
+
+bool is_ip_literal(const std::string& text) {
+  unsigned char buf[16];
+  return inet_pton(AF_INET, text.c_str(), buf) == 1 || inet_pton(AF_INET6, text.c_str(), buf) == 1;
+}
+
+bool is_dns_name(const std::string& text) {
+  if (text.empty() || text.size() > 253) return false;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t dot = text.find('.', start);
+    size_t end = dot == std::string::npos ? text.size() : dot;
+    size_t len = end - start;
+    if (len == 0 || len > 63) return false;
+    for (size_t i = start; i < end; ++i) {
+      char c = text[i];
+      bool ok = isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_';
+      if (!ok) return false;
+    }
+    if (text[start] == '-' || text[end - 1] == '-') return false;
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  return true;
+}
+
+HostPort parse_host_port(const std::string& what, const std::string& text) {
+  HostPort hp;
+  hp.text = text;
+  size_t colon = text.rfind(':');
+  if (colon == std::string::npos) throw ArgError(what + " " + text + " is not HOST:PORT");
+  std::string host = text.substr(0, colon);
+  std::string port = text.substr(colon + 1);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string::npos) {
+    throw ArgError(what + " " + text + ": write an IPv6 address in brackets, e.g. [::1]:4000");
+  }
+  if (host.empty()) throw ArgError(what + " " + text + " has no host; expected HOST:PORT");
+  bool digits = !port.empty() && port.size() <= 5;
+  for (char c : port) digits = digits && c >= '0' && c <= '9';
+  if (!digits || std::stoul(port) > 65535) {
+    throw ArgError(what + " " + text + ": port \"" + port + "\" is not a number from 0 to 65535");
+  }
+  hp.host = host;
+  hp.port = static_cast<uint16_t>(std::stoul(port));
+  return hp;
+}
+
+Command parse_args(const std::vector<std::string>& argv) {
+  if (argv.empty()) throw ArgError("no command given; expected capabilities, server or client");
+  const std::string& cmd = argv[0];
+  Command out;
+  if (cmd == "capabilities") {
+    if (argv.size() > 1) throw ArgError("capabilities takes no arguments, got " + argv[1]);
+    out.kind = Command::Kind::kCapabilities;
+    return out;
+  }
+  if (cmd == "server") {
+    Pairs p = pairs(argv, 1, {"stack", "listen", "cert", "key"}, "server");
+    out.kind = Command::Kind::kServer;
+    out.server.stack = stack_arg(need(p, "stack", "server"));
+    out.server.listen = parse_host_port("--listen", need(p, "listen", "server"));
+    out.server.cert = need(p, "cert", "server");
+    out.server.key = need(p, "key", "server");
+    return out;
+  }
+  if (cmd != "client") {
+    throw ArgError("unknown command \"" + cmd + "\"; expected capabilities, server or client");
+  }
+  Pairs p = pairs(argv, 1,
+                  {"stack", "server", "server-name", "ca", "shape", "concurrency", "request-size",
+                   "response-size", "messages-per-stream", "load", "payload", "in-flight",
+                   "max-in-flight", "streams", "settle-ms", "rate", "arrival", "seed", "warmup-ms",
+                   "window-ms", "drain-ms"},
+                  "client");
+  out.kind = Command::Kind::kClient;
+  ClientArgs& c = out.client;
+  const std::string k = "client";
+  c.stack = stack_arg(need(p, "stack", k));
+  c.server = parse_host_port("--server", need(p, "server", k));
+  c.server_name = need(p, "server-name", k);
+  if (!is_ip_literal(c.server_name) && !is_dns_name(c.server_name)) {
+    throw ArgError("--server-name " + c.server_name + " is neither a DNS name nor an IP address");
+  }
+  c.ca = need(p, "ca", k);
+  c.shape = choice<Shape>("shape", need(p, "shape", k),
+                          {Shape::kUnary, Shape::kClientStream, Shape::kServerStream, Shape::kBidi});
+  c.concurrency = static_cast<uint32_t>(
+      unsigned_arg("concurrency", need(p, "concurrency", k), 1, kMaxConcurrency));
+  c.request_size = static_cast<uint32_t>(
+      unsigned_arg("request-size", need(p, "request-size", k), 0, kMaxPayload));
+  c.response_size = static_cast<uint32_t>(
+      unsigned_arg("response-size", need(p, "response-size", k), 0, kMaxPayload));
+  c.messages = static_cast<uint32_t>(
+      unsigned_arg("messages-per-stream", need(p, "messages-per-stream", k), 1, kMaxMessages));
+  c.load = choice<Load>("load", need(p, "load", k),
+                        {Load::kClosed, Load::kWindow, Load::kBackpressure, Load::kSendSaturation,
+                         Load::kOpen});
+  if (p.count("payload")) {
+    c.payload = choice<PayloadKind>("payload", p["payload"],
+                                    {PayloadKind::kZeros, PayloadKind::kStructured});
+  }
+  c.warmup_ms = unsigned_arg("warmup-ms", need(p, "warmup-ms", k), 0, kMaxMs);
+  c.window_ms = unsigned_arg("window-ms", need(p, "window-ms", k), 1, kMaxMs);
+  c.drain_ms = unsigned_arg("drain-ms", need(p, "drain-ms", k), 0, kMaxMs);
+
+  if (c.payload == PayloadKind::kStructured) {
+    for (auto [key, size] : {std::pair<const char*, uint32_t>{"request-size", c.request_size},
+                             {"response-size", c.response_size}}) {
+      if (size == 1 || size == 2) {
+        throw ArgError(std::string("--") + key + " " + std::to_string(size) +
+                       " with --payload structured: a structured payload of " +
+                       std::to_string(size) + " bytes cannot be built; use 0 or at least 3");
+      }
+    }
+  }
+
+  // Model arguments: required by their model, refused with any other.
+  struct Specific {
+    const char* key;
+    Load owner;
+    bool required;
+  };
+  const Specific specific[] = {
+      {"in-flight", Load::kWindow, true},        {"max-in-flight", Load::kBackpressure, true},
+      {"streams", Load::kSendSaturation, true},  {"settle-ms", Load::kSendSaturation, true},
+      {"rate", Load::kOpen, true},                {"arrival", Load::kOpen, false},
+      {"seed", Load::kOpen, false},
+  };
+  for (const Specific& s : specific) {
+    bool given = p.count(s.key) > 0;
+    if (given && s.owner != c.load) {
+      throw ArgError(std::string("--") + s.key + " does not apply to --load " + name(c.load));
+    }
+    if (!given && s.required && s.owner == c.load) {
+      throw ArgError(std::string("--load ") + name(c.load) + " needs --" + s.key);
+    }
+  }
+  if (p.count("in-flight"))
+    c.in_flight = static_cast<uint32_t>(unsigned_arg("in-flight", p["in-flight"], 1, kMaxInFlight));
+  if (p.count("max-in-flight"))
+    c.max_in_flight =
+        static_cast<uint32_t>(unsigned_arg("max-in-flight", p["max-in-flight"], 1, kMaxCap));
+  if (p.count("streams"))
+    c.streams = static_cast<uint32_t>(unsigned_arg("streams", p["streams"], 1, kMaxStreams));
+  if (p.count("settle-ms")) c.settle_ms = unsigned_arg("settle-ms", p["settle-ms"], 0, kMaxMs);
+  if (p.count("rate")) {
+    c.rate = rate_arg(p["rate"]);
+    c.rate_text = p["rate"];
+  }
+  if (p.count("arrival"))
+    c.arrival = choice<Arrival>("arrival", p["arrival"], {Arrival::kConstant, Arrival::kPoisson});
+  if (p.count("seed")) c.seed = unsigned_arg("seed", p["seed"], 0, UINT64_MAX);
+  if (c.load == Load::kSendSaturation && c.shape != Shape::kClientStream) {
+    throw ArgError(std::string("--load send-saturation runs client streams only, not --shape ") +
+                   name(c.shape));
+  }
+  return out;
+}
+
+}  // namespace rpcarena

@@ -1,0 +1,135 @@
+// The `capabilities` event (docs/peer-protocol.md): what this peer offers per role, its build, the
+// files it runs from, and per stack the libraries, the settings it really uses and the
+// deviations from docs/stacks.md it cannot avoid.
+#include <gnutls/gnutls.h>
+#include <ngtcp2/ngtcp2.h>
+#include <openssl/crypto.h>
+#include <unistd.h>
+
+#include <climits>
+#include <thread>
+
+#include <google/protobuf/stubs/common.h>
+#include <grpcpp/grpcpp.h>
+
+#include "build_info.h"
+#include "client.h"
+#include "events.h"
+#include "grpc_tuning.h"
+#include "quic_common.h"
+
+namespace rpcarena {
+
+namespace {
+
+std::string executable_path() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("rpcarena-peer-cpp");
+}
+
+Json shapes() { return Json::array({"unary", "client_stream", "server_stream", "bidi"}); }
+Json models() {
+  return Json::array({"closed", "window", "backpressure", "send-saturation", "open"});
+}
+Json payloads() { return Json::array({"zeros", "structured"}); }
+
+unsigned cpus() {
+  unsigned n = std::thread::hardware_concurrency();
+  return n == 0 ? 1 : n;
+}
+
+Json grpc_entry(bool client) {
+  GrpcDeclared d = grpc_declared();
+  Json libraries = Json::object();
+  libraries["grpc++"] = grpc::Version();
+  libraries["protobuf"] = google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION);
+  libraries["openssl"] = OpenSSL_version(OPENSSL_VERSION_STRING);
+  Json settings = Json::object();
+  settings["tls_versions"] = Json::array({"1.3"});
+  settings["tls_groups"] = Json::array({"x25519"});
+  settings["tls_ciphers"] = Json::array(
+      {"TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256", "TLS_AES_128_GCM_SHA256"});
+  settings["tls_resumption"] = false;
+  settings["alpn"] = "h2";
+  settings["stream_window"] = kGrpcWindow;
+  settings["connection_window"] = 65535;
+  settings["bdp_probing"] = false;
+  settings["max_concurrent_streams"] = kGrpcMaxStreams;
+  settings["max_message_bytes"] = kMaxMessageBytes;
+  settings["tcp_nodelay"] = true;
+  settings["congestion_control"] = d.congestion;
+  settings["connections"] = 1;
+  settings["compression"] = "none";
+  settings["runtime"] = "gRPC C++ callback API on gRPC's own threads (" + std::to_string(cpus()) +
+                        " CPUs)";
+  Json entry = Json::object();
+  entry["stack"] = "grpc";
+  entry["shapes"] = shapes();
+  entry["load_models"] = client ? models() : Json::array();
+  entry["payloads"] = payloads();
+  entry["libraries"] = libraries;
+  entry["settings"] = settings;
+  entry["deviations"] = d.deviations;
+  return entry;
+}
+
+Json quic_entry(bool client) {
+  Json libraries = Json::object();
+  libraries["ngtcp2"] = ngtcp2_version(0)->version_str;
+  libraries["gnutls"] = gnutls_check_version(nullptr);
+  libraries["protobuf"] = google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION);
+  Json settings = Json::object();
+  settings["tls_versions"] = Json::array({"1.3"});
+  settings["tls_groups"] = Json::array({"x25519"});
+  settings["tls_ciphers"] = Json::array(
+      {"TLS_AES_256_GCM_SHA384", "TLS_AES_128_GCM_SHA256", "TLS_CHACHA20_POLY1305_SHA256"});
+  settings["tls_resumption"] = false;
+  settings["alpn"] = "rpcarena/1";
+  settings["stream_window"] = kQuicWindow;
+  settings["connection_window"] = kQuicWindow;
+  settings["send_window"] = kQuicWindow;
+  settings["max_concurrent_streams"] = kQuicMaxStreams;
+  settings["max_message_bytes"] = kMaxMessageBytes;
+  settings["congestion_control"] = "cubic";
+  settings["udp_buffer_bytes"] = kUdpBuffer;
+  settings["idle_timeout_ms"] = kQuicIdleMs;
+  settings["keep_alive_ms"] = kQuicKeepAliveMs;
+  settings["connections"] = 1;
+  settings["compression"] = "none";
+  settings["runtime"] = client ? std::string("one epoll event loop thread per connection")
+                               : "one epoll event loop thread per CPU (" + std::to_string(cpus()) +
+                                     "), SO_REUSEPORT sockets";
+  Json entry = Json::object();
+  entry["stack"] = "quic";
+  entry["shapes"] = shapes();
+  entry["load_models"] = client ? models() : Json::array();
+  entry["payloads"] = payloads();
+  entry["libraries"] = libraries;
+  entry["settings"] = settings;
+  entry["deviations"] = quic_deviations();
+  return entry;
+}
+
+}  // namespace
+
+int run_capabilities() {
+  Json build = Json::object();
+  build["toolchain"] = PEER_COMPILER;
+  build["flags"] = PEER_CXX_FLAGS;
+  build["build_type"] = PEER_BUILD_TYPE;
+  build["hdr_histogram"] = "HdrHistogram_c from the npm package native-hdr-histogram@1.0.0";
+  Json fields = Json::object();
+  fields["peer"] = "rpcarena-peer-cpp";
+  fields["language"] = "cpp";
+  fields["version"] = PEER_VERSION;
+  fields["revision"] = "1.1";
+  fields["build"] = build;
+  fields["files"] = Json::array({executable_path()});
+  fields["roles"] = Json{{"client", Json::array({grpc_entry(true), quic_entry(true)})},
+                         {"server", Json::array({grpc_entry(false), quic_entry(false)})}};
+  emit("capabilities", fields);
+  return 0;
+}
+
+}  // namespace rpcarena

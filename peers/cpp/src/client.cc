@@ -1,0 +1,179 @@
+// The client lifecycle (docs/peer-protocol.md "Lifecycle", client table): connect, validate one
+// operation, warm up, `armed`, START, the window and its drain, `sample`, SHUTDOWN.
+#include "client.h"
+
+#include <cmath>
+
+#include "clock.h"
+#include "commands.h"
+#include "net.h"
+#include "stacks.h"
+
+namespace rpcarena {
+
+namespace {
+
+constexpr int64_t kValidateBound = 120 * int64_t{1000000000};
+
+// A line arrived while the client was busy in `phase`: SHUTDOWN (or end of stdin) stops at once
+// (exit 0 after `stopped`); START and unknown lines are protocol errors.
+[[noreturn]] void interrupted(Commands& commands, const char* phase_name) {
+  Input in = commands.wait();
+  if (in.kind == Input::Kind::kShutdown) {
+    diag(std::string("SHUTDOWN (or end of stdin) during ") + phase_name + "; stopping");
+    emit("stopped");
+    throw ExitNow{0};
+  }
+  if (in.kind == Input::Kind::kStart) {
+    throw Failure(phase_name, code::kProtocol,
+                  std::string("START arrived during ") + phase_name +
+                      "; it is only valid once, after `armed`");
+  }
+  throw Failure(phase_name, code::kProtocol,
+                "unknown command \"" + one_line(in.line) + "\" during " + phase_name +
+                    "; expected START or SHUTDOWN");
+}
+
+Json sample_event(const ClientArgs& args, const PhaseResult& r, int64_t window_ns) {
+  const Totals& t = r.totals;
+  Json s;
+  s["completed"] = counter(t.completed);
+  s["failed"] = counter(t.failed);
+  s["requests"] = counter(t.requests);
+  s["responses"] = counter(t.responses);
+  s["request_bytes"] = counter(t.request_bytes);
+  s["response_bytes"] = counter(t.response_bytes);
+  s["window_ns"] = counter(static_cast<uint64_t>(window_ns));
+  s["drain_ns"] = counter(static_cast<uint64_t>(r.drain_ns));
+  s["histogram"] = t.histogram.encode();
+  if (t.failed > 0) {
+    Json failures = Json::object();
+    for (const auto& [code, n] : t.failures) failures[code] = counter(n);
+    s["failures"] = failures;
+    s["first_failure"] = one_line(t.first_failure);
+  }
+  s["load"] = name(args.load);
+  Json intervals = Json::array();
+  for (size_t k = 0; k < t.intervals.size(); ++k) {
+    intervals.push_back(Json{{"offset_ns", counter(uint64_t{k} * 1000000000)},
+                             {"completed", counter(t.intervals[k].first)},
+                             {"histogram", t.intervals[k].second}});
+  }
+  s["intervals"] = intervals;
+  if (args.load != Load::kClosed) s["max_in_flight"] = counter(r.max_in_flight);
+  if (args.load == Load::kOpen) {
+    s["offered"] = counter(r.offered);
+    s["target_rate"] = args.rate;
+    bool behind = t.completed + t.failed < r.offered ||
+                  (t.send_lag->count() > 0 && t.send_lag->value_at_percentile(99.0) > 1000000);
+    s["fell_behind"] = behind;
+    diag("open: " + std::to_string(r.offered) + " offered, send lag p50 " +
+         std::to_string(t.send_lag->value_at_percentile(50.0) / 1000) + " us, p99 " +
+         std::to_string(t.send_lag->value_at_percentile(99.0) / 1000) + " us");
+    s["uncorrected_histogram"] = t.uncorrected->encode();
+    s["send_lag_histogram"] = t.send_lag->encode();
+  }
+  if (args.load == Load::kSendSaturation) {
+    s["sent"] = counter(t.sent);
+    s["received"] = counter(t.completed);
+  }
+  return s;
+}
+
+}  // namespace
+
+int run_client(const ClientArgs& args) {
+  // startup: the CA must be readable and hold a certificate (config error, exit 2 otherwise).
+  std::string ca = read_file("--ca", args.ca);
+  try {
+    check_certificates_pem(ca);
+  } catch (const std::exception& e) {
+    throw Failure(phase::kStartup, code::kConfig, "--ca " + args.ca + ": " + e.what());
+  }
+
+  Wakeup wakeup;
+  Commands commands(wakeup);
+  commands.start();  // stdin is read from the moment the client starts connecting
+  auto busy_stop = [&commands] { return commands.has_input(); };
+
+  // connect
+  int64_t began = now_ns();
+  // Never destroyed: a failure below ends the process right after its error event, while the
+  // stack's threads may still be running.
+  ClosableStack* stack = (args.stack == Stack::kGrpc ? connect_grpc(args, wakeup, busy_stop)
+                                                     : connect_quic(args, wakeup, busy_stop))
+                             .release();
+  if (!stack) interrupted(commands, phase::kConnect);
+  int64_t connect_ns = now_ns() - began;
+
+  // validate: one operation of the configured shape (send-saturation: a client stream of
+  // --messages-per-stream messages), checked as every measured one is.
+  bool abandoned = false;
+  OpResult validated = run_single(*stack, kValidateBound, wakeup, busy_stop, &abandoned);
+  if (abandoned) interrupted(commands, phase::kValidate);
+  if (!validated.ok) {
+    throw Failure(phase::kValidate, validated.code,
+                  "the validation operation failed: " + validated.message);
+  }
+
+  // warmup: the configured model for --warmup-ms; every warmup operation then finishes within
+  // --drain-ms.
+  uint64_t warmup_completed = 0;
+  if (args.warmup_ms > 0) {
+    PhaseSpec spec;
+    spec.t0 = now_ns();
+    spec.window_ns = static_cast<int64_t>(args.warmup_ms) * 1000000;
+    spec.bound_ns = static_cast<int64_t>(args.drain_ms) * 1000000;
+    PhaseResult warm = run_phase(*stack, args, spec, wakeup, busy_stop);
+    if (warm.abandoned) interrupted(commands, phase::kWarmup);
+    if (warm.totals.failed > 0) {
+      throw Failure(phase::kWarmup, warm.totals.first_code,
+                    std::to_string(warm.totals.failed) +
+                        " of the warmup operations failed; the first: " + warm.totals.first_failure);
+    }
+    warmup_completed = warm.totals.completed;
+  }
+
+  emit("armed", Json{{"lanes", args.lanes()},
+                     {"connections", stack->connections()},
+                     {"connect_ns", counter(static_cast<uint64_t>(connect_ns))},
+                     {"warmup_completed", counter(warmup_completed)}});
+
+  Input in = commands.wait();
+  if (in.kind == Input::Kind::kShutdown) {
+    stack->close();
+    emit("stopped");
+    return 0;
+  }
+  if (in.kind == Input::Kind::kUnknown) {
+    throw Failure(phase::kArmed, code::kProtocol,
+                  "unknown command \"" + one_line(in.line) + "\" while armed; expected START or SHUTDOWN");
+  }
+
+  // measure
+  PhaseSpec spec;
+  spec.t0 = now_ns();
+  spec.window_ns = static_cast<int64_t>(args.window_ms) * 1000000;
+  spec.bound_ns = static_cast<int64_t>(args.drain_ms) * 1000000;
+  spec.measure = true;
+  PhaseResult measured = run_phase(*stack, args, spec, wakeup, busy_stop);
+  if (measured.abandoned) interrupted(commands, phase::kMeasure);
+  emit("sample", sample_event(args, measured, spec.window_ns));
+
+  // sampled: wait for SHUTDOWN; one sample per client.
+  for (;;) {
+    Input next = commands.wait();
+    if (next.kind == Input::Kind::kShutdown) break;
+    if (next.kind == Input::Kind::kStart) {
+      throw Failure(phase::kShutdown, code::kProtocol,
+                    "a second START after the sample; a client reports one sample");
+    }
+    throw Failure(phase::kShutdown, code::kProtocol,
+                  "unknown command \"" + one_line(next.line) + "\" after the sample; expected SHUTDOWN");
+  }
+  stack->close();
+  emit("stopped");
+  return 0;
+}
+
+}  // namespace rpcarena

@@ -1,0 +1,61 @@
+// The server lifecycle (docs/peer-protocol.md "Lifecycle", server table): load the certificate
+// and key, bind --listen, `ready`, serve until SHUTDOWN or end of stdin, `stopped` with counters.
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "client.h"
+#include "commands.h"
+#include "stacks.h"
+
+namespace rpcarena {
+
+std::string read_file(const std::string& what, const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Failure(phase::kStartup, code::kConfig, what + " " + path + " cannot be read");
+  std::stringstream s;
+  s << f.rdbuf();
+  if (!f && !f.eof()) throw Failure(phase::kStartup, code::kConfig, what + " " + path + " cannot be read");
+  return s.str();
+}
+
+Json ServerCounters::to_json() const {
+  uint64_t rpcs = 0, requests = 0, responses = 0, rejected = 0;
+  for (const Slot& s : slots_) {
+    rpcs += s.rpcs.load(std::memory_order_relaxed);
+    requests += s.requests.load(std::memory_order_relaxed);
+    responses += s.responses.load(std::memory_order_relaxed);
+    rejected += s.rejected.load(std::memory_order_relaxed);
+  }
+  return Json{{"rpcs", counter(rpcs)},
+              {"requests", counter(requests)},
+              {"responses", counter(responses)},
+              {"rejected", counter(rejected)}};
+}
+
+int run_server(const ServerArgs& args) {
+  std::unique_ptr<ServerStack> server =
+      args.stack == Stack::kGrpc ? serve_grpc(args) : serve_quic(args);
+  emit("ready", Json{{"role", "server"}, {"address", server->address()}, {"pid", getpid()}});
+
+  Wakeup wakeup;
+  Commands commands(wakeup);
+  commands.start();
+  Input in = commands.wait();
+  if (in.kind == Input::Kind::kShutdown) {
+    server->stop();
+    emit("stopped", Json{{"counters", server->counters()}});
+    return 0;
+  }
+  // A protocol error ends the process right after the error event: the server's threads are
+  // left to the exit rather than joined here.
+  server.release();
+  if (in.kind == Input::Kind::kStart) {
+    throw Failure(phase::kServe, code::kProtocol, "START is a client command; a server only takes SHUTDOWN");
+  }
+  throw Failure(phase::kServe, code::kProtocol,
+                "unknown command \"" + one_line(in.line) + "\"; a server only takes SHUTDOWN");
+}
+
+}  // namespace rpcarena

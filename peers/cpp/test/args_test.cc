@@ -1,0 +1,89 @@
+#include <gtest/gtest.h>
+
+#include "args.h"
+
+using namespace rpcarena;
+
+namespace {
+std::vector<std::string> client() {
+  return {"client", "--stack", "quic", "--server", "127.0.0.1:4000", "--server-name", "localhost",
+          "--ca", "ca.pem", "--shape", "bidi", "--concurrency", "4", "--request-size", "256",
+          "--response-size", "0", "--messages-per-stream", "128", "--load", "closed",
+          "--warmup-ms", "0", "--window-ms", "5000", "--drain-ms", "1000"};
+}
+std::vector<std::string> with(std::vector<std::string> a, const std::string& key, const std::string& value) {
+  for (size_t i = 0; i + 1 < a.size(); ++i) {
+    if (a[i] == key) {
+      a[i + 1] = value;
+      return a;
+    }
+  }
+  a.push_back(key);
+  a.push_back(value);
+  return a;
+}
+std::string refusal(const std::vector<std::string>& a) {
+  try {
+    parse_args(a);
+  } catch (const ArgError& e) {
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Args, AFullClientCommandParses) {
+  Command c = parse_args(client());
+  ASSERT_EQ(c.kind, Command::Kind::kClient);
+  EXPECT_EQ(c.client.stack, Stack::kQuic);
+  EXPECT_EQ(c.client.shape, Shape::kBidi);
+  EXPECT_EQ(c.client.server.port, 4000);
+  EXPECT_EQ(c.client.lanes(), 4u);
+}
+
+TEST(Args, RefusesUnknownMissingRepeatedAndOutOfRange) {
+  EXPECT_NE(refusal(with(client(), "--bogus", "1")).find("--bogus"), std::string::npos);
+  auto missing = client();
+  missing.erase(missing.begin() + 11, missing.begin() + 13);  // --concurrency 4
+  EXPECT_NE(refusal(missing).find("--concurrency"), std::string::npos);
+  auto repeated = client();
+  repeated.push_back("--shape");
+  repeated.push_back("unary");
+  EXPECT_NE(refusal(repeated).find("more than once"), std::string::npos);
+  EXPECT_NE(refusal(with(client(), "--concurrency", "10001")).find("--concurrency"), std::string::npos);
+  EXPECT_NE(refusal(with(client(), "--concurrency", "-1")).find("--concurrency"), std::string::npos);
+  EXPECT_NE(refusal(with(client(), "--window-ms", "0")).find("--window-ms"), std::string::npos);
+  EXPECT_NE(refusal(with(client(), "--request-size", "16777217")).find("--request-size"), std::string::npos);
+  EXPECT_NE(refusal(with(client(), "--server", "nohost")).find("--server"), std::string::npos);
+  EXPECT_NE(refusal(with(client(), "--stack", "tcp")).find("tcp"), std::string::npos);
+  EXPECT_NE(refusal(with(client(), "--server-name", "bad name!")).find("--server-name"), std::string::npos);
+}
+
+TEST(Args, ModelArgumentsBelongToTheirModel) {
+  EXPECT_NE(refusal(with(client(), "--rate", "10")).find("--rate does not apply to --load closed"),
+            std::string::npos);
+  EXPECT_NE(refusal(with(client(), "--load", "open")).find("needs --rate"), std::string::npos);
+  auto open = with(with(client(), "--load", "open"), "--rate", "2.5");
+  EXPECT_DOUBLE_EQ(parse_args(open).client.rate, 2.5);
+  EXPECT_NE(refusal(with(open, "--rate", "0")).find("--rate"), std::string::npos);
+  EXPECT_NE(refusal(with(open, "--rate", "1e3")).find("--rate"), std::string::npos);
+  auto sat = with(with(with(client(), "--load", "send-saturation"), "--streams", "4"), "--settle-ms", "100");
+  EXPECT_NE(refusal(sat).find("client streams only"), std::string::npos);
+  EXPECT_EQ(parse_args(with(sat, "--shape", "client_stream")).client.lanes(), 4u);
+  auto window = with(with(client(), "--load", "window"), "--in-flight", "7");
+  EXPECT_EQ(parse_args(window).client.lanes(), 7u);
+}
+
+TEST(Args, StructuredPayloadsOfOneOrTwoBytesAreRefused) {
+  auto s = with(client(), "--payload", "structured");
+  EXPECT_NE(refusal(with(s, "--request-size", "2")).find("cannot be built"), std::string::npos);
+  EXPECT_EQ(refusal(with(s, "--request-size", "3")), "");
+}
+
+TEST(Args, ServerAndCapabilities) {
+  Command c = parse_args({"server", "--stack", "grpc", "--listen", "[::1]:0", "--cert", "c", "--key", "k"});
+  EXPECT_EQ(c.server.listen.host, "::1");
+  EXPECT_NE(refusal({"server", "--stack", "grpc", "--listen", "::1:0", "--cert", "c", "--key", "k"}), "");
+  EXPECT_NE(refusal({"capabilities", "--x"}), "");
+  EXPECT_NE(refusal({"serve"}), "");
+}
