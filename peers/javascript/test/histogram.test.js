@@ -9,6 +9,14 @@ test('the encoding is HdrHistogram V2 compressed with cookie 0x1c849314 and roun
   const text = hist.encode(h);
   assert.ok(text.startsWith('HISTFAAA'), text.slice(0, 12));
   assert.equal(Buffer.from(text, 'base64').readUInt32BE(0), 0x1c849314);
+  // The header as HdrHistogram's reference writes it (Rust's hdrhistogram refuses anything else).
+  const raw = hist.uncompressed(h);
+  assert.equal(raw.readUInt32BE(0), 0x1c849313);
+  assert.equal(raw.readUInt32BE(8), 0, 'normalizingIndexOffset');
+  assert.equal(raw.readUInt32BE(12), 3, 'significant digits');
+  assert.equal(raw.readBigUInt64BE(16), 1n, 'lowest');
+  assert.equal(raw.readBigUInt64BE(24), 3_600_000_000_000n, 'highest');
+  assert.equal(raw.readDoubleBE(32), 1.0, 'integerToDoubleValueConversionRatio');
   const back = hist.decode(text);
   assert.equal(back.totalCount, 10_001);
   assert.equal(back.getValueAtPercentile(50), h.getValueAtPercentile(50));

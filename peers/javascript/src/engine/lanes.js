@@ -14,6 +14,28 @@ export function nextTurn() {
 }
 
 /**
+ * Lets a loop that could run without waiting (a sender whose writes the transport takes at once)
+ * give the event loop its I/O turn at least every `everyNs`, so acknowledgements, window updates
+ * and other lanes' responses are not starved (tokio's cooperative budget does the same for the
+ * Rust peer).
+ */
+export class Yielder {
+  constructor(clock, everyNs = 1_000_000) {
+    this.clock = clock;
+    this.everyNs = everyNs;
+    this.last = clock();
+  }
+
+  /** Resolves at once, or after one turn of the event loop when `everyNs` have passed. */
+  async maybe() {
+    const now = this.clock();
+    if (now - this.last < this.everyNs) return;
+    await nextTurn();
+    this.last = this.clock();
+  }
+}
+
+/**
  * Operations in flight, so that the ones still running at the hard deadline can be failed.
  * `sealed` turns true at the hard deadline: completions after it are ignored.
  */

@@ -10,6 +10,7 @@
 // ends (grpc-js sets it on the client socket, `noDelay` on the server); no retries, no
 // compression.
 import grpc from '@grpc/grpc-js';
+import { Yielder } from '../engine/lanes.js';
 import { OpError, code, warn } from '../protocol.js';
 import { METHOD, Request, Response, Summary } from '../proto.js';
 import { MAX_MESSAGE_BYTES, SummaryBuilder, checkRequest, checkResponse, checkSummary, request, responseTo, streamHead } from '../workload.js';
@@ -273,10 +274,12 @@ export class GrpcClient {
       });
     });
     result.catch(() => {});
+    const turn = new Yielder(clock);
     for (let seq = sender.next(clock()); seq >= 0; seq = sender.next(clock())) {
       const message = request(kind, seq, requestSize, responseSize, 0);
       await Promise.race([new Promise((resolve) => call.write(message, resolve)), result]);
       sender.accepted(clock());
+      await turn.maybe();
     }
     call.end();
     const summary = await result;

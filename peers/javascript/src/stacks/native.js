@@ -18,6 +18,8 @@ import {
   responseTo,
   streamHead,
 } from '../workload.js';
+import { nowNs } from '../clock.js';
+import { Yielder } from '../engine/lanes.js';
 import { FRAME, FRAME_NAME, FrameBatch, FramingError } from './framing.js';
 
 /** gRPC status codes the native framing uses. */
@@ -82,8 +84,12 @@ async function write(io, batch) {
 async function sendRequests(io, shape, count, build) {
   const batch = new FrameBatch();
   batch.add(FRAME.HEADER, METHOD_BYTES[shape]);
+  const turn = count > 1 ? new Yielder(nowNs) : undefined;
   for (let i = 0; i < count; i++) {
-    if (batch.add(FRAME.MESSAGE, Request.encode(build(i)).finish())) await write(io, batch);
+    if (batch.add(FRAME.MESSAGE, Request.encode(build(i)).finish())) {
+      await write(io, batch);
+      await turn?.maybe();
+    }
   }
   batch.add(FRAME.END, EMPTY);
   await write(io, batch);
@@ -185,9 +191,13 @@ export async function saturate(reader, io, work, sender, clock, oneCall) {
   const { kind, requestSize, responseSize } = work;
   const batch = new FrameBatch();
   batch.add(FRAME.HEADER, METHOD_BYTES.client_stream);
+  const turn = new Yielder(clock);
   for (let seq = sender.next(clock()); seq >= 0; seq = sender.next(clock())) {
     const body = Request.encode(request(kind, seq, requestSize, responseSize, 0)).finish();
-    if (batch.add(FRAME.MESSAGE, body)) await write(io, batch);
+    if (batch.add(FRAME.MESSAGE, body)) {
+      await write(io, batch);
+      await turn.maybe();
+    }
     sender.accepted(clock());
   }
   batch.add(FRAME.END, EMPTY);
@@ -288,10 +298,14 @@ async function serveShape(shape, reader, io, batch, counters) {
     const problem = checkRequest(req, shape);
     if (problem) throw rejected(problem, true);
     const count = shape === 'unary' ? 1 : req.responseMessages;
+    const turn = count > 1 ? new Yielder(nowNs) : undefined;
     for (let i = 0; i < count; i++) {
       const response = responseTo(req, shape === 'unary' ? req.seq : i);
       counters.responses++;
-      if (batch.add(FRAME.MESSAGE, Response.encode(response).finish())) await send(io, batch);
+      if (batch.add(FRAME.MESSAGE, Response.encode(response).finish())) {
+        await send(io, batch);
+        await turn?.maybe();
+      }
     }
   } else if (shape === 'client_stream') {
     const summary = new SummaryBuilder();
