@@ -8,7 +8,7 @@ import { readCommands } from './commands.js';
 import { lanesOf } from './args.js';
 import { Failure, code, emit, phase, setPhase, warn } from './protocol.js';
 import { runBackpressure, runLanes } from './engine/lanes.js';
-import { runOpen } from './engine/open.js';
+import { Pacer, runOpen } from './engine/open.js';
 import { runSaturation } from './engine/saturation.js';
 import { Tally, Window } from './tally.js';
 import { KIND } from './workload.js';
@@ -23,7 +23,7 @@ async function createDriver(config, options) {
 }
 
 /** Runs the configured load model over `window`; returns the model's own sample fields. */
-export async function runModel(config, driver, window, tally, bound) {
+export async function runModel(config, driver, window, tally, bound, pacer) {
   const clock = nowNs;
   switch (config.load) {
     case 'closed':
@@ -51,6 +51,7 @@ export async function runModel(config, driver, window, tally, bound) {
         rate: config.rate,
         arrival: config.arrival,
         seed: config.seed,
+        pacer,
         bound,
       });
       return { load: 'open', ...r };
@@ -128,9 +129,11 @@ export async function runClient(config) {
   enter(phase.WARMUP);
   let warmupCompleted = 0;
   if (config.warmupMs > 0) {
+    const pacer = config.load === 'open' ? new Pacer() : undefined;
+    await pacer?.ready;
     const window = windowOf(config, nowNs(), config.warmupMs);
     const tally = new Tally(window, { requestSize: config.requestSize, responseSize: config.responseSize, open: config.load === 'open' });
-    await runModel(config, driver, window, tally, "the warmup's drain bound");
+    await runModel(config, driver, window, tally, "the warmup's drain bound", pacer);
     if (tally.failed > 0) {
       const { code: first, message } = tally.firstFailure;
       throw new Failure(phase.WARMUP, first, `${tally.failed} warmup operation(s) failed; the first: ${message}`);
@@ -139,6 +142,9 @@ export async function runClient(config) {
     tally.destroy();
   }
 
+  // The open model's pacer thread starts now, so that it is waiting when the window opens.
+  const pacer = config.load === 'open' ? new Pacer() : undefined;
+  await pacer?.ready;
   enter(phase.ARMED);
   const started = new Promise((resolve) => {
     onStart = resolve;
@@ -159,7 +165,7 @@ export async function runClient(config) {
     intervals: true,
     open: config.load === 'open',
   });
-  const model = await runModel(config, driver, window, tally, 'the drain bound');
+  const model = await runModel(config, driver, window, tally, 'the drain bound', pacer);
   emit(tally.sample(config.windowMs, model));
   enter('sampled');
   setPhase(phase.SHUTDOWN);

@@ -121,19 +121,42 @@ export class OpenLoop {
   }
 }
 
-/** Runs the open model over `window` at `rate` with at most `lanes` operations in flight. */
-export async function runOpen({ driver, lanes, window, tally, clock, rate, arrival, seed, bound = 'the drain' }) {
+/** The pacer thread, started ahead of the window it will pace. */
+export class Pacer {
+  constructor() {
+    this.worker = new Worker(new URL('./pacer-worker.js', import.meta.url), { workerData: { base: BASE } });
+    this.failed = new Promise((_, reject) => this.worker.once('error', reject));
+    this.failed.catch(() => {});
+    this.ready = new Promise((resolve) => {
+      this.worker.once('message', resolve);
+    });
+  }
+
+  /** Starts pacing `window`; `loop` gets every start. */
+  async start(loop, window, { rate, arrival, seed }) {
+    await Promise.race([this.ready, this.failed]);
+    this.worker.on('message', (message) => {
+      if (message[0] === 'done') loop.done();
+      else loop.arrive(message[0], message[1]);
+    });
+    this.worker.postMessage({ t0: window.t0, deadline: window.deadline, rate, arrival, seed, lead: leadNs(rate) });
+  }
+
+  stop() {
+    return this.worker.terminate();
+  }
+}
+
+/**
+ * Runs the open model over `window` at `rate` with at most `lanes` operations in flight, paced
+ * by `pacer` (a Pacer started before the window opened; one is made here if none is given).
+ */
+export async function runOpen({ driver, lanes, window, tally, clock, rate, arrival, seed, pacer, bound = 'the drain' }) {
   const loop = new OpenLoop({ call: (lane, seq) => driver.call(lane, seq), lanes, window, tally, clock });
-  const worker = new Worker(new URL('./pacer-worker.js', import.meta.url), {
-    workerData: { base: BASE, t0: window.t0, deadline: window.deadline, rate, arrival, seed, lead: leadNs(rate) },
-  });
-  const failedWorker = new Promise((_, reject) => worker.once('error', reject));
-  worker.on('message', (message) => {
-    if (message[0] === 'done') loop.done();
-    else loop.arrive(message[0], message[1]);
-  });
+  const own = pacer ?? new Pacer();
   try {
-    await untilHardDeadline(Promise.race([loop.idle(), failedWorker]), {
+    await own.start(loop, window, { rate, arrival, seed });
+    await untilHardDeadline(Promise.race([loop.idle(), own.failed]), {
       window,
       tally,
       flight: loop.flight,
@@ -141,7 +164,7 @@ export async function runOpen({ driver, lanes, window, tally, clock, rate, arriv
       bound,
     });
   } finally {
-    await worker.terminate();
+    await own.stop();
   }
   return loop.report(rate);
 }
