@@ -12,7 +12,7 @@ need() {
     exit 1
   fi
 }
-need node "apt-get install nodejs npm (tested with Node.js v20.20.2 and npm 11)"
+need node "Node.js 20.11 or later with npm, e.g. from NodeSource (tested with v20.20.2 and npm 11; Debian 12's nodejs 18 is too old)"
 need npm "apt-get install npm"
 major=$(node -p 'process.versions.node.split(".")[0]')
 minor=$(node -p 'process.versions.node.split(".")[1]')
