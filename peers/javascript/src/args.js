@@ -1,0 +1,166 @@
+// Command-line arguments (docs/peer-protocol.md "Commands"): `--name value` pairs in any order;
+// an unknown, missing, repeated or out-of-range argument is refused with a message that names
+// it. Pure: returns a configuration or throws ArgError; reading files is the caller's job.
+import net from 'node:net';
+import { MAX_MESSAGES, MAX_PAYLOAD, PAYLOADS, SHAPES } from './workload.js';
+
+export const STACKS = Object.freeze(['grpc', 'quic', 'tcp']);
+export const LOAD_MODELS = Object.freeze(['closed', 'window', 'backpressure', 'send-saturation', 'open']);
+/** This peer opens at most this many send-saturation streams (the Rust peer's limit too). */
+export const MAX_STREAMS = 1000;
+const MAX_MS = 2 ** 32 - 1;
+const MAX_U64 = 2n ** 64n - 1n;
+
+export class ArgError extends Error {}
+
+function integer(name, text, min, max) {
+  if (!/^[0-9]+$/.test(text)) {
+    throw new ArgError(`${name} ${JSON.stringify(text)}: expected a whole decimal number from ${min} to ${max}`);
+  }
+  const value = Number(text);
+  if (value < min || value > max) {
+    throw new ArgError(`${name} ${text} is out of range: expected ${min} to ${max}`);
+  }
+  return value;
+}
+
+function oneOf(name, text, choices) {
+  if (!choices.includes(text)) {
+    throw new ArgError(`${name} ${JSON.stringify(text)}: expected one of ${choices.join(', ')}`);
+  }
+  return text;
+}
+
+function rate(name, text) {
+  const value = /^[0-9]+(\.[0-9]+)?$/.test(text) ? Number(text) : NaN;
+  if (!(value > 0 && value <= 10_000_000)) {
+    throw new ArgError(`${name} ${JSON.stringify(text)}: expected a decimal number above 0 and at most 10000000`);
+  }
+  return value;
+}
+
+function seed(name, text) {
+  if (!/^[0-9]+$/.test(text) || BigInt(text) > MAX_U64) {
+    throw new ArgError(`${name} ${JSON.stringify(text)}: expected a whole decimal number from 0 to 2^64-1`);
+  }
+  return BigInt(text);
+}
+
+function nonEmpty(name, text) {
+  if (text.length === 0) throw new ArgError(`${name}: expected a value, got an empty string`);
+  return text;
+}
+
+/**
+ * HOST:PORT with an IPv4 address, a bracketed IPv6 address or a name. `minPort` is 0 for
+ * --listen (any free port) and 1 for --server.
+ */
+export function hostPort(name, text, minPort) {
+  const match = /^(?:\[([^\]]+)\]|([^:[\]]+)):([0-9]+)$/.exec(text);
+  if (!match) {
+    throw new ArgError(`${name} ${JSON.stringify(text)}: expected HOST:PORT (IPv6 as [ADDRESS]:PORT)`);
+  }
+  const host = match[1] ?? match[2];
+  if (match[1] !== undefined && net.isIPv6(host) === false) {
+    throw new ArgError(`${name} ${JSON.stringify(text)}: ${host} is not an IPv6 address`);
+  }
+  const port = integer(`${name} port`, match[3], minPort, 65535);
+  return { host, port };
+}
+
+function serverName(name, text) {
+  if (net.isIP(text)) return text;
+  if (!/^(?=.{1,253}$)([A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)(\.[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?)*\.?$/.test(text)) {
+    throw new ArgError(`${name} ${JSON.stringify(text)}: expected a DNS name or an IP address`);
+  }
+  return text;
+}
+
+const ms = (name, text) => integer(name, text, 0, MAX_MS);
+
+/** Every argument: how to parse it, and which roles and load models take it. */
+const SPEC = {
+  '--stack': { roles: ['server', 'client'], parse: (n, t) => oneOf(n, t, STACKS) },
+  '--listen': { roles: ['server'], parse: (n, t) => hostPort(n, t, 0) },
+  '--cert': { roles: ['server'], parse: nonEmpty },
+  '--key': { roles: ['server'], parse: nonEmpty },
+  '--server': { roles: ['client'], parse: (n, t) => hostPort(n, t, 1) },
+  '--server-name': { roles: ['client'], parse: serverName },
+  '--ca': { roles: ['client'], parse: nonEmpty },
+  '--shape': { roles: ['client'], parse: (n, t) => oneOf(n, t, SHAPES) },
+  '--concurrency': { roles: ['client'], parse: (n, t) => integer(n, t, 1, 10_000) },
+  '--request-size': { roles: ['client'], parse: (n, t) => integer(n, t, 0, MAX_PAYLOAD) },
+  '--response-size': { roles: ['client'], parse: (n, t) => integer(n, t, 0, MAX_PAYLOAD) },
+  '--messages-per-stream': { roles: ['client'], parse: (n, t) => integer(n, t, 1, MAX_MESSAGES) },
+  '--load': { roles: ['client'], parse: (n, t) => oneOf(n, t, LOAD_MODELS) },
+  '--payload': { roles: ['client'], optional: true, parse: (n, t) => oneOf(n, t, PAYLOADS) },
+  '--warmup-ms': { roles: ['client'], parse: ms },
+  '--window-ms': { roles: ['client'], parse: (n, t) => integer(n, t, 1, MAX_MS) },
+  '--drain-ms': { roles: ['client'], parse: ms },
+  '--in-flight': { roles: ['client'], model: 'window', parse: (n, t) => integer(n, t, 1, 100_000) },
+  '--max-in-flight': { roles: ['client'], model: 'backpressure', parse: (n, t) => integer(n, t, 1, 1_000_000) },
+  '--streams': { roles: ['client'], model: 'send-saturation', parse: (n, t) => integer(n, t, 1, MAX_STREAMS) },
+  '--settle-ms': { roles: ['client'], model: 'send-saturation', parse: ms },
+  '--rate': { roles: ['client'], model: 'open', parse: rate },
+  '--arrival': { roles: ['client'], model: 'open', optional: true, parse: (n, t) => oneOf(n, t, ['constant', 'poisson']) },
+  '--seed': { roles: ['client'], model: 'open', optional: true, parse: seed },
+};
+
+function camel(name) {
+  return name.slice(2).replace(/-([a-z])/g, (_, c) => c.toUpperCase());
+}
+
+/** Parses the arguments after the role word. */
+export function parseArgs(role, argv) {
+  const values = new Map();
+  for (let i = 0; i < argv.length; i += 2) {
+    const name = argv[i];
+    const spec = SPEC[name];
+    if (spec === undefined || !spec.roles.includes(role)) {
+      throw new ArgError(`unknown argument ${JSON.stringify(name)} for the ${role} role`);
+    }
+    if (values.has(name)) throw new ArgError(`${name} is given twice`);
+    if (i + 1 >= argv.length) throw new ArgError(`${name} needs a value`);
+    values.set(name, spec.parse(name, argv[i + 1]));
+  }
+  const load = values.get('--load');
+  for (const [name, spec] of Object.entries(SPEC)) {
+    if (!spec.roles.includes(role)) continue;
+    const applies = spec.model === undefined || spec.model === load;
+    if (!applies && values.has(name)) {
+      throw new ArgError(`${name} does not apply to --load ${load ?? '(missing)'}`);
+    }
+    if (applies && !spec.optional && !values.has(name)) throw new ArgError(`${name} is missing`);
+  }
+  const config = { role };
+  for (const [name, value] of values) config[camel(name)] = value;
+  if (role === 'client') return clientDefaults(config);
+  return config;
+}
+
+function clientDefaults(config) {
+  config.payload ??= 'zeros';
+  if (config.load === 'open') {
+    config.arrival ??= 'constant';
+    config.seed ??= 0n;
+  }
+  if (config.load === 'send-saturation' && config.shape !== 'client_stream') {
+    throw new ArgError(`--load send-saturation needs --shape client_stream, not ${config.shape}`);
+  }
+  if (config.payload === 'structured') {
+    for (const name of ['requestSize', 'responseSize']) {
+      if (config[name] === 1 || config[name] === 2) {
+        const flag = name === 'requestSize' ? '--request-size' : '--response-size';
+        throw new ArgError(`${flag} ${config[name]} cannot be built as a structured payload: use 0 or at least 3`);
+      }
+    }
+  }
+  return config;
+}
+
+/** The model's lanes: --in-flight (window), --streams (send-saturation), else --concurrency. */
+export function lanesOf(config) {
+  if (config.load === 'window') return config.inFlight;
+  if (config.load === 'send-saturation') return config.streams;
+  return config.concurrency;
+}

@@ -1,0 +1,471 @@
+// The grpc stack: gRPC over HTTP/2 over TLS 1.3 on @grpc/grpc-js, one channel (one HTTP/2
+// connection) per client shared by every lane. Messages are encoded by protobufjs from the
+// repository's proto (src/proto.js); the service definition is built from the same types.
+//
+// Settings (docs/stacks.md "grpc"): message limits 16 MiB + 1 KiB both ends; HTTP/2 initial
+// stream window 16 MiB both ends and connection window 16 MiB (client: grpc-js's
+// `grpc-node.flow_control_window`; server: the SETTINGS of the HTTP/2 server and a
+// WINDOW_UPDATE of the connection window on each new session, see BenchServer); no BDP probing
+// (grpc-js has none); SETTINGS_MAX_CONCURRENT_STREAMS 10,000 on the server; TCP_NODELAY on both
+// ends (grpc-js sets it on the client socket, `noDelay` on the server); no retries, no
+// compression.
+import grpc from '@grpc/grpc-js';
+import { Yielder } from '../engine/lanes.js';
+import { OpError, code, warn } from '../protocol.js';
+import { METHOD, Request, Response, Summary } from '../proto.js';
+import { MAX_MESSAGE_BYTES, SummaryBuilder, checkRequest, checkResponse, checkSummary, request, responseTo, streamHead } from '../workload.js';
+import { checkServerName, clientContext, handshakeMessage, looksLikeTls, serverContextOptions, sniOf } from '../tls.js';
+
+export const WINDOW = 16 * 1024 * 1024;
+export const MAX_STREAMS = 10_000;
+const { status } = grpc;
+
+/** Deserializers never throw: an undecodable message becomes {decodeError} and is refused. */
+function serializer(type) {
+  return (message) => type.encode(message).finish();
+}
+
+function deserializer(type) {
+  return (buffer) => {
+    try {
+      return type.decode(buffer);
+    } catch (e) {
+      return { decodeError: e.message };
+    }
+  };
+}
+
+function method(path, requestStream, responseStream, responseType) {
+  return {
+    path,
+    requestStream,
+    responseStream,
+    requestSerialize: serializer(Request),
+    requestDeserialize: deserializer(Request),
+    responseSerialize: serializer(responseType),
+    responseDeserialize: deserializer(responseType),
+  };
+}
+
+/** rpcarena.bench.v1.BenchService, for grpc-js. */
+export const SERVICE = {
+  Unary: method(METHOD.unary, false, false, Response),
+  ClientStream: method(METHOD.client_stream, true, false, Summary),
+  ServerStream: method(METHOD.server_stream, false, true, Response),
+  Bidi: method(METHOD.bidi, true, true, Response),
+};
+
+const BenchClient = grpc.makeGenericClientConstructor(SERVICE, 'BenchService');
+
+// ---------------------------------------------------------------------------------------------
+// Client
+
+function invalid(message) {
+  return new OpError(code.INVALID, message);
+}
+
+/** The error code of a call that ended with a non-OK status (docs/peer-protocol.md "Error codes"). */
+export function statusToOpError(err) {
+  const details = err.details ?? err.message;
+  const text = `status ${err.code} (${status[err.code] ?? 'unknown'}): ${details}`;
+  switch (err.code) {
+    case status.UNAVAILABLE:
+      // The server never sends UNAVAILABLE here: grpc-js made it from a connection failure.
+      return new OpError(looksLikeTls(details) ? code.TLS : code.CONNECT, `the call failed: ${text}`);
+    case status.DEADLINE_EXCEEDED:
+      return new OpError(code.TIMEOUT, `the call failed: ${text}`);
+    case status.CANCELLED:
+      return new OpError(code.CONNECT, `the call was cancelled: ${text}`);
+    case status.UNIMPLEMENTED:
+      if (details === 'Too many responses received' || details === 'No message received') {
+        return invalid(`the server sent the wrong number of responses (grpc-js: ${details})`);
+      }
+      break;
+    case status.INTERNAL:
+      if (/^Received RST_STREAM|^Protocol error|Connection dropped/.test(details)) {
+        return new OpError(code.CONNECT, `the call failed: ${text}`);
+      }
+      break;
+    default:
+      break;
+  }
+  return new OpError(code.RPC, `the server ended the call with ${text}`);
+}
+
+const ONE = Object.freeze({ requests: 1, responses: 1 });
+
+/** Resolves once the writable side of `call` accepts more (or at once when it does). */
+function writeMessage(call, message) {
+  if (call.write(message)) return undefined;
+  return new Promise((resolve) => call.once('drain', resolve));
+}
+
+export class GrpcClient {
+  /**
+   * @param {object} o config: server {host, port}, serverName, caPem, work
+   */
+  constructor({ server, serverName, caPem, work }) {
+    this.work = work;
+    this.address = net6(server.host) ? `[${server.host}]:${server.port}` : `${server.host}:${server.port}`;
+    this.serverName = serverName;
+    const credentials = grpc.credentials.createFromSecureContext(clientContext(caPem), {
+      checkServerIdentity: checkServerName(serverName),
+    });
+    const options = {
+      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+      'grpc-node.flow_control_window': WINDOW,
+      'grpc.enable_retries': 0,
+      'grpc.use_local_subchannel_pool': 1,
+    };
+    const sni = sniOf(serverName);
+    if (sni !== undefined) options['grpc.ssl_target_name_override'] = sni;
+    this.client = new BenchClient(this.address, credentials, options);
+    this.connections = 1;
+  }
+
+  /**
+   * Opens the channel's connection and waits until it is READY, so that a TLS failure surfaces
+   * here (as `tls`) and not in the first call. Rejects with OpError.
+   */
+  async connect() {
+    const channel = this.client.getChannel();
+    for (;;) {
+      const state = channel.getConnectivityState(true);
+      if (state === grpc.connectivityState.READY) return;
+      if (state === grpc.connectivityState.TRANSIENT_FAILURE || state === grpc.connectivityState.SHUTDOWN) {
+        throw await this.lastError();
+      }
+      await new Promise((resolve) => channel.watchConnectivityState(state, Infinity, resolve));
+    }
+  }
+
+  /**
+   * grpc-js keeps a failed connection's error only as the text of the status a call gets while
+   * the channel is in TRANSIENT_FAILURE; a call that does not wait for the channel fails at
+   * once, locally, without sending anything, and carries it.
+   */
+  lastError() {
+    return new Promise((resolve) => {
+      this.client.Unary({}, new grpc.Metadata(), { waitForReady: false }, (err) => {
+        const details = err?.details ?? 'the channel could not connect';
+        if (looksLikeTls(details)) {
+          resolve(new OpError(code.TLS, handshakeMessage(this.address, this.serverName, details)));
+        } else {
+          resolve(new OpError(code.CONNECT, `cannot connect to ${this.address}: ${details}`));
+        }
+      });
+    });
+  }
+
+  /** Backpressure: the channel takes a new call whenever the event loop comes back to it. */
+  acquire() {
+    return 0;
+  }
+
+  release() {}
+
+  /** One operation of the configured shape; resolves to {requests, responses}. */
+  call(_lane, seq) {
+    const { shape } = this.work;
+    if (shape === 'unary') return this.unary(seq);
+    if (shape === 'client_stream') return this.clientStream();
+    if (shape === 'server_stream') return this.serverStream(seq);
+    return this.bidi();
+  }
+
+  unary(seq) {
+    const { kind, requestSize, responseSize } = this.work;
+    return new Promise((resolve, reject) => {
+      this.client.Unary(request(kind, seq, requestSize, responseSize, 0), (err, response) => {
+        if (err) return reject(statusToOpError(err));
+        if (response.decodeError) return reject(invalid(`undecodable response message: ${response.decodeError}`));
+        const problem = checkResponse(response, kind, seq, responseSize);
+        if (problem) reject(invalid(problem));
+        else resolve(ONE);
+      });
+    });
+  }
+
+  async clientStream() {
+    const { kind, requestSize, responseSize, messages: n } = this.work;
+    let call;
+    const result = new Promise((resolve, reject) => {
+      call = this.client.ClientStream((err, summary) => {
+        if (err) return reject(statusToOpError(err));
+        if (summary.decodeError) return reject(invalid(`undecodable summary: ${summary.decodeError}`));
+        const problem = checkSummary(summary, kind, n, requestSize, responseSize);
+        if (problem) reject(invalid(problem));
+        else resolve({ requests: n, responses: 1 });
+      });
+    });
+    result.catch(() => {});
+    for (let i = 0; i < n; i++) {
+      const wait = writeMessage(call, request(kind, i, requestSize, responseSize, 0));
+      if (wait) await Promise.race([wait, result]);
+    }
+    call.end();
+    return result;
+  }
+
+  /** Reads a response stream: exactly n responses with seq 0..n-1, then status OK. */
+  responses(call, n) {
+    const { kind, responseSize } = this.work;
+    return new Promise((resolve, reject) => {
+      let received = 0;
+      let failure;
+      const fail = (e) => {
+        if (failure === undefined) {
+          failure = e;
+          call.cancel();
+        }
+      };
+      call.on('data', (response) => {
+        if (failure !== undefined) return;
+        if (received === n) return fail(invalid(`the server sent more than the ${n} responses asked for`));
+        if (response.decodeError) return fail(invalid(`undecodable response message: ${response.decodeError}`));
+        const problem = checkResponse(response, kind, received, responseSize);
+        if (problem) return fail(invalid(problem));
+        received++;
+      });
+      call.on('error', () => {});
+      call.on('status', (s) => {
+        if (failure !== undefined) return reject(failure);
+        if (s.code !== status.OK) return reject(statusToOpError(s));
+        if (received !== n) return reject(invalid(`the server ended the call after ${received} of ${n} responses`));
+        resolve();
+      });
+    });
+  }
+
+  async serverStream(seq) {
+    const { kind, requestSize, responseSize, messages: n } = this.work;
+    const call = this.client.ServerStream(request(kind, seq, requestSize, responseSize, n));
+    await this.responses(call, n);
+    return { requests: 1, responses: n };
+  }
+
+  async bidi() {
+    const { kind, requestSize, responseSize, messages: n } = this.work;
+    const call = this.client.Bidi();
+    const done = this.responses(call, n);
+    done.catch(() => {});
+    for (let i = 0; i < n; i++) {
+      const wait = writeMessage(call, request(kind, i, requestSize, responseSize, 0));
+      if (wait) await Promise.race([wait, done]);
+    }
+    call.end();
+    await done;
+    return { requests: n, responses: n };
+  }
+
+  /**
+   * Send-saturation on one client stream: each message is accepted when grpc-js calls back the
+   * write (it handed the message to the HTTP/2 stream, which waits for flow control).
+   */
+  async saturate(_lane, sender, clock) {
+    const { kind, requestSize, responseSize } = this.work;
+    let call;
+    const result = new Promise((resolve, reject) => {
+      call = this.client.ClientStream((err, summary) => {
+        if (err) return reject(statusToOpError(err));
+        if (summary.decodeError) return reject(invalid(`undecodable summary: ${summary.decodeError}`));
+        resolve(summary);
+      });
+    });
+    result.catch(() => {});
+    const turn = new Yielder(clock);
+    for (let seq = sender.next(clock()); seq >= 0; seq = sender.next(clock())) {
+      const message = request(kind, seq, requestSize, responseSize, 0);
+      await Promise.race([new Promise((resolve) => call.write(message, resolve)), result]);
+      sender.accepted(clock());
+      await turn.maybe();
+    }
+    call.end();
+    const summary = await result;
+    const problem = checkSummary(summary, kind, sender.sent, requestSize, responseSize);
+    if (problem) throw invalid(problem);
+    sender.summaryReceived(clock());
+  }
+
+  async close() {
+    this.client.close();
+  }
+}
+
+function net6(host) {
+  return host.includes(':');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+/** TLS credentials with this peer's settings (grpc-js's createSsl cannot set them). */
+class BenchServerCredentials extends grpc.ServerCredentials {
+  _equals(other) {
+    return other === this;
+  }
+}
+
+/**
+ * grpc-js's Server, with the HTTP/2 connection window raised to 16 MiB on every new session:
+ * grpc-js sets only the stream window (through SETTINGS) and has no option for the connection
+ * window, which node:http2 changes only with setLocalWindowSize on a live session.
+ * createHttp2Server is grpc-js's (undocumented) factory of its HTTP/2 servers; if it is missing
+ * the server still works and says so on stderr.
+ */
+class BenchServer extends grpc.Server {
+  createHttp2Server(credentials) {
+    const server = super.createHttp2Server(credentials);
+    server.on('session', (session) => {
+      try {
+        session.setLocalWindowSize(WINDOW);
+      } catch (e) {
+        warn(`cannot raise an HTTP/2 connection window to ${WINDOW}: ${e.message}`);
+      }
+    });
+    return server;
+  }
+}
+
+if (typeof grpc.Server.prototype.createHttp2Server !== 'function') {
+  warn('grpc-js has no Server.createHttp2Server: HTTP/2 connection windows stay at 65,535 bytes');
+}
+
+function refuse(counters, message) {
+  counters.rejected++;
+  warn(`rejected a call with status 3: ${message}`);
+  return { code: status.INVALID_ARGUMENT, details: message };
+}
+
+/** The server's handlers: every request is checked before it is answered. */
+function handlers(counters) {
+  return {
+    Unary(call, callback) {
+      counters.rpcs++;
+      counters.requests++;
+      const req = call.request;
+      const problem = req.decodeError ? `the request is not a valid rpcarena.bench.v1.Request: ${req.decodeError}` : checkRequest(req, 'unary');
+      if (problem) return callback(refuse(counters, problem));
+      counters.responses++;
+      callback(null, responseTo(req, req.seq));
+    },
+
+    ClientStream(call, callback) {
+      counters.rpcs++;
+      const summary = new SummaryBuilder();
+      let head;
+      let done = false;
+      call.on('data', (req) => {
+        if (done) return;
+        counters.requests++;
+        const problem = req.decodeError ? `the request is not a valid rpcarena.bench.v1.Request: ${req.decodeError}` : checkRequest(req, 'client_stream', summary.count, head);
+        if (problem) {
+          done = true;
+          return callback(refuse(counters, problem));
+        }
+        head ??= streamHead(req);
+        summary.add(req);
+      });
+      call.on('error', () => {});
+      call.on('end', () => {
+        if (done) return;
+        done = true;
+        if (summary.count === 0) return callback(refuse(counters, 'a client stream carries at least one request'));
+        counters.responses++;
+        callback(null, summary.finish());
+      });
+    },
+
+    async ServerStream(call) {
+      counters.rpcs++;
+      counters.requests++;
+      const req = call.request;
+      const problem = req.decodeError ? `the request is not a valid rpcarena.bench.v1.Request: ${req.decodeError}` : checkRequest(req, 'server_stream');
+      if (problem) return call.emit('error', refuse(counters, problem));
+      let cancelled = false;
+      call.on('cancelled', () => {
+        cancelled = true;
+      });
+      call.on('error', () => {});
+      for (let i = 0; i < req.responseMessages && !cancelled; i++) {
+        counters.responses++;
+        if (!call.write(responseTo(req, i))) {
+          await new Promise((resolve) => {
+            call.once('drain', resolve);
+            call.once('cancelled', resolve);
+          });
+        }
+      }
+      if (!cancelled) call.end();
+    },
+
+    Bidi(call) {
+      counters.rpcs++;
+      let head;
+      let index = 0;
+      let done = false;
+      call.on('data', (req) => {
+        if (done) return;
+        counters.requests++;
+        const problem = req.decodeError ? `the request is not a valid rpcarena.bench.v1.Request: ${req.decodeError}` : checkRequest(req, 'bidi', index, head);
+        if (problem) {
+          done = true;
+          return call.emit('error', refuse(counters, problem));
+        }
+        head ??= streamHead(req);
+        index++;
+        counters.responses++;
+        if (!call.write(responseTo(req, req.seq))) {
+          call.pause();
+          call.once('drain', () => call.resume());
+        }
+      });
+      call.on('error', () => {});
+      call.on('end', () => {
+        if (done) return;
+        done = true;
+        if (index === 0) return call.emit('error', refuse(counters, 'a bidi call carries at least one request'));
+        call.end();
+      });
+    },
+  };
+}
+
+/** Starts a gRPC server on `listen`; resolves to {address, close()}. */
+export async function startGrpcServer({ listen, certPem, keyPem, counters }) {
+  const server = new BenchServer({
+    'grpc.max_concurrent_streams': MAX_STREAMS,
+    'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+    'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+  });
+  server.addService(SERVICE, handlers(counters));
+  const credentials = new BenchServerCredentials(
+    {
+      noDelay: true,
+      allowHTTP1: false,
+      settings: {
+        initialWindowSize: WINDOW,
+        maxConcurrentStreams: MAX_STREAMS,
+        maxFrameSize: 16384,
+        enablePush: false,
+      },
+    },
+    serverContextOptions(certPem, keyPem),
+  );
+  const host = listen.host.includes(':') ? `[${listen.host}]` : listen.host;
+  const port = await new Promise((resolve, reject) => {
+    server.bindAsync(`${host}:${listen.port}`, credentials, (err, bound) => (err ? reject(err) : resolve(bound)));
+  });
+  return {
+    address: `${host}:${port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.tryShutdown(() => resolve());
+        setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, 300).unref();
+      }),
+  };
+}

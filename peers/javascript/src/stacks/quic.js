@@ -1,0 +1,326 @@
+// The quic stack: the native framing over QUIC v1 on @matrixai/quic (quiche and BoringSSL,
+// shipped compiled in @matrixai/quic-linux-x64). One connection per client shared by every
+// lane, one client-opened bidirectional stream per call; the client finishes its send side
+// (FIN) after END, the server after STATUS, and both read the other's FIN (docs/stacks.md).
+//
+// Transport parameters: initial_max_data and every initial_max_stream_data_* 16 MiB (quiche's
+// window auto-tuning capped at the same 16 MiB, so windows stay fixed), server
+// initial_max_streams_bidi 10,000 and uni 0, max_idle_timeout 30 s, a PING every 10 s, no
+// datagrams, no 0-RTT, ALPN rpcarena/1. quiche's congestion control is its default, CUBIC.
+import crypto from 'node:crypto';
+import dgram from 'node:dgram';
+import net from 'node:net';
+import Logger, { ConsoleErrHandler, LogLevel } from '@matrixai/logger';
+import { QUICClient, QUICServer, QUICSocket, events } from '@matrixai/quic';
+import { OpError, code, warn } from '../protocol.js';
+import { cryptoErrorReason, handshakeMessage, verifyCertificate, certificates } from '../tls.js';
+import { FrameReader } from './framing.js';
+import { call as nativeCall, saturate as nativeSaturate, serveCall } from './native.js';
+
+export const ALPN = 'rpcarena/1';
+export const WINDOW = 16 * 1024 * 1024;
+export const MAX_STREAMS = 10_000;
+export const IDLE_TIMEOUT_MS = 30_000;
+export const KEEP_ALIVE_MS = 10_000;
+export const UDP_BUFFER = 8 * 1024 * 1024;
+/** Bytes a stream's readable takes from quiche at a time (the library's default is 4 KiB). */
+export const READ_CHUNK = 16 * 1024;
+
+/** The library's logging goes to stderr, warnings and errors only (stdout carries events). */
+function quietLogger(name) {
+  return new Logger(name, LogLevel.WARN, [new ConsoleErrHandler()]);
+}
+
+/** Transport parameters and TLS settings both ends share. */
+function transportConfig() {
+  return {
+    applicationProtos: [ALPN],
+    enableEarlyData: false,
+    maxIdleTimeout: IDLE_TIMEOUT_MS,
+    keepAliveIntervalTime: KEEP_ALIVE_MS,
+    initialMaxData: WINDOW,
+    initialMaxStreamDataBidiLocal: WINDOW,
+    initialMaxStreamDataBidiRemote: WINDOW,
+    initialMaxStreamDataUni: WINDOW,
+    initialMaxStreamsUni: 0,
+    maxConnectionWindow: WINDOW,
+    maxStreamWindow: WINDOW,
+    enableDgram: [false, 0, 0],
+    readableChunkSize: READ_CHUNK,
+  };
+}
+
+/** Sets the UDP socket buffers to 8 MiB (SO_RCVBUF/SO_SNDBUF: capped by net.core.*mem_max). */
+function tuneUdp(quicSocket) {
+  const udp = quicSocket.socket;
+  try {
+    udp.setRecvBufferSize(UDP_BUFFER);
+    udp.setSendBufferSize(UDP_BUFFER);
+  } catch (e) {
+    warn(`cannot set UDP socket buffers: ${e.message}`);
+  }
+  const got = { recv: udp.getRecvBufferSize(), send: udp.getSendBufferSize() };
+  // Linux reports twice the usable size it grants.
+  if (got.recv < UDP_BUFFER || got.send < UDP_BUFFER) {
+    warn(`UDP socket buffers: asked ${UDP_BUFFER}, the kernel reports receive ${got.recv} and send ${got.send} (net.core.rmem_max/wmem_max cap SO_RCVBUF/SO_SNDBUF)`);
+  }
+  return got;
+}
+
+/** Bytes of a web ReadableStream as a chunk source for FrameReader. */
+function streamSource(stream) {
+  const reader = stream.readable.getReader();
+  return {
+    async read() {
+      const { value, done } = await reader.read();
+      return done ? null : value;
+    },
+  };
+}
+
+/** The send side of a QUIC stream: write() resolves once quiche took the bytes; finish() is FIN. */
+function streamIo(stream) {
+  const writer = stream.writable.getWriter();
+  return {
+    write: (buffer) => writer.write(buffer),
+    finish: () => writer.close(),
+  };
+}
+
+function cancel(stream, reason) {
+  try {
+    stream.cancel(reason);
+  } catch {
+    // already closed
+  }
+}
+
+/** The local address the kernel routes to `host` (a connected UDP socket's own address). */
+export function localAddressFor(host, port) {
+  return new Promise((resolve, reject) => {
+    const socket = dgram.createSocket(net.isIPv6(host) ? 'udp6' : 'udp4');
+    socket.once('error', (e) => {
+      socket.close();
+      reject(e);
+    });
+    socket.connect(port, host, () => {
+      const { address } = socket.address();
+      socket.close();
+      resolve(address);
+    });
+  });
+}
+
+const clientCrypto = {
+  ops: {
+    async randomBytes(data) {
+      crypto.randomFillSync(new Uint8Array(data));
+    },
+  },
+};
+
+function serverCrypto() {
+  const hmac = (key, data) => crypto.createHmac('sha256', Buffer.from(key)).update(Buffer.from(data)).digest();
+  return {
+    key: crypto.randomBytes(32).buffer,
+    ops: {
+      async sign(key, data) {
+        const mac = hmac(key, data);
+        return mac.buffer.slice(mac.byteOffset, mac.byteOffset + mac.length);
+      },
+      async verify(key, data, sig) {
+        const mac = hmac(key, data);
+        const given = Buffer.from(sig);
+        return given.length === mac.length && crypto.timingSafeEqual(given, mac);
+      },
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client
+
+export class QuicClient {
+  constructor({ server, serverName, caPem, work }) {
+    this.server = server;
+    this.serverName = serverName;
+    this.caPem = caPem;
+    this.work = work;
+    this.address = net.isIPv6(server.host) ? `[${server.host}]:${server.port}` : `${server.host}:${server.port}`;
+    this.connections = 1;
+  }
+
+  /** Opens the connection (TLS handshake included); rejects with OpError (`tls` or `connect`). */
+  async connect() {
+    let local;
+    try {
+      local = await localAddressFor(this.server.host, this.server.port);
+    } catch (e) {
+      throw new OpError(code.CONNECT, `no route to ${this.address}: ${e.message}`);
+    }
+    const logger = quietLogger('quic-client');
+    this.socket = new QUICSocket({ logger: logger.getChild('socket') });
+    try {
+      await this.socket.start({ host: local, port: 0 });
+    } catch (e) {
+      throw new OpError(code.CONNECT, `cannot bind a UDP socket to ${local}: ${e.message}`);
+    }
+    this.udpBuffers = tuneUdp(this.socket);
+    let verifyFailure;
+    const config = { ...transportConfig(), ca: this.caPem, verifyPeer: true, initialMaxStreamsBidi: 0 };
+    if (net.isIP(this.serverName)) {
+      // BoringSSL's name check in quiche matches DNS names only: verify chain and IP SAN here.
+      const trusted = certificates(this.caPem).map((c) => c.raw);
+      config.verifyCallback = async (chain) => {
+        const failure = verifyCertificate(chain, trusted, this.serverName);
+        if (failure) verifyFailure = failure.reason;
+        return failure?.code;
+      };
+    }
+    try {
+      this.client = await QUICClient.createQUICClient({
+        host: this.server.host,
+        port: this.server.port,
+        serverName: this.serverName,
+        socket: this.socket,
+        crypto: clientCrypto,
+        config,
+        logger,
+      });
+    } catch (e) {
+      await this.socket.stop({ force: true }).catch(() => {});
+      throw this.connectError(e, verifyFailure);
+    }
+    this.client.addEventListener(events.EventQUICClientError.name, (evt) => {
+      this.lastError = evt.detail;
+    });
+  }
+
+  connectError(e, verifyFailure) {
+    const name = e?.constructor?.name ?? '';
+    const errorCode = e?.data?.errorCode;
+    if (name === 'ErrorQUICConnectionLocalTLS' || name === 'ErrorQUICConnectionPeerTLS') {
+      const side = name === 'ErrorQUICConnectionPeerTLS' ? 'the server refused the handshake: ' : '';
+      const reason = verifyFailure ?? cryptoErrorReason(errorCode);
+      return new OpError(code.TLS, handshakeMessage(this.address, this.serverName, `${side}${reason}`));
+    }
+    return new OpError(code.CONNECT, `cannot connect to ${this.address} over QUIC: ${e?.message ?? e}${errorCode !== undefined ? ` (code ${errorCode})` : ''}`);
+  }
+
+  /** Streams the server still allows this client to open. */
+  streamCredit() {
+    return this.client.connection.conn.peerStreamsLeftBidi();
+  }
+
+  /** Waits (bounded by the caller's hard deadline) until the server allows one more stream. */
+  async waitForCredit() {
+    while (this.streamCredit() === 0) {
+      if (this.client.closed) throw new OpError(code.CONNECT, 'the QUIC connection is closed');
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  }
+
+  openStream() {
+    try {
+      return this.client.connection.newStream('bidi');
+    } catch (e) {
+      throw new OpError(code.CONNECT, `cannot open a QUIC stream: ${e.message}${this.lastError ? ` (${this.lastError.message})` : ''}`);
+    }
+  }
+
+  /** Backpressure: a new call is accepted while the server's stream credit allows one. */
+  acquire() {
+    return this.streamCredit() > 0 ? 0 : -1;
+  }
+
+  release() {}
+
+  async call(_lane, seq) {
+    if (this.streamCredit() === 0) await this.waitForCredit();
+    const stream = this.openStream();
+    try {
+      return await nativeCall(new FrameReader(streamSource(stream)), streamIo(stream), this.work, seq, true);
+    } catch (e) {
+      cancel(stream, e);
+      throw e;
+    }
+  }
+
+  async saturate(_lane, sender, clock) {
+    if (this.streamCredit() === 0) await this.waitForCredit();
+    const stream = this.openStream();
+    try {
+      await nativeSaturate(new FrameReader(streamSource(stream)), streamIo(stream), this.work, sender, clock, true);
+    } catch (e) {
+      cancel(stream, e);
+      throw e;
+    }
+  }
+
+  /** Closes with an application CONNECTION_CLOSE, code 0, reason "done". */
+  async close() {
+    if (this.client) {
+      await this.client.destroy({ isApp: true, errorCode: 0, reason: Buffer.from('done'), force: true }).catch(() => {});
+    }
+    await this.socket?.stop({ force: true }).catch(() => {});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+async function serveStream(stream, counters) {
+  const reader = new FrameReader(streamSource(stream));
+  const io = streamIo(stream);
+  const clean = await serveCall(reader, io, counters);
+  if (!clean) {
+    cancel(stream, new Error('call closed'));
+    return;
+  }
+  // Read the client's FIN before releasing the stream; nothing may follow END.
+  try {
+    if ((await reader.next()) !== null) {
+      warn('a client sent data after END; closing its stream');
+      cancel(stream, new Error('data after END'));
+    }
+  } catch {
+    cancel(stream, new Error('broken stream'));
+  }
+}
+
+/** Starts a QUIC server on `listen`; resolves to {address, close()}; rejects if it cannot bind. */
+export async function startQuicServer({ listen, certPem, keyPem, counters }) {
+  const logger = quietLogger('quic-server');
+  const socket = new QUICSocket({ logger: logger.getChild('socket') });
+  await socket.start({ host: listen.host, port: listen.port, ipv6Only: net.isIPv6(listen.host) });
+  tuneUdp(socket);
+  const server = new QUICServer({
+    crypto: serverCrypto(),
+    config: {
+      ...transportConfig(),
+      key: keyPem,
+      cert: certPem,
+      verifyPeer: false,
+      initialMaxStreamsBidi: MAX_STREAMS,
+    },
+    socket,
+    logger,
+  });
+  server.addEventListener(events.EventQUICServerConnection.name, (evt) => {
+    const connection = evt.detail;
+    connection.addEventListener(events.EventQUICConnectionStream.name, (e) => {
+      serveStream(e.detail, counters).catch((err) => warn(`serving a QUIC stream failed: ${err?.stack ?? err}`));
+    });
+  });
+  await server.start();
+  const host = net.isIPv6(socket.host) ? `[${socket.host}]` : socket.host;
+  return {
+    address: `${host}:${socket.port}`,
+    async close() {
+      // Application CONNECTION_CLOSE, code 0, reason "shutdown" to every client.
+      const stopping = server.stop({ isApp: true, errorCode: 0, reason: Buffer.from('shutdown'), force: true });
+      await Promise.race([stopping, new Promise((resolve) => setTimeout(resolve, 500).unref())]).catch(() => {});
+      await socket.stop({ force: true }).catch(() => {});
+    },
+  };
+}

@@ -1,0 +1,219 @@
+// The tcp stack: the native framing over TLS 1.3 over TCP on node:tls, ALPN rpcarena/1. One
+// connection per lane, opened concurrently at start; calls run one after another on a
+// connection (docs/stacks.md "tcp"). TCP_NODELAY on both ends; socket buffers are the kernel's
+// autotuned defaults.
+import net from 'node:net';
+import tls from 'node:tls';
+import { OpError, code, warn } from '../protocol.js';
+import { checkServerName, clientContext, handshakeMessage, looksLikeTls, serverContextOptions, sniOf } from '../tls.js';
+import { FrameReader } from './framing.js';
+import { ALPN } from './quic.js';
+import { call as nativeCall, saturate as nativeSaturate, serveCall } from './native.js';
+
+/** A socket's incoming bytes as a chunk source for FrameReader (null at the end). */
+class SocketSource {
+  constructor(socket) {
+    this.chunks = [];
+    this.ended = false;
+    this.error = undefined;
+    this.waiting = undefined;
+    socket.on('data', (chunk) => {
+      this.chunks.push(chunk);
+      this.wake();
+    });
+    socket.on('end', () => {
+      this.ended = true;
+      this.wake();
+    });
+    socket.on('error', (e) => {
+      this.error = e;
+      this.wake();
+    });
+    socket.on('close', () => {
+      if (!this.ended && this.error === undefined) this.error = new Error('the connection was closed');
+      this.wake();
+    });
+  }
+
+  wake() {
+    const waiting = this.waiting;
+    this.waiting = undefined;
+    waiting?.();
+  }
+
+  async read() {
+    for (;;) {
+      if (this.chunks.length > 0) return this.chunks.shift();
+      if (this.ended) return null;
+      if (this.error !== undefined) throw this.error;
+      await new Promise((resolve) => {
+        this.waiting = resolve;
+      });
+    }
+  }
+}
+
+/** The send side of a connection: write() resolves once the socket buffer takes more. */
+function socketIo(socket) {
+  return {
+    write(buffer) {
+      if (socket.destroyed) return Promise.reject(new Error('the connection is closed'));
+      if (socket.write(buffer)) return undefined;
+      return new Promise((resolve, reject) => {
+        const onDrain = () => {
+          socket.off('close', onClose);
+          resolve();
+        };
+        const onClose = () => {
+          socket.off('drain', onDrain);
+          reject(new Error('the connection was closed'));
+        };
+        socket.once('drain', onDrain);
+        socket.once('close', onClose);
+      });
+    },
+    // A connection carries the next call: nothing ends with the call.
+    finish() {},
+  };
+}
+
+class Connection {
+  constructor(socket) {
+    this.socket = socket;
+    this.reader = new FrameReader(new SocketSource(socket));
+    this.io = socketIo(socket);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Client
+
+export class TcpClient {
+  constructor({ server, serverName, caPem, work, lanes }) {
+    this.server = server;
+    this.serverName = serverName;
+    this.context = clientContext(caPem);
+    this.work = work;
+    this.lanes = lanes;
+    this.address = net.isIPv6(server.host) ? `[${server.host}]:${server.port}` : `${server.host}:${server.port}`;
+    this.conns = [];
+    this.free = [];
+    this.connections = lanes;
+  }
+
+  open() {
+    return new Promise((resolve, reject) => {
+      const socket = tls.connect({
+        host: this.server.host,
+        port: this.server.port,
+        servername: sniOf(this.serverName),
+        secureContext: this.context,
+        checkServerIdentity: checkServerName(this.serverName),
+        ALPNProtocols: [ALPN],
+      });
+      socket.setNoDelay(true);
+      const onError = (e) => {
+        socket.destroy();
+        if (looksLikeTls(e)) reject(new OpError(code.TLS, handshakeMessage(this.address, this.serverName, `${e.code ? `${e.code}: ` : ''}${e.message}`)));
+        else reject(new OpError(code.CONNECT, `cannot connect to ${this.address}: ${e.message}`));
+      };
+      socket.once('error', onError);
+      socket.once('secureConnect', () => {
+        socket.off('error', onError);
+        if (socket.alpnProtocol !== ALPN) {
+          socket.destroy();
+          reject(new OpError(code.TLS, handshakeMessage(this.address, this.serverName, `the server chose ALPN ${JSON.stringify(socket.alpnProtocol)}, not ${ALPN}`)));
+          return;
+        }
+        socket.on('error', () => {});
+        resolve(new Connection(socket));
+      });
+    });
+  }
+
+  /** Opens one connection per lane, concurrently. */
+  async connect() {
+    const opened = await Promise.allSettled(Array.from({ length: this.lanes }, () => this.open()));
+    this.conns = opened.filter((r) => r.status === 'fulfilled').map((r) => r.value);
+    const failed = opened.find((r) => r.status === 'rejected');
+    if (failed) {
+      await this.close();
+      throw failed.reason;
+    }
+    for (let lane = this.lanes - 1; lane >= 0; lane--) this.free.push(lane);
+  }
+
+  /** Backpressure: a call starts when a connection of the pool is free. */
+  acquire() {
+    return this.free.length > 0 ? this.free.pop() : -1;
+  }
+
+  release(lane) {
+    this.free.push(lane);
+  }
+
+  async call(lane, seq) {
+    const conn = this.conns[lane];
+    if (conn.broken) throw new OpError(code.CONNECT, 'the connection broke in an earlier call');
+    try {
+      return await nativeCall(conn.reader, conn.io, this.work, seq, false);
+    } catch (e) {
+      conn.broken = true;
+      conn.socket.destroy();
+      throw e;
+    }
+  }
+
+  async saturate(lane, sender, clock) {
+    const conn = this.conns[lane];
+    try {
+      await nativeSaturate(conn.reader, conn.io, this.work, sender, clock, false);
+    } catch (e) {
+      conn.broken = true;
+      conn.socket.destroy();
+      throw e;
+    }
+  }
+
+  /** TLS close_notify, then FIN, on every connection. */
+  async close() {
+    for (const conn of this.conns) conn.socket.end();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+
+/** Starts a tcp server on `listen`; resolves to {address, close()}; rejects if it cannot bind. */
+export async function startTcpServer({ listen, certPem, keyPem, counters }) {
+  const sockets = new Set();
+  const server = tls.createServer(
+    { ...serverContextOptions(certPem, keyPem), ALPNProtocols: [ALPN], noDelay: true, handshakeTimeout: 10_000 },
+    async (socket) => {
+      sockets.add(socket);
+      socket.setNoDelay(true);
+      socket.on('error', () => {});
+      socket.on('close', () => sockets.delete(socket));
+      const conn = new Connection(socket);
+      try {
+        while (await serveCall(conn.reader, conn.io, counters));
+      } catch (e) {
+        warn(`serving a connection failed: ${e?.stack ?? e}`);
+      }
+      socket.end();
+    },
+  );
+  server.on('tlsClientError', (e) => warn(`a TLS handshake failed: ${e.message}`));
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host: listen.host, port: listen.port, ipv6Only: net.isIPv6(listen.host) }, resolve);
+  });
+  const { address, port } = server.address();
+  return {
+    address: net.isIPv6(address) ? `[${address}]:${port}` : `${address}:${port}`,
+    async close() {
+      server.close();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}

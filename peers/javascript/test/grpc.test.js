@@ -1,0 +1,58 @@
+// The grpc server's validation duty, in process: malformed calls get INVALID_ARGUMENT and the
+// server keeps serving well-formed ones.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { test } from 'node:test';
+import grpc from '@grpc/grpc-js';
+import { GrpcClient, startGrpcServer } from '../src/stacks/grpc.js';
+import { ServerCounters } from '../src/stacks/native.js';
+import { KIND, request } from '../src/workload.js';
+
+const fixture = (name) => fs.readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
+
+test('the grpc server refuses malformed calls with INVALID_ARGUMENT and serves on', async () => {
+  const counters = new ServerCounters();
+  const server = await startGrpcServer({ listen: { host: '127.0.0.1', port: 0 }, certPem: fixture('ip.pem'), keyPem: fixture('ip.key'), counters });
+  const port = Number(server.address.split(':')[1]);
+  const work = { shape: 'unary', kind: KIND.zeros, requestSize: 8, responseSize: 8, messages: 3 };
+  const good = new GrpcClient({ server: { host: '127.0.0.1', port }, serverName: '127.0.0.1', caPem: fixture('ca.pem'), work });
+  await good.connect();
+  const raw = good.client;
+  const unary = (message) => new Promise((resolve) => raw.Unary(message, (err) => resolve(err)));
+  const stream = (method, messages) => new Promise((resolve) => {
+    const call = method === 'ClientStream' ? raw.ClientStream((err) => resolve(err)) : raw.Bidi();
+    if (method === 'Bidi') {
+      call.on('data', () => {});
+      call.on('error', () => {});
+      call.on('status', (s) => resolve(s.code === 0 ? null : s));
+    }
+    for (const m of messages) call.write(m);
+    call.end();
+  });
+  const cases = [
+    [await unary({ seq: 1, payload: Buffer.from([0, 0, 1]) }), /byte 2/],
+    [await unary({ seq: 1, responseSize: 16 * 1024 * 1024 + 1 }), /above the maximum/],
+    [await stream('ClientStream', []), /at least one request/],
+    [await stream('ClientStream', [request(KIND.zeros, 0, 4, 4, 0), request(KIND.zeros, 2, 4, 4, 0)]), /seq 2, expected 1/],
+    [await stream('Bidi', [request(KIND.zeros, 0, 4, 4, 0), request(KIND.zeros, 1, 5, 4, 0)]), /payload length 5/],
+    [await new Promise((resolve) => {
+      const call = raw.ServerStream({ seq: 1, responseMessages: 0 });
+      call.on('data', () => {});
+      call.on('error', () => {});
+      call.on('status', (s) => resolve(s));
+    }), /response_messages 0/],
+  ];
+  for (const [err, pattern] of cases) {
+    assert.equal(err?.code, grpc.status.INVALID_ARGUMENT, JSON.stringify(err?.details));
+    assert.match(err.details, pattern);
+  }
+  assert.equal(counters.rejected, cases.length);
+  for (const shape of ['unary', 'client_stream', 'server_stream', 'bidi']) {
+    for (const kind of [KIND.zeros, KIND.structured]) {
+      good.work = { ...work, shape, kind, requestSize: 64, responseSize: 64 };
+      assert.ok(await good.call(0, 5));
+    }
+  }
+  await good.close();
+  await server.close();
+});

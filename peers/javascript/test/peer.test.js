@@ -1,0 +1,226 @@
+// The peer as the controller sees it: a process with events on stdout and commands on stdin
+// (docs/peer-protocol.md "Lifecycle"). Every stack against itself, loopback only.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import readline from 'node:readline';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const PEER = fileURLToPath(new URL('../bin/rpcarena-peer-javascript', import.meta.url));
+const FIX = (name) => fileURLToPath(new URL(`./fixtures/${name}`, import.meta.url));
+
+class Peer {
+  constructor(args) {
+    this.child = spawn(PEER, args, { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.stderr = '';
+    this.child.stderr.on('data', (d) => {
+      this.stderr += d;
+    });
+    this.lines = [];
+    this.waiters = [];
+    readline.createInterface({ input: this.child.stdout }).on('line', (line) => {
+      const waiter = this.waiters.shift();
+      if (waiter) waiter(line);
+      else this.lines.push(line);
+    });
+    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
+  }
+
+  /** The next event (parsed), failing after `ms`. */
+  async next(ms = 20_000) {
+    const line = this.lines.length > 0
+      ? this.lines.shift()
+      : await Promise.race([
+        new Promise((resolve) => this.waiters.push(resolve)),
+        new Promise((_, reject) => setTimeout(() => reject(new Error(`no event in ${ms} ms; stderr: ${this.stderr}`)), ms)),
+      ]);
+    const event = JSON.parse(line);
+    assert.equal(event.protocol, 1);
+    return event;
+  }
+
+  send(line) {
+    this.child.stdin.write(`${line}\n`);
+  }
+
+  end() {
+    this.child.stdin.end();
+  }
+}
+
+function server(stack, extra = []) {
+  return new Peer(['server', '--stack', stack, '--listen', '127.0.0.1:0', '--cert', FIX('ip.pem'), '--key', FIX('ip.key'), ...extra]);
+}
+
+function client(stack, address, overrides = {}) {
+  const args = {
+    '--stack': stack, '--server': address, '--server-name': '127.0.0.1', '--ca': FIX('ca.pem'),
+    '--shape': 'unary', '--concurrency': '2', '--request-size': '64', '--response-size': '64',
+    '--messages-per-stream': '4', '--load': 'closed', '--warmup-ms': '50', '--window-ms': '300', '--drain-ms': '2000',
+    ...overrides,
+  };
+  return new Peer(['client', ...Object.entries(args).filter(([, v]) => v !== undefined).flat()]);
+}
+
+async function expectError(peer, phase, code, exit) {
+  const event = await peer.next();
+  assert.equal(event.event, 'error', JSON.stringify(event));
+  assert.deepEqual([event.phase, event.code], [phase, code], event.message);
+  assert.equal(await peer.exited, exit);
+  return event;
+}
+
+test('capabilities: one line, revision 1.1, every stack declared in both roles', async () => {
+  const peer = new Peer(['capabilities']);
+  const caps = await peer.next();
+  assert.equal(await peer.exited, 0);
+  assert.equal(caps.event, 'capabilities');
+  assert.equal(caps.revision, '1.1');
+  assert.equal(caps.language, 'javascript');
+  for (const role of ['client', 'server']) {
+    assert.deepEqual(caps.roles[role].map((e) => e.stack), ['grpc', 'quic', 'tcp']);
+    for (const entry of caps.roles[role]) {
+      assert.deepEqual(entry.payloads, ['zeros', 'structured']);
+      assert.ok(Array.isArray(entry.deviations) && typeof entry.settings.runtime === 'string');
+      assert.equal(entry.load_models.length, role === 'client' ? 5 : 0);
+    }
+  }
+  assert.equal(peer.lines.length, 0);
+});
+
+test('bad arguments and unreadable files are config errors with exit 2', async () => {
+  await expectError(new Peer(['client', '--stack', 'grpc']), 'startup', 'config', 2);
+  await expectError(client('grpc', '127.0.0.1:1', { '--concurrency': '0' }), 'startup', 'config', 2);
+  await expectError(client('grpc', '127.0.0.1:1', { '--ca': '/nonexistent/ca.pem' }), 'startup', 'config', 2);
+  await expectError(server('grpc', ['--stack', 'quic']), 'startup', 'config', 2);
+  await expectError(new Peer(['nonsense']), 'startup', 'config', 2);
+});
+
+test('a server that cannot bind fails in listen with config, exit 1', async () => {
+  const peer = new Peer(['server', '--stack', 'tcp', '--listen', '192.0.2.1:0', '--cert', FIX('ip.pem'), '--key', FIX('ip.key')]);
+  await expectError(peer, 'listen', 'config', 1);
+});
+
+test('a server refuses START and unknown lines, and stops at the end of stdin', async () => {
+  const a = server('tcp');
+  assert.equal((await a.next()).event, 'ready');
+  a.send('START');
+  await expectError(a, 'serve', 'protocol', 1);
+  const b = server('grpc');
+  assert.equal((await b.next()).event, 'ready');
+  b.send('HELLO');
+  await expectError(b, 'serve', 'protocol', 1);
+  const c = server('quic');
+  assert.equal((await c.next()).event, 'ready');
+  c.end();
+  const stopped = await c.next();
+  assert.equal(stopped.event, 'stopped');
+  assert.equal(stopped.counters.rpcs, '0');
+  assert.equal(await c.exited, 0);
+});
+
+for (const stack of ['grpc', 'quic', 'tcp']) {
+  test(`${stack}: a whole sample between two JavaScript peers, and a second START`, async () => {
+    const s = server(stack);
+    const ready = await s.next();
+    assert.equal(ready.event, 'ready');
+    assert.equal(ready.pid, s.child.pid);
+    const c = client(stack, ready.address, { '--shape': 'bidi', '--payload': 'structured' });
+    const armed = await c.next();
+    assert.equal(armed.event, 'armed', JSON.stringify(armed));
+    assert.equal(armed.lanes, 2);
+    assert.equal(armed.connections, stack === 'tcp' ? 2 : 1);
+    c.send('START');
+    const sample = await c.next();
+    assert.equal(sample.event, 'sample');
+    assert.equal(sample.failed, '0');
+    const completed = Number(sample.completed);
+    assert.ok(completed > 0);
+    assert.equal(sample.requests, String(completed * 4));
+    assert.equal(sample.response_bytes, String(completed * 4 * 64));
+    assert.equal(sample.window_ns, '300000000');
+    assert.equal(sample.intervals.length, 1);
+    assert.equal(sample.intervals[0].completed, sample.completed);
+    c.send('START');
+    await expectError(c, 'shutdown', 'protocol', 1);
+    s.send('SHUTDOWN');
+    const stopped = await s.next();
+    assert.equal(stopped.event, 'stopped');
+    assert.equal(stopped.counters.rejected, '0');
+    assert.ok(Number(stopped.counters.rpcs) >= completed + 1);
+    assert.equal(await s.exited, 0);
+  });
+
+  test(`${stack}: the wrong CA is a tls failure in connect`, async () => {
+    const s = server(stack);
+    const ready = await s.next();
+    const c = client(stack, ready.address, { '--ca': FIX('other-ca.pem') });
+    const error = await expectError(c, 'connect', 'tls', 1);
+    assert.match(error.message, /TLS handshake with .* failed/);
+    s.end();
+    assert.equal(await s.exited, 0);
+  });
+}
+
+test('client lifecycle: START before armed is a protocol error; SHUTDOWN while armed stops', async () => {
+  const s = server('grpc');
+  const ready = await s.next();
+  const early = client('grpc', ready.address, { '--warmup-ms': '3000' });
+  early.send('START');
+  const error = await early.next();
+  assert.equal(error.event, 'error');
+  assert.equal(error.code, 'protocol');
+  assert.ok(['connect', 'validate', 'warmup'].includes(error.phase), error.phase);
+  assert.equal(await early.exited, 1);
+  const armed = client('grpc', ready.address);
+  assert.equal((await armed.next()).event, 'armed');
+  armed.send('SHUTDOWN');
+  assert.deepEqual(await armed.next(), { protocol: 1, event: 'stopped' });
+  assert.equal(await armed.exited, 0);
+  const measuring = client('grpc', ready.address, { '--window-ms': '10000' });
+  assert.equal((await measuring.next()).event, 'armed');
+  measuring.send('START');
+  measuring.end();
+  const started = Date.now();
+  assert.equal((await measuring.next()).event, 'stopped');
+  assert.ok(Date.now() - started < 1000, 'stops at once during the window');
+  assert.equal(await measuring.exited, 0);
+  s.send('SHUTDOWN');
+  assert.equal((await s.next()).event, 'stopped');
+});
+
+test('open, window, backpressure and send-saturation samples carry their fields', async () => {
+  const s = server('tcp');
+  const ready = await s.next();
+  const cases = [
+    [{ '--load': 'open', '--rate': '200', '--arrival': 'poisson', '--seed': '3' }, (e) => {
+      assert.equal(e.target_rate, 200);
+      assert.equal(typeof e.fell_behind, 'boolean');
+      assert.ok(Number(e.offered) >= 50);
+      assert.ok(e.uncorrected_histogram.startsWith('HISTFAAA') && e.send_lag_histogram.startsWith('HISTFAAA'));
+    }],
+    [{ '--load': 'window', '--in-flight': '3', '--concurrency': '3' }, (e) => assert.equal(e.max_in_flight, '3')],
+    [{ '--load': 'backpressure', '--max-in-flight': '5' }, (e) => assert.ok(Number(e.max_in_flight) <= 2)],
+    [{ '--load': 'send-saturation', '--streams': '2', '--settle-ms': '2000', '--shape': 'client_stream' }, (e) => {
+      assert.equal(e.max_in_flight, '2');
+      assert.equal(e.received, e.completed);
+      assert.equal(e.sent, e.completed);
+      assert.equal(e.responses, '2');
+    }],
+  ];
+  for (const [overrides, check] of cases) {
+    const c = client('tcp', ready.address, overrides);
+    const armed = await c.next();
+    assert.equal(armed.event, 'armed', JSON.stringify(armed));
+    c.send('START');
+    const sample = await c.next();
+    assert.equal(sample.event, 'sample');
+    assert.equal(sample.failed, '0', sample.first_failure);
+    assert.equal(sample.load, overrides['--load']);
+    check(sample);
+    c.end();
+    assert.equal((await c.next()).event, 'stopped');
+  }
+  s.end();
+  assert.equal((await s.next()).event, 'stopped');
+});
