@@ -12,6 +12,8 @@ const grpc_channel_args *grpc_peer_channel_args(const char *server_name);
 
 /* How many sockets the mutator tuned, and how many refused cubic. */
 unsigned grpc_mutated_sockets(void);
+/* How many OpenSSL contexts grpc_openssl.c set to TLS 1.3 + X25519 (0: it never ran). */
+unsigned grpc_tls_contexts_adjusted(void);
 
 /* grpc_status_code name, e.g. "INVALID_ARGUMENT". */
 const char *grpc_status_name(grpc_status_code code);
