@@ -572,8 +572,7 @@ static void wait_phase(gclient *cl, const phase_t *p) {
     pthread_mutex_lock(&cl->mu);
     while (atomic_load(&cl->active) > 0) {
         uint64_t until = cancelled ? now_ns() + 100 * NS_PER_MS : p->drain_end;
-        struct timespec ts = {(time_t)(until / NS_PER_SEC), (long)(until % NS_PER_SEC)};
-        int rc = pthread_cond_timedwait(&cl->cv, &cl->mu, &ts);
+        int rc = cond_wait_until(&cl->cv, &cl->mu, until);
         if (rc != 0 && now_ns() >= p->drain_end && !cancelled) {
             pthread_mutex_unlock(&cl->mu);
             cancel_late(cl);
@@ -618,9 +617,7 @@ static void run_open(gclient *cl, const phase_t *p, tally_t *out) {
             pthread_mutex_lock(&cl->mu);
             atomic_store(&cl->gen_waiting, true);
             while (atomic_load(&cl->in_flight) >= cap && now_ns() < p->deadline) {
-                uint64_t until = now_ns() + NS_PER_MS;
-                struct timespec ts = {(time_t)(until / NS_PER_SEC), (long)(until % NS_PER_SEC)};
-                pthread_cond_timedwait(&cl->cv, &cl->mu, &ts);
+                cond_wait_until(&cl->cv, &cl->mu, now_ns() + NS_PER_MS);
             }
             atomic_store(&cl->gen_waiting, false);
             pthread_mutex_unlock(&cl->mu);
@@ -823,7 +820,7 @@ bool grpc_client_new(const client_args *a, const workload_t *w, const char *ca_p
         return false;
     }
     pthread_mutex_init(&cl->mu, NULL);
-    pthread_cond_init(&cl->cv, NULL);
+    cond_init_monotonic(&cl->cv);
     out->self = cl;
     out->connect = do_connect;
     out->run = run_phase;

@@ -157,3 +157,16 @@ bool all_zero(const uint8_t *p, size_t n) {
         if (p[i]) return false;
     return true;
 }
+
+void cond_init_monotonic(pthread_cond_t *cv) {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns) {
+    struct timespec ts = {(time_t)(deadline_ns / NS_PER_SEC), (long)(deadline_ns % NS_PER_SEC)};
+    return pthread_cond_timedwait(cv, mu, &ts);
+}

@@ -68,6 +68,12 @@ static inline const uint8_t *buf_head(const buf_t *b) { return b->data + b->off;
 void buf_compact(buf_t *b);
 void buf_free(buf_t *b);
 
+/* A condition variable whose timed waits take CLOCK_MONOTONIC deadlines (like now_ns). */
+#include <pthread.h>
+void cond_init_monotonic(pthread_cond_t *cv);
+/* Waits until signalled or the monotonic deadline (ns); returns pthread_cond_timedwait's code. */
+int cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline_ns);
+
 /* Reads a whole file (at most max bytes) into a NUL-terminated heap string. */
 char *read_file(const char *path, size_t max, size_t *len_out, char *err, size_t errlen);
 
