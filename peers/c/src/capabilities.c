@@ -38,13 +38,8 @@ static const char *const SHAPES[] = {"unary", "client_stream", "server_stream", 
 static const char *const MODELS[] = {"closed", "window", "backpressure", "send-saturation", "open"};
 static const char *const PAYLOADS[] = {"zeros", "structured"};
 static const char *const TLS13[] = {"1.3"};
-static const char *const TLS12_13[] = {"1.2", "1.3"};
 static const char *const X25519[] = {"x25519"};
-/* OpenSSL 3.0's default groups, which gRPC core 1.51 leaves in place (probed with openssl
- * s_client against this peer's server, see README "Declared deviations"). */
-static const char *const OPENSSL_GROUPS[] = {"x25519", "secp256r1", "x448", "secp521r1",
-                                             "secp384r1", "ffdhe2048", "ffdhe3072",
-                                             "ffdhe4096", "ffdhe6144", "ffdhe8192"};
+/* OpenSSL 3.0's TLS 1.3 suites in its default order (gRPC core leaves them alone). */
 static const char *const OPENSSL_CIPHERS[] = {"TLS_AES_256_GCM_SHA384",
                                               "TLS_CHACHA20_POLY1305_SHA256",
                                               "TLS_AES_128_GCM_SHA256"};
@@ -52,12 +47,10 @@ static const char *const GNUTLS_CIPHERS[] = {"TLS_AES_256_GCM_SHA384", "TLS_AES_
                                              "TLS_CHACHA20_POLY1305_SHA256"};
 
 static const char *const GRPC_DEVIATIONS[] = {
-    "TLS versions: TLS 1.3 only required; gRPC core 1.51's C API has no TLS version setting "
-    "(grpc_ssl_credentials_create and grpc_tls_credentials_options expose none), so gRPC's "
-    "default range TLS 1.2 to 1.3 is used and TLS 1.3 is what two peers of this project negotiate",
-    "TLS key exchange: X25519 only required; gRPC core 1.51's C API cannot choose groups, so "
-    "OpenSSL 3.0's default list is offered (x25519 first: every peer of this project negotiates "
-    "x25519)",
+    "HTTP/2 connection window: 16777216 required; gRPC core 1.51 has no connection-window "
+    "setting: it starts at HTTP/2's 65535 and raises it to its target (the 16 MiB initial stream "
+    "window) by WINDOW_UPDATE when the first data arrives, i.e. during the validation operation, "
+    "before any measured call",
 };
 
 static const char *const QUIC_DEVIATIONS[] = {
@@ -87,13 +80,13 @@ static void settings(json_t *j, int stack, unsigned cpus) {
     char runtime[160];
     json_open_obj(j, "settings");
     if (stack == 0) {
-        strings(j, "tls_versions", ARR(TLS12_13));
-        strings(j, "tls_groups", ARR(OPENSSL_GROUPS));
+        strings(j, "tls_versions", ARR(TLS13));
+        strings(j, "tls_groups", ARR(X25519));
         strings(j, "tls_ciphers", ARR(OPENSSL_CIPHERS));
         json_bool(j, "tls_resumption", false);
         json_str(j, "alpn", "h2");
         json_int(j, "stream_window", FLOW_WINDOW);
-        json_int(j, "connection_window", FLOW_WINDOW);
+        json_str(j, "connection_window", "65535 until the first data, then 16777216");
         json_bool(j, "bdp_probing", false);
         json_int(j, "max_concurrent_streams", MAX_CONCURRENT_STREAMS);
         json_int(j, "max_message_bytes", MAX_MESSAGE);
@@ -103,6 +96,11 @@ static void settings(json_t *j, int stack, unsigned cpus) {
         json_str(j, "compression", "none");
         json_int(j, "max_frame_size", 16384);
         json_bool(j, "retries", false);
+        json_str(j, "tls_settings_by",
+                 "OpenSSL SSL_CTX_ctrl interposed by the peer (gRPC core 1.51's C API has no TLS "
+                 "version or group setting and pins P-256): TLS 1.3 only, X25519 only, no tickets, "
+                 "no session cache");
+        json_str(j, "tcp_settings_by", "gRPC core socket mutator (GRPC_ARG_SOCKET_MUTATOR)");
         snprintf(runtime, sizeof runtime,
                  "%u worker threads (one per CPU), each polling its own gRPC completion queue", cpus);
         json_str(j, "runtime", runtime);

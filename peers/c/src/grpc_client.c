@@ -29,7 +29,7 @@
 
 #define CONNECT_BOUND_NS (30ULL * NS_PER_SEC)
 
-enum { TAG_SEND, TAG_RECV, TAG_FINAL, TAG_STATUS, TAG_SIM, TAG_WATCH };
+enum { TAG_SEND, TAG_RECV, TAG_FINAL, TAG_STATUS };
 
 struct gop;
 typedef struct {
@@ -50,7 +50,7 @@ typedef struct gop {
     uint64_t intended, start, seq;
     uint32_t lane, lane_ops;
     bool dynamic; /* allocated per operation (open, backpressure); else a lane's own */
-    gtag tsend, trecv, tfinal, tstatus, tsim;
+    gtag tsend, trecv, tfinal, tstatus;
     grpc_metadata_array imd, tmd;
     grpc_status_code status;
     grpc_slice details;
@@ -95,7 +95,6 @@ typedef struct gclient {
     atomic_ulong next_seq;
     atomic_uint rr;
     atomic_bool stop_starting;
-    atomic_bool parked; /* backpressure: the submitter waits for the cap */
     atomic_bool gen_waiting;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -353,29 +352,6 @@ static void on_status(gop *op, bool ok) {
 
 static gop *new_dynamic(gclient *cl, uint64_t intended, uint64_t start);
 
-/* Backpressure: the transport took a call's headers (its SEND_INITIAL_METADATA completed, which
- * gRPC core does once the HTTP/2 stream exists), so the submitter may start the next call. */
-static void on_headers_taken(gop *op, bool ok) {
-    gclient *cl = op->cl;
-    uint64_t now = now_ns();
-    if (!ok) atomic_store(&cl->stop_starting, true);
-    if (atomic_load(&cl->stop_starting) || now >= cl->ph->deadline) {
-        active_dec(cl); /* the submitter ends */
-        return;
-    }
-    if (atomic_load(&cl->in_flight) >= (long)cl->a->max_in_flight) {
-        atomic_store(&cl->parked, true);
-        /* an operation may have finished before parked was visible */
-        bool expect = true;
-        if (atomic_load(&cl->in_flight) >= (long)cl->a->max_in_flight ||
-            !atomic_compare_exchange_strong(&cl->parked, &expect, false))
-            return;
-        now = now_ns();
-    }
-    atomic_fetch_add(&cl->active, 1);
-    op_start(new_dynamic(cl, now, now));
-}
-
 static void handle(gtag *tag, bool ok) {
     gop *op = tag->op;
     atomic_fetch_sub(&op->pending, 1);
@@ -384,7 +360,6 @@ static void handle(gtag *tag, bool ok) {
     case TAG_RECV: on_recv(op, ok); break;
     case TAG_FINAL: on_final(op, ok); break;
     case TAG_STATUS: on_status(op, ok); break;
-    case TAG_SIM: on_headers_taken(op, ok); break;
     }
     if (op->status_done && atomic_load(&op->pending) == 0) op_finish(op);
 }
@@ -433,7 +408,6 @@ static void op_start(gop *op) {
     op->trecv = (gtag){op, TAG_RECV};
     op->tfinal = (gtag){op, TAG_FINAL};
     op->tstatus = (gtag){op, TAG_STATUS};
-    op->tsim = (gtag){op, TAG_SIM};
     grpc_metadata_array_init(&op->imd);
     grpc_metadata_array_init(&op->tmd);
     op->details = grpc_empty_slice();
@@ -453,16 +427,8 @@ static void op_start(gop *op) {
                                         gpr_inf_future(GPR_CLOCK_REALTIME), NULL);
     list_add(op->wk, op);
     op->msg_start = now_ns();
-    bool bp = p->load == LOAD_BACKPRESSURE && p->kind != RUN_VALIDATE;
-    /* count every first batch before starting any (see start_batch) */
-    atomic_store(&op->pending, bp ? 3 : 2);
-    if (bp) {
-        grpc_op o;
-        memset(&o, 0, sizeof o);
-        o.op = GRPC_OP_SEND_INITIAL_METADATA;
-        op->first_send = false;
-        start_batch(op, &o, 1, &op->tsim, true);
-    }
+    /* count both first batches before starting either (see start_batch) */
+    atomic_store(&op->pending, 2);
     if (!send_request(op, true)) {
         atomic_fetch_sub(&op->pending, 1);
         op->failed = true;
@@ -534,16 +500,14 @@ static void op_finish(gop *op) {
     free(op->sat_lat);
     free(op);
     if (p->load == LOAD_BACKPRESSURE) {
+        /* the submitter: gRPC core takes a new call at once (it queues what the server's
+         * stream credit cannot carry yet, and its C API has no readiness signal), so the next
+         * call starts as soon as one ends, within the cap and the server's stream credit */
         if (failed) atomic_store(&cl->stop_starting, true);
-        bool expect = true;
-        if (atomic_load(&cl->parked) && atomic_compare_exchange_strong(&cl->parked, &expect, false)) {
-            uint64_t now = now_ns();
-            if (!atomic_load(&cl->stop_starting) && now < p->deadline) {
-                atomic_fetch_add(&cl->active, 1);
-                op_start(new_dynamic(cl, now, now));
-            } else {
-                active_dec(cl); /* the parked submitter ends */
-            }
+        uint64_t now = now_ns();
+        if (!atomic_load(&cl->stop_starting) && now < p->deadline) {
+            atomic_fetch_add(&cl->active, 1);
+            op_start(new_dynamic(cl, now, now));
         }
     } else if (p->load == LOAD_OPEN && atomic_load(&cl->gen_waiting)) {
         signal_main(cl);
@@ -643,7 +607,6 @@ static void run_phase(void *self, const phase_t *p, tally_t *out) {
     atomic_store(&cl->max_in_flight, 0);
     atomic_store(&cl->next_seq, 0);
     atomic_store(&cl->stop_starting, false);
-    atomic_store(&cl->parked, false);
     atomic_store(&cl->active, 0);
     uint64_t now = now_ns();
     uint32_t lanes = p->kind == RUN_VALIDATE ? 1 : client_lanes(cl->a);
@@ -667,10 +630,16 @@ static void run_phase(void *self, const phase_t *p, tally_t *out) {
             start_lane_op(cl, op, now_ns());
         }
         break;
-    case LOAD_BACKPRESSURE:
-        atomic_store(&cl->active, 2); /* the submitter, and its first operation */
-        op_start(new_dynamic(cl, now, now));
+    case LOAD_BACKPRESSURE: {
+        uint32_t cap = cl->a->max_in_flight < MAX_CONCURRENT_STREAMS ? cl->a->max_in_flight : MAX_CONCURRENT_STREAMS;
+        for (uint32_t i = 0; i < cap && !atomic_load(&cl->stop_starting); i++) {
+            now = now_ns();
+            if (now >= p->deadline) break;
+            atomic_fetch_add(&cl->active, 1);
+            op_start(new_dynamic(cl, now, now));
+        }
         break;
+    }
     case LOAD_OPEN:
         run_open(cl, p, out);
         break;

@@ -638,8 +638,11 @@ static void on_conn_close(qconn *c) {
     pthread_mutex_lock(&cl->mu);
     if (!cl->connected) {
         cl->conn_failed = true;
-        fail_set(&cl->conn_failure, tls ? CODE_TLS : CODE_CONNECT, "%s with %s: %s",
-                 tls ? "TLS handshake" : "connecting", cl->a->server, cl->conn_error);
+        if (tls)
+            fail_set(&cl->conn_failure, CODE_TLS, "TLS handshake with %s failed (TLS certificate/handshake error): %s",
+                     cl->a->server, cl->conn_error);
+        else
+            fail_set(&cl->conn_failure, CODE_CONNECT, "connecting to %s failed: %s", cl->a->server, cl->conn_error);
     }
     pthread_cond_broadcast(&cl->cv);
     pthread_mutex_unlock(&cl->mu);

@@ -416,7 +416,7 @@ static void conn_fail(qconn *c, int rv, const char *what) {
         char why[400];
         quic_tls_failure(c->tls, why, sizeof why);
         c->tls_error = true;
-        snprintf(c->error, sizeof c->error, "TLS handshake failed (TLS certificate/handshake error): %s", why);
+        snprintf(c->error, sizeof c->error, "%s", why);
         ngtcp2_connection_close_error_set_transport_error_tls_alert(&c->last_error, ngtcp2_conn_get_tls_alert(c->conn), NULL, 0);
     } else if (rv == NGTCP2_ERR_DRAINING || rv == NGTCP2_ERR_CLOSING) {
         ngtcp2_connection_close_error ce;
@@ -428,7 +428,7 @@ static void conn_fail(qconn *c, int rv, const char *what) {
             (ce.error_code & 0xff00) == 0x0100) {
             c->tls_error = true;
             snprintf(c->error, sizeof c->error,
-                     "TLS handshake failed (TLS certificate/handshake error): the server sent TLS alert %u%s%.*s",
+                     "the server sent TLS alert %u%s%.*s",
                      (unsigned)(ce.error_code & 0xff), ce.reasonlen ? ": " : "", (int)ce.reasonlen,
                      ce.reason ? (const char *)ce.reason : "");
         } else {
