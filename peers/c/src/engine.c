@@ -141,6 +141,27 @@ void tally_merge(tally_t *into, const tally_t *from) {
     if (from->max_in_flight > into->max_in_flight) into->max_in_flight = from->max_in_flight;
 }
 
+void tally_operation(tally_t *t, const phase_t *p, const op_record *r) {
+    if (!r->saturating) {
+        if (r->failed) tally_fail(t, r->end, 1, r->fail);
+        else tally_ok(t, p, r->intended, r->start, r->end, r->requests, r->responses, r->request_bytes,
+                      r->response_bytes);
+        return;
+    }
+    t->sent += r->sent;
+    if (r->failed) {
+        tally_fail(t, r->end, r->sent ? r->sent : 1, r->fail);
+        return;
+    }
+    for (uint64_t i = 0; i < r->sent; i++) tally_message(t, p, r->starts[i], r->latencies[i]);
+    t->received += r->sent;
+    t->requests += r->sent;
+    t->request_bytes += r->request_bytes;
+    t->responses += 1;
+    t->response_bytes += r->response_bytes;
+    if (r->end > t->last_end) t->last_end = r->end;
+}
+
 uint64_t tally_drain_ns(const tally_t *t, const phase_t *p) {
     if (t->last_end <= p->deadline) return 0;
     uint64_t d = t->last_end - p->deadline;

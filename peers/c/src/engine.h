@@ -55,6 +55,23 @@ void tally_fail(tally_t *t, uint64_t end, uint64_t count, const failure_t *f);
 void tally_message(tally_t *t, const phase_t *p, uint64_t start, uint64_t latency);
 void tally_merge(tally_t *into, const tally_t *from);
 
+/* How one operation ended, as both stacks' clients report it. */
+typedef struct {
+    bool failed;
+    const failure_t *fail;
+    uint64_t intended, start, end;
+    uint32_t requests, responses;
+    uint64_t request_bytes, response_bytes;
+    /* send-saturation: the stream's messages (each one's start and latency) */
+    bool saturating;
+    uint64_t sent;
+    const uint64_t *starts, *latencies;
+} op_record;
+
+/* Records an operation: completed or failed; send-saturation counts per message, and a failed
+ * stream fails every message it sent (at least one). */
+void tally_operation(tally_t *t, const phase_t *p, const op_record *r);
+
 /* drain_ns: from the deadline to the last end, capped at the bound. */
 uint64_t tally_drain_ns(const tally_t *t, const phase_t *p);
 

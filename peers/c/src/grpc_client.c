@@ -460,27 +460,13 @@ static void op_finish(gop *op) {
     if (atomic_load(&op->timed_out) && end > p->drain_end) end = p->drain_end;
     list_remove(wk, op);
     op_release(op);
-    tally_t *t = &wk->tally;
     const workload_t *w = cl->w;
-    if (op->saturating) {
-        t->sent += op->sat_sent;
-        if (op->failed) {
-            tally_fail(t, end, op->sat_sent ? op->sat_sent : 1, &op->fail);
-        } else {
-            for (uint64_t i = 0; i < op->sat_sent; i++) tally_message(t, p, op->sat_starts[i], op->sat_lat[i]);
-            t->received += op->sat_sent;
-            t->requests += op->sat_sent;
-            t->request_bytes += op->sat_sent * w->request_size;
-            t->responses += 1;
-            t->response_bytes += op->sat_response_bytes;
-            if (end > t->last_end) t->last_end = end;
-        }
-    } else if (op->failed) {
-        tally_fail(t, end, 1, &op->fail);
-    } else {
-        tally_ok(t, p, op->intended, op->start, end, op->core.n_req, op->core.n_resp,
-                 (uint64_t)op->core.n_req * w->request_size, op->core.response_bytes);
-    }
+    uint64_t sent = op->saturating ? op->sat_sent : op->core.n_req;
+    op_record r = {op->failed, &op->fail, op->intended, op->start, end, op->core.n_req, op->core.n_resp,
+                   sent * w->request_size,
+                   op->saturating ? op->sat_response_bytes : op->core.response_bytes,
+                   op->saturating, op->sat_sent, op->sat_starts, op->sat_lat};
+    tally_operation(&wk->tally, p, &r);
     atomic_fetch_sub(&cl->in_flight, 1);
 
     if (!op->dynamic) {

@@ -351,27 +351,13 @@ static void op_done(qop *op, uint64_t end) {
     op->done = true;
     list_del(op);
     cl->in_flight--;
-    tally_t *t = &cl->out[0];
     const workload_t *w = cl->w;
-    if (op->saturating) {
-        t->sent += op->sat_sent;
-        if (op->failed) {
-            tally_fail(t, end, op->sat_sent ? op->sat_sent : 1, &op->fail);
-        } else {
-            for (uint64_t i = 0; i < op->sat_sent; i++) tally_message(t, p, op->sat_starts[i], op->sat_lat[i]);
-            t->received += op->sat_sent;
-            t->requests += op->sat_sent;
-            t->request_bytes += op->sat_sent * w->request_size;
-            t->responses += 1;
-            t->response_bytes += op->sat_response_bytes;
-            if (end > t->last_end) t->last_end = end;
-        }
-    } else if (op->failed) {
-        tally_fail(t, end, 1, &op->fail);
-    } else {
-        tally_ok(t, p, op->intended, op->start, end, op->core.n_req, op->core.n_resp,
-                 (uint64_t)op->core.n_req * w->request_size, op->core.response_bytes);
-    }
+    uint64_t sent = op->saturating ? op->sat_sent : op->core.n_req;
+    op_record r = {op->failed, &op->fail, op->intended, op->start, end, op->core.n_req, op->core.n_resp,
+                   sent * w->request_size,
+                   op->saturating ? op->sat_response_bytes : op->core.response_bytes,
+                   op->saturating, op->sat_sent, op->sat_starts, op->sat_lat};
+    tally_operation(cl->out, p, &r);
     if (!op->dynamic) {
         uint64_t now = now_ns();
         if (!op->failed && !op->saturating && p->kind != RUN_VALIDATE && now < p->deadline && cl->running) {
@@ -478,14 +464,19 @@ static void open_tick(qclient *cl) {
     }
 }
 
-static void cancel_late(qclient *cl) {
-    failure_t f;
-    fail_set(&f, CODE_TIMEOUT, "the operation did not finish within the drain bound");
+/* Operations still waiting for stream credit join those in flight (to be failed with them). */
+static void absorb_waiting(qclient *cl) {
     while (!list_empty(&cl->waitq)) {
         qop *op = cl->waitq.next;
         list_del(op);
         list_push(&cl->inflight, op);
     }
+}
+
+static void cancel_late(qclient *cl) {
+    failure_t f;
+    fail_set(&f, CODE_TIMEOUT, "the operation did not finish within the drain bound");
+    absorb_waiting(cl);
     while (!list_empty(&cl->inflight)) {
         qop *op = cl->inflight.next;
         op->failed = true;
@@ -622,11 +613,7 @@ static void on_conn_close(qconn *c) {
     cl->c = NULL;
     /* every operation on it fails */
     if (cl->running) {
-        while (!list_empty(&cl->waitq)) {
-            qop *op = cl->waitq.next;
-            list_del(op);
-            list_push(&cl->inflight, op);
-        }
+        absorb_waiting(cl);
         while (!list_empty(&cl->inflight)) {
             qop *op = cl->inflight.next;
             op->s = NULL;

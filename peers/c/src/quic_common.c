@@ -237,10 +237,9 @@ static int stream_close_cb(ngtcp2_conn *conn, uint32_t flags, int64_t id, uint64
     return 0;
 }
 
-static int stream_reset_cb(ngtcp2_conn *conn, int64_t id, uint64_t final_size, uint64_t code, void *ud, void *sud) {
-    (void)conn;
-    (void)id;
-    (void)final_size;
+/* The peer reset its side (RESET_STREAM) or will not read ours (STOP_SENDING): either way the
+ * call cannot complete. */
+static int mark_reset(void *ud, void *sud, uint64_t code) {
     qconn *c = ud;
     qstream *s = sud;
     if (!s) return 0;
@@ -251,18 +250,17 @@ static int stream_reset_cb(ngtcp2_conn *conn, int64_t id, uint64_t final_size, u
     return 0;
 }
 
+static int stream_reset_cb(ngtcp2_conn *conn, int64_t id, uint64_t final_size, uint64_t code, void *ud, void *sud) {
+    (void)conn;
+    (void)id;
+    (void)final_size;
+    return mark_reset(ud, sud, code);
+}
+
 static int stop_sending_cb(ngtcp2_conn *conn, int64_t id, uint64_t code, void *ud, void *sud) {
     (void)conn;
     (void)id;
-    qconn *c = ud;
-    qstream *s = sud;
-    if (!s) return 0;
-    /* the peer will not read what we send: count it as a reset of the call */
-    s->reset_received = true;
-    s->reset_code = code;
-    s->data_pending = true;
-    mark_ready(c, s);
-    return 0;
+    return mark_reset(ud, sud, code);
 }
 
 static bool streams_extended;
@@ -372,7 +370,7 @@ bool qloop_init(qloop *l, const addr_t *bind_addr, bool is_server, char *err, si
     }
     l->udp_buffer = set_udp_buffers(l->fd);
     if (bind(l->fd, (const struct sockaddr *)&bind_addr->ss, bind_addr->len) != 0) {
-        snprintf(err, errlen, "cannot bind UDP %s: %s", "the address", strerror(errno));
+        snprintf(err, errlen, "cannot bind a UDP socket to it: %s", strerror(errno));
         close(l->fd);
         return false;
     }

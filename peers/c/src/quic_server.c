@@ -166,6 +166,10 @@ static void on_data(qconn *conn, qstream *s) {
         qs_abort(s, 0);
         return;
     }
+    if (c->replied) { /* answered: what else arrives is dropped */
+        buf_consume(&s->rbuf, buf_avail(&s->rbuf));
+        return;
+    }
     while (!c->broken && !c->replied) {
         frame_t f;
         size_t used;
