@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <gnutls/crypto.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 
 #define CHUNK_MIN (64 * 1024)
 #define MAX_PACKETS_PER_WRITE 256
+#define GSO_MAX_SEGMENTS 32
 
 /* ------------------------------------------------------------------ stream buffers */
 
@@ -374,6 +376,10 @@ bool qloop_init(qloop *l, const addr_t *bind_addr, bool is_server, char *err, si
         close(l->fd);
         return false;
     }
+    int seg = 1200;
+    l->gso = setsockopt(l->fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof seg) == 0;
+    seg = 0;
+    if (l->gso) setsockopt(l->fd, SOL_UDP, UDP_SEGMENT, &seg, sizeof seg);
     l->local.len = sizeof l->local.ss;
     getsockname(l->fd, (struct sockaddr *)&l->local.ss, &l->local.len);
     l->ep = epoll_create1(EPOLL_CLOEXEC);
@@ -405,6 +411,43 @@ static void send_packet(qconn *c, const uint8_t *data, size_t len) {
         n = sendto(c->loop->fd, data, len, 0, (const struct sockaddr *)&c->remote.ss, c->remote.len);
     } while (n < 0 && errno == EINTR);
     /* EAGAIN: the socket buffer is full; QUIC recovers the packet as lost */
+}
+
+/* Sends `count` packets of `segment` bytes (the last may be shorter) in one sendmsg with
+ * UDP_SEGMENT (generic segmentation offload), as quinn does where the kernel supports it. */
+static void send_batch(qconn *c, const uint8_t *data, size_t len, size_t segment, int count) {
+    if (count <= 1 || !c->loop->gso) {
+        for (size_t off = 0; off < len; off += segment) send_packet(c, data + off, len - off < segment ? len - off : segment);
+        return;
+    }
+    struct iovec iov = {(void *)data, len};
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } ctrl;
+    memset(&ctrl, 0, sizeof ctrl);
+    struct msghdr msg = {0};
+    msg.msg_name = &c->remote.ss;
+    msg.msg_namelen = c->remote.len;
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = ctrl.buf;
+    msg.msg_controllen = sizeof ctrl.buf;
+    struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+    cm->cmsg_level = SOL_UDP;
+    cm->cmsg_type = UDP_SEGMENT;
+    cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+    uint16_t seg = (uint16_t)segment;
+    memcpy(CMSG_DATA(cm), &seg, sizeof seg);
+    ssize_t n;
+    do {
+        n = sendmsg(c->loop->fd, &msg, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == EIO) {
+        /* the device cannot segment: stop using GSO and send them one by one */
+        c->loop->gso = false;
+        send_batch(c, data, len, segment, count);
+    }
 }
 
 static void conn_fail(qconn *c, int rv, const char *what) {
@@ -487,8 +530,9 @@ static void process_ready(qconn *c) {
 static void conn_write(qconn *c) {
     if (c->closed || c->failed) return;
     size_t max = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
-    uint8_t buf[65536];
-    if (max > sizeof buf) max = sizeof buf;
+    static uint8_t batch[GSO_MAX_SEGMENTS * 1500 + 65536];
+    size_t off = 0, segment = 0;
+    int count = 0;
     ngtcp2_path_storage ps;
     ngtcp2_path_storage_zero(&ps);
     ngtcp2_pkt_info pi;
@@ -518,6 +562,7 @@ static void conn_write(qconn *c) {
             if (s->fin_queued && s->queued - s->sent == v.len) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
         }
         ngtcp2_ssize wlen = -1;
+        uint8_t *buf = batch + off;
         ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, buf, max, &wlen, flags, sid,
                                                    vcnt ? &v : NULL, vcnt, ts);
         if (n < 0) {
@@ -544,6 +589,7 @@ static void conn_write(qconn *c) {
                 s = next;
                 continue;
             }
+            if (count) send_batch(c, batch, off, segment, count);
             conn_fail(c, (int)n, "ngtcp2_conn_writev_stream");
             return;
         }
@@ -556,9 +602,36 @@ static void conn_write(qconn *c) {
         } else {
             s = c->send_head;
         }
-        send_packet(c, buf, (size_t)n);
         packets++;
+        /* batch packets of one size for GSO; a shorter one ends the batch, a longer one starts
+         * the next */
+        if (count == 0) {
+            segment = (size_t)n;
+            off += (size_t)n;
+            count = 1;
+        } else if ((size_t)n == segment) {
+            off += (size_t)n;
+            count++;
+        } else if ((size_t)n < segment) {
+            off += (size_t)n;
+            count++;
+            send_batch(c, batch, off, segment, count);
+            off = 0;
+            count = 0;
+        } else {
+            send_batch(c, batch, off, segment, count);
+            memmove(batch, buf, (size_t)n);
+            off = (size_t)n;
+            segment = (size_t)n;
+            count = 1;
+        }
+        if (count == GSO_MAX_SEGMENTS || off + max > GSO_MAX_SEGMENTS * 1500) {
+            send_batch(c, batch, off, segment, count);
+            off = 0;
+            count = 0;
+        }
     }
+    if (count) send_batch(c, batch, off, segment, count);
     ngtcp2_conn_update_pkt_tx_time(c->conn, ts);
 }
 

@@ -105,6 +105,7 @@ typedef struct qloop {
     bool stop;
     bool is_server;
     int udp_buffer;
+    bool gso; /* UDP_SEGMENT works on this socket */
     uint64_t app_timer_at; /* 0: off */
     void (*on_app_timer)(struct qloop *l);
     void (*on_wake)(struct qloop *l);
