@@ -6,6 +6,8 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include <gnutls/x509.h>
+
 #include "control.h"
 #include "json.h"
 
@@ -35,8 +37,16 @@ void client_main(const client_args *a) {
     size_t ca_len = 0;
     char *ca = read_file(a->ca, 1 << 20, &ca_len, err, sizeof err);
     if (!ca) out_error_exit(PH_STARTUP, CODE_CONFIG, "--ca %s: %s", a->ca, err);
-    if (!strstr(ca, "-----BEGIN CERTIFICATE-----"))
-        out_error_exit(PH_STARTUP, CODE_CONFIG, "--ca %s: no PEM certificate in the file", a->ca);
+    /* both stacks get the same check: at least one parsable PEM certificate */
+    gnutls_x509_crt_t *crts = NULL;
+    unsigned n_crts = 0;
+    gnutls_datum_t pem = {(unsigned char *)ca, (unsigned)ca_len};
+    int rc = gnutls_x509_crt_list_import2(&crts, &n_crts, &pem, GNUTLS_X509_FMT_PEM, 0);
+    if (rc < 0 || n_crts == 0)
+        out_error_exit(PH_STARTUP, CODE_CONFIG, "--ca %s: no usable PEM certificate (%s)", a->ca,
+                       rc < 0 ? gnutls_strerror(rc) : "none found");
+    for (unsigned i = 0; i < n_crts; i++) gnutls_x509_crt_deinit(crts[i]);
+    gnutls_free(crts);
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 
     workload_t w = {a->shape, a->request_size, a->response_size, a->messages, a->payload};
