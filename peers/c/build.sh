@@ -50,7 +50,7 @@ LIBS="libgrpc29=$(deb libgrpc29);libssl3=$(deb libssl3);libngtcp2-9=$(deb libngt
 LIBS="$LIBS;libngtcp2-crypto-gnutls2=$(deb libngtcp2-crypto-gnutls2);libgnutls30=$(deb libgnutls30)"
 LIBS="$LIBS;libprotobuf-c1=$(deb libprotobuf-c1);HdrHistogram_c=$HDR_C_VERSION (npm $HDR_PACKAGE)"
 {
-    printf '#define PEER_BUILD_FLAGS "%s"\n' "-O2 -std=gnu11 (CMake Release)"
+    printf '#define PEER_BUILD_FLAGS "%s"\n' "-O2 -std=gnu11 -ffile-prefix-map (CMake Release)"
     printf '#define PEER_LIB_VERSIONS "%s"\n' "$LIBS"
 } > build/peer_build.h.new
 cmp -s build/peer_build.h.new build/peer_build.h 2>/dev/null || mv build/peer_build.h.new build/peer_build.h
