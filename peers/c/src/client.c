@@ -1,0 +1,114 @@
+#include "client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <gnutls/x509.h>
+
+#include "control.h"
+#include "json.h"
+
+void pace_until(uint64_t until, uint64_t spin_ns) {
+    uint64_t now = now_ns();
+    if (now + spin_ns < until) {
+        uint64_t wake = until - spin_ns;
+        struct timespec ts = {(time_t)(wake / NS_PER_SEC), (long)(wake % NS_PER_SEC)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) != 0) {
+        }
+    }
+    while (now_ns() < until) __builtin_ia32_pause();
+}
+
+static _Noreturn void close_and_stop(client_stack *s) {
+    s->close(s->self);
+    out_stopped_exit(NULL);
+}
+
+static void fail_phase_if_failed(const tally_t *t, phase_id ph) {
+    if (t->failed == 0) return;
+    out_error_exit(ph, t->first_code, "%s", t->first_failure);
+}
+
+void client_main(const client_args *a) {
+    char err[512] = "";
+    size_t ca_len = 0;
+    char *ca = read_file(a->ca, 1 << 20, &ca_len, err, sizeof err);
+    if (!ca) out_error_exit(PH_STARTUP, CODE_CONFIG, "--ca %s: %s", a->ca, err);
+    /* both stacks get the same check: at least one parsable PEM certificate */
+    gnutls_x509_crt_t *crts = NULL;
+    unsigned n_crts = 0;
+    gnutls_datum_t pem = {(unsigned char *)ca, (unsigned)ca_len};
+    int rc = gnutls_x509_crt_list_import2(&crts, &n_crts, &pem, GNUTLS_X509_FMT_PEM, 0);
+    if (rc < 0 || n_crts == 0)
+        out_error_exit(PH_STARTUP, CODE_CONFIG, "--ca %s: no usable PEM certificate (%s)", a->ca,
+                       rc < 0 ? gnutls_strerror(rc) : "none found");
+    for (unsigned i = 0; i < n_crts; i++) gnutls_x509_crt_deinit(crts[i]);
+    gnutls_free(crts);
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+
+    workload_t w = {a->shape, a->request_size, a->response_size, a->messages, a->payload};
+    client_stack s;
+    failure_t f;
+    fail_clear(&f);
+    bool made = a->stack == STACK_GRPC ? grpc_client_new(a, &w, ca, &s, &f)
+                                       : quic_client_new(a, &w, ca, &s, &f);
+    if (!made) out_error_exit(PH_STARTUP, f.code, "%s", f.msg);
+
+    /* A client reads stdin from the moment it starts connecting. */
+    control_set_phase(PH_CONNECT);
+    control_start(true);
+    uint64_t t_connect = now_ns();
+    if (!s.connect(s.self, &f)) out_error_exit(PH_CONNECT, f.code, "%s", f.msg);
+    uint64_t connect_ns = now_ns() - t_connect;
+
+    control_set_phase(PH_VALIDATE);
+    phase_t p;
+    tally_t t;
+    phase_make(&p, RUN_VALIDATE, a, now_ns());
+    tally_init(&t, &p);
+    s.run(s.self, &p, &t);
+    fail_phase_if_failed(&t, PH_VALIDATE);
+    if (t.completed != 1)
+        out_error_exit(PH_VALIDATE, CODE_INTERNAL, "the validation operation did not complete");
+    tally_free(&t);
+
+    uint64_t warmup_completed = 0;
+    if (a->warmup_ms > 0) {
+        control_set_phase(PH_WARMUP);
+        phase_make(&p, RUN_WARMUP, a, now_ns());
+        tally_init(&t, &p);
+        s.run(s.self, &p, &t);
+        fail_phase_if_failed(&t, PH_WARMUP);
+        warmup_completed = a->load == LOAD_SEND_SATURATION ? t.received : t.completed;
+        tally_free(&t);
+    }
+
+    json_t j;
+    json_init(&j);
+    json_open(&j);
+    json_int(&j, "protocol", 1);
+    json_str(&j, "event", "armed");
+    json_int(&j, "lanes", client_lanes(a));
+    json_int(&j, "connections", s.connections);
+    json_counter(&j, "connect_ns", connect_ns);
+    json_counter(&j, "warmup_completed", warmup_completed);
+    json_close(&j);
+    out_event_then_phase(json_text(&j), PH_ARMED);
+    json_free(&j);
+
+    uint64_t t0 = 0;
+    if (control_wait(&t0) != CTL_START) close_and_stop(&s);
+    phase_make(&p, RUN_MEASURE, a, t0);
+    tally_init(&t, &p);
+    s.run(s.self, &p, &t);
+    char *line = sample_event(&t, &p, a);
+    if (!line) out_error_exit(PH_MEASURE, CODE_INTERNAL, "cannot build the sample event");
+    out_event_then_phase(line, PH_SAMPLED);
+    free(line);
+    tally_free(&t);
+    (void)control_wait(NULL); /* SHUTDOWN; anything else is handled by the stdin thread */
+    close_and_stop(&s);
+}

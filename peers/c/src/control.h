@@ -1,0 +1,54 @@
+/* The peer's two channels to the controller: events on stdout (one line each, written whole
+ * under one lock) and commands on stdin (read by a dedicated thread that enforces the lifecycle
+ * tables of docs/peer-protocol.md "Lifecycle"). */
+#ifndef RPCARENA_CONTROL_H
+#define RPCARENA_CONTROL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "util.h"
+
+typedef enum {
+    PH_STARTUP = 0,
+    PH_LISTEN,
+    PH_SERVE,
+    PH_CONNECT,
+    PH_VALIDATE,
+    PH_WARMUP,
+    PH_ARMED,
+    PH_MEASURE,
+    PH_SAMPLED,
+} phase_id;
+
+/* The protocol's phase name ("sampled" reports errors as phase "shutdown"). */
+const char *phase_name(phase_id p);
+
+/* Writes one event line (without its newline) to stdout and flushes. A peer whose stdout is
+ * gone has lost its controller: it exits 1. */
+void out_event(const char *line);
+
+/* Prints an `error` event and exits: 2 for startup/config, 1 otherwise. */
+_Noreturn void out_error_exit(phase_id phase, fail_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Prints `stopped` (with a counters object when counters_json is not NULL) and exits 0. */
+_Noreturn void out_stopped_exit(const char *counters_json);
+
+/* Starts the stdin reader. Clients: reads from the moment they start connecting. */
+void control_start(bool client);
+
+/* Sets the lifecycle state (read by the stdin thread under the output lock). */
+void control_set_phase(phase_id p);
+
+/* Prints `line` and moves to phase `next` atomically with respect to the stdin thread (a
+ * SHUTDOWN is either handled before the line or in the new phase). */
+void out_event_then_phase(const char *line, phase_id next);
+
+typedef enum { CTL_NONE = 0, CTL_START, CTL_SHUTDOWN } ctl_cmd;
+
+/* Waits for a command the stdin thread hands to the main thread (armed, sampled, serve).
+ * For START, *start_ns is the time the line was read (the window's t0). */
+ctl_cmd control_wait(uint64_t *start_ns);
+
+#endif
