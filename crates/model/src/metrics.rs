@@ -23,13 +23,23 @@ pub struct Measured {
     pub problems: Vec<String>,
 }
 
+/// How much of a sample [`measure`] computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Detail {
+    /// Every figure a record keeps (the runner).
+    Record,
+    /// The figures the report aggregates: rates and percentiles; the mean latency, which costs
+    /// more than the rest together, is left at 0.
+    Aggregate,
+}
+
 /// The figures of a client's report. Fails only when the latency histogram cannot be read.
-pub fn measure(result: &ClientResult) -> Result<Measured, HistogramError> {
+pub fn measure(result: &ClientResult, detail: Detail) -> Result<Measured, HistogramError> {
     let latency = histogram::decode(&result.histogram)?;
     let mut problems = Vec::new();
     let mut optional = |text: &Option<String>, what: &str| {
         text.as_ref().and_then(|t| match histogram::decode(t) {
-            Ok(h) => Some(LatencySummary::of(&h)),
+            Ok(h) => Some(LatencySummary::percentiles_of(&h)),
             Err(e) => {
                 problems.push(format!("{what}: {e}"));
                 None
@@ -38,7 +48,10 @@ pub fn measure(result: &ClientResult) -> Result<Measured, HistogramError> {
     };
     let uncorrected = optional(&result.uncorrected_histogram, "uncorrected_histogram");
     let lag = optional(&result.send_lag_histogram, "send_lag_histogram");
-    let summary = LatencySummary::of(&latency);
+    let summary = match detail {
+        Detail::Record => LatencySummary::of(&latency),
+        Detail::Aggregate => LatencySummary::percentiles_of(&latency),
+    };
     let seconds = result.window_ns.max(1) as f64 / 1e9;
     let metrics = Metrics {
         ops_per_s: result.completed as f64 / seconds,
@@ -98,7 +111,7 @@ mod tests {
 
     #[test]
     fn rates_are_per_second_of_window_and_percentiles_come_from_the_histogram() {
-        let m = measure(&result(100, 2_000_000_000)).unwrap();
+        let m = measure(&result(100, 2_000_000_000), Detail::Record).unwrap();
         assert_eq!(m.metrics.ops_per_s, 50.0);
         assert_eq!(m.metrics.requests_per_s, 100.0);
         assert_eq!(m.latency.len(), 100);
@@ -112,10 +125,25 @@ mod tests {
     }
 
     #[test]
+    fn the_aggregate_detail_leaves_out_only_the_mean() {
+        let r = result(1000, 1_000_000_000);
+        let record = measure(&r, Detail::Record).unwrap().metrics;
+        let aggregate = measure(&r, Detail::Aggregate).unwrap().metrics;
+        assert!(record.mean_ns > 1e6 && aggregate.mean_ns == 0.0);
+        assert_eq!(
+            Metrics {
+                mean_ns: record.mean_ns,
+                ..aggregate
+            },
+            record
+        );
+    }
+
+    #[test]
     fn an_unreadable_histogram_is_an_error_and_an_optional_one_a_problem() {
         let mut r = result(10, 1_000_000_000);
         r.uncorrected_histogram = Some("no!".into());
-        let m = measure(&r).unwrap();
+        let m = measure(&r, Detail::Record).unwrap();
         assert!(m.metrics.uncorrected_p50_ns.is_none());
         assert!(
             m.problems[0].starts_with("uncorrected_histogram: "),
@@ -124,7 +152,7 @@ mod tests {
         );
         r.histogram = "no!".into();
         assert!(
-            measure(&r)
+            measure(&r, Detail::Aggregate)
                 .unwrap_err()
                 .to_string()
                 .contains("not valid base64")

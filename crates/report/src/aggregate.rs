@@ -11,7 +11,7 @@
 use hdrhistogram::Histogram;
 use rpcarena_model::load::LoadSpec;
 use rpcarena_model::matrix::SampleConfig;
-use rpcarena_model::metrics::{self, Measured};
+use rpcarena_model::metrics::{self, Detail, Measured};
 use rpcarena_model::record::{Noise, SampleRecord, SampleStatus};
 use rpcarena_protocol::histogram::new_latency_histogram;
 use rpcarena_stats::{
@@ -316,7 +316,7 @@ impl Aggregator {
             }
         };
         let measured = match (&record.status, &record.client) {
-            (SampleStatus::Ok, Some(client)) => match metrics::measure(client) {
+            (SampleStatus::Ok, Some(client)) => match metrics::measure(client, Detail::Aggregate) {
                 Ok(m) => Some((m, client.completed)),
                 Err(e) => {
                     self.unreadable.count += 1;

@@ -2,7 +2,7 @@
 
 use rpcarena_model::campaign::Campaign;
 use rpcarena_model::matrix;
-use rpcarena_model::metrics::measure;
+use rpcarena_model::metrics::{Detail, measure};
 use rpcarena_model::network::{Network, NetworkDescription};
 use rpcarena_model::record::{
     CampaignInfo, ClientResult, HostInfo, Manifest, Noise, ProcessStats, SampleCounts,
@@ -69,7 +69,7 @@ fn record(config_index: usize, round: u32, ops: f64, p99_ns: u64) -> SampleRecor
         ..ClientResult::default()
     };
     // What the runner stores; the report recomputes it from the histograms and counts.
-    let metrics = measure(&client).ok().map(|m| m.metrics);
+    let metrics = measure(&client, Detail::Record).ok().map(|m| m.metrics);
     SampleRecord {
         sample: format!("r{round:02}-{config_index}"),
         round,

@@ -133,7 +133,7 @@ fn check_counts(config: &SampleConfig, window_asked_ns: u64, result: &ClientResu
 pub(crate) mod tests {
     use super::*;
     use rpcarena_model::load::Payload;
-    use rpcarena_model::metrics::measure;
+    use rpcarena_model::metrics::{Detail, measure};
     use rpcarena_protocol::histogram;
     use rpcarena_protocol::workload::Shape;
 
@@ -175,14 +175,19 @@ pub(crate) mod tests {
     }
 
     fn check(config: &SampleConfig, result: &ClientResult) -> Vec<String> {
-        check_report(config, 2_000_000_000, result, &measure(result))
+        check_report(
+            config,
+            2_000_000_000,
+            result,
+            &measure(result, Detail::Record),
+        )
     }
 
     #[test]
     fn a_consistent_bidi_report_passes() {
         let r = result(100, 800, 800);
         assert!(check(&config(Shape::Bidi), &r).is_empty());
-        let m = measure(&r).unwrap().metrics;
+        let m = measure(&r, Detail::Record).unwrap().metrics;
         assert_eq!(m.ops_per_s, 50.0);
         assert_eq!(m.requests_per_s, 400.0);
         assert!(m.p50_ns >= 1_000_000 && m.p50_ns < 1_002_000);

@@ -5,7 +5,7 @@
 use crate::checks::check_report;
 use crate::noise::{self, Observed, PinPlan};
 use crate::procstat::{GroupUsage, WindowUsage};
-use rpcarena_model::metrics::{self, measure};
+use rpcarena_model::metrics::{self, Detail, measure};
 use rpcarena_model::record::{ClientResult, ProcessStats, SampleRecord};
 use rpcarena_protocol::event::{Armed, SampleReport};
 use std::time::Duration;
@@ -35,7 +35,7 @@ pub(crate) fn apply(
     context: &Context<'_>,
 ) -> (Vec<String>, Vec<String>) {
     let result = ClientResult::from((armed, report));
-    let measured = measure(&result);
+    let measured = measure(&result, Detail::Record);
     let problems = check_report(
         &record.config,
         context.window.as_nanos() as u64,
