@@ -41,39 +41,69 @@ func itemSize(k uint64) int {
 		fieldCost(4) // tag "tagD"
 }
 
+// layout is the shape of Structured(seq, size): whether the base fields are set, how many
+// items follow, and the title's length. NewStructured builds it and CheckStructured compares
+// against it, so both follow the one generation rule.
+type layout struct {
+	base   bool
+	items  uint64
+	title  int
+	seq    [20]byte // decimal(seq)
+	digits int
+}
+
+func layoutOf(seq uint64, size uint32) layout {
+	var l layout
+	l.digits = len(strconv.AppendUint(l.seq[:0], seq, 10))
+	total := int(size)
+	if total < 3 {
+		return l
+	}
+	created := uint64(StructuredEpochMs + seq%1_000_000_000)
+	// created: tag + varint; attributes: one map entry {1: "seq", 2: decimal(seq)}.
+	base := 1 + protowire.SizeVarint(created) + fieldCost(5+2+l.digits)
+	used := 0
+	if base+3 <= total {
+		l.base = true
+		used = base
+		for {
+			cost := fieldCost(itemSize(l.items))
+			if used+cost+3 > total {
+				break
+			}
+			used += cost
+			l.items++
+		}
+	}
+	// 3 <= rest <= 128: a title of rest - 2 characters has a one-byte length prefix.
+	l.title = total - used - 2
+	return l
+}
+
+// titleByte is character j of the title of message seq.
+func titleByte(seq uint64, j int) byte { return byte('a' + (seq%26+uint64(j)%26)%26) }
+
 // NewStructured builds Structured(seq, size) by the generation rule of docs/peer-protocol.md:
 // the base fields when they fit, items while they fit with room for a title of at least one
 // character, then a title that fills the rest exactly. size must be 0 or at least 3 (see
 // Kind.CheckSize); 1 and 2 give the empty message.
 func NewStructured(seq uint64, size uint32) *pb.Structured {
 	message := &pb.Structured{}
-	total := int(size)
-	if total < 3 {
+	if size < 3 {
 		return message
 	}
-	seqText := strconv.FormatUint(seq, 10)
-	created := int64(StructuredEpochMs + seq%1_000_000_000)
-	// created: tag + varint; attributes: one map entry {1: "seq", 2: seqText}.
-	base := 1 + protowire.SizeVarint(uint64(created)) + fieldCost(5+2+len(seqText))
-	used := 0
-	if base+3 <= total {
-		message.CreatedUnixMs = created
-		message.Attributes = map[string]string{"seq": seqText}
-		used = base
-		for k := uint64(0); ; k++ {
-			cost := fieldCost(itemSize(k))
-			if used+cost+3 > total {
-				break
-			}
-			used += cost
-			message.Items = append(message.Items, item(k))
+	l := layoutOf(seq, size)
+	if l.base {
+		message.CreatedUnixMs = int64(StructuredEpochMs + seq%1_000_000_000)
+		message.Attributes = map[string]string{"seq": string(l.seq[:l.digits])}
+		message.Items = make([]*pb.Item, l.items)
+		for k := range l.items {
+			message.Items[k] = item(k)
 		}
 	}
-	// 3 <= rest <= 128: a title of rest - 2 characters has a one-byte length prefix.
-	rest := total - used
-	title := make([]byte, rest-2)
+	title := make([]byte, l.title)
 	for j := range title {
-		title[j] = byte('a' + (seq%26+uint64(j)%26)%26)
+		title[j] = titleByte(seq, j)
 	}
 	message.Title = string(title)
 	return message

@@ -162,3 +162,29 @@ func TestZeroBytesAreSharedAndGrow(t *testing.T) {
 		}
 	}
 }
+
+func TestEncodedSizeMatchesTheEncoder(t *testing.T) {
+	for size := uint32(0); size <= 300; size += 7 {
+		message := NewStructured(uint64(size)*31, size)
+		if got, want := EncodedSize(message), proto.Size(message); got != want {
+			t.Fatalf("size %d: EncodedSize %d, proto.Size %d", size, got, want)
+		}
+	}
+	odd := &pb.Structured{
+		Attributes: map[string]string{"": "", "k": "v"},
+		Items:      []*pb.Item{{}, {Id: 1 << 40, Score: -1, Tags: []string{""}}},
+	}
+	encoded, _ := proto.Marshal(odd)
+	withUnknown := &pb.Structured{}
+	if err := proto.Unmarshal(append(encoded, 0x78, 0x05), withUnknown); err != nil { // field 15, varint 5
+		t.Fatal(err)
+	}
+	for _, message := range []*pb.Structured{odd, withUnknown} {
+		if got, want := EncodedSize(message), proto.Size(message); got != want {
+			t.Fatalf("%v: EncodedSize %d, proto.Size %d", message, got, want)
+		}
+	}
+	if err := CheckStructured("x", withUnknown, 0, uint32(proto.Size(withUnknown))); !isInvalid(err) {
+		t.Fatal("a body with unknown fields is not the generated one")
+	}
+}

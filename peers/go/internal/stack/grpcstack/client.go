@@ -32,8 +32,9 @@ type recorder struct {
 }
 
 type sink struct {
-	mu   sync.Mutex
-	last *engine.OpError
+	server string // --server, for messages
+	mu     sync.Mutex
+	last   *engine.OpError
 }
 
 func (s *sink) note(err *engine.OpError) {
@@ -51,7 +52,7 @@ func (s *sink) lastError() *engine.OpError {
 func (r *recorder) ClientHandshake(ctx context.Context, authority string, conn net.Conn) (net.Conn, credentials.AuthInfo, error) {
 	secured, info, err := r.TransportCredentials.ClientHandshake(ctx, authority, conn)
 	if err != nil {
-		r.note(engine.Errorf("tls", "%s", stack.HandshakeMessage(authority, r.Info().ServerName, err)))
+		r.note(engine.Errorf("tls", "%s", stack.HandshakeMessage(r.server, r.Info().ServerName, err)))
 	}
 	return secured, info, err
 }
@@ -71,7 +72,7 @@ type Client struct {
 // Connect opens the channel and forces it READY, so that a TLS or TCP failure surfaces here as
 // `tls` or `connect` and not in the first call.
 func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engine.OpError) {
-	creds := &recorder{TransportCredentials: credentials.NewTLS(settings.TLS), sink: &sink{}}
+	creds := &recorder{TransportCredentials: credentials.NewTLS(settings.TLS), sink: &sink{server: settings.Server}}
 	dial := func(ctx context.Context, address string) (net.Conn, error) {
 		conn, err := stack.DialTCP(ctx, address)
 		if err != nil {
@@ -339,4 +340,38 @@ func (t *ticket) Call(_ context.Context, seq uint64) (engine.Outcome, *engine.Op
 		return unaryOutcome(response, wl, seq)
 	}
 	return streamCall(t.stream, t.cancel, wl, seq, true)
+}
+
+// Saturate runs one send-saturation client stream: a message is accepted when grpc-go's Send
+// returned (it waits for HTTP/2 flow control when the window is used up); at the deadline the
+// stream ends and the summary must confirm every message.
+func (l *lane) Saturate(ctx context.Context, clock engine.Clock, sender *engine.StreamSender) *engine.OpError {
+	if !sender.Open(clock.Now()) {
+		return nil
+	}
+	wl := l.workload
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := l.client.ClientStream(ctx)
+	if err != nil {
+		return statusError(err)
+	}
+	for seq, ok := sender.Next(clock.Now()); ok; seq, ok = sender.Next(clock.Now()) {
+		if err := stream.Send(workload.Request(wl.Kind, seq, wl.RequestSize, wl.ResponseSize, 0)); err != nil {
+			if errors.Is(err, io.EOF) {
+				break // the call ended; its status comes with CloseAndRecv
+			}
+			return statusError(err)
+		}
+		sender.Accepted(clock.Now(), uint64(wl.RequestSize))
+	}
+	summary, err := stream.CloseAndRecv()
+	if err != nil {
+		return statusError(err)
+	}
+	if err := workload.CheckSummary(summary, wl.Kind, sender.Sent(), wl.RequestSize, wl.ResponseSize); err != nil {
+		return invalid(err)
+	}
+	sender.SummaryReceived(clock.Now(), workload.PayloadLen(summary.Payload, summary.Body))
+	return nil
 }
