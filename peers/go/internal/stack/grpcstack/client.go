@@ -130,7 +130,8 @@ func (c *Client) Submitter(ctx context.Context) engine.Submitter {
 
 // statusError maps a grpc-go error to a code of docs/peer-protocol.md "Error codes". grpc-go
 // does not say whether the server sent a status or the library made it, so the code follows the
-// best evidence: deadlines and cancellations are `timeout`; UNAVAILABLE, and INTERNAL for a
+// best evidence: deadlines and cancellations are `timeout`; INTERNAL with grpc-go's wording for
+// a wrong response count or an undecodable message is `invalid`; UNAVAILABLE, and INTERNAL for a
 // reset stream, with grpc-go's transport wording are `connect`; any other status is `rpc`.
 func statusError(err error) *engine.OpError {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
@@ -141,7 +142,16 @@ func statusError(err error) *engine.OpError {
 	switch s.Code() {
 	case codes.DeadlineExceeded, codes.Canceled:
 		return engine.Errorf("timeout", "%s", message)
-	case codes.Unavailable, codes.Internal:
+	case codes.Internal:
+		// grpc-go's own words for a response count or message it could not accept: OK with no
+		// message or a second one on a non-streaming call, an undecodable message.
+		for _, marker := range invalidMarkers {
+			if strings.Contains(s.Message(), marker) {
+				return engine.Errorf("invalid", "%s", message)
+			}
+		}
+		fallthrough
+	case codes.Unavailable:
 		for _, marker := range transportMarkers {
 			if strings.Contains(s.Message(), marker) {
 				return engine.Errorf("connect", "%s", message)
@@ -150,6 +160,10 @@ func statusError(err error) *engine.OpError {
 	}
 	return engine.Errorf("rpc", "%s", message)
 }
+
+// invalidMarkers are the phrases of INTERNAL statuses grpc-go makes itself for a response it
+// cannot accept.
+var invalidMarkers = []string{"cardinality violation", "failed to unmarshal", "grpc: error unmarshalling"}
 
 // transportMarkers are the phrases of statuses grpc-go makes itself for a failed connection.
 var transportMarkers = []string{
