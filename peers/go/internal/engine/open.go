@@ -171,6 +171,15 @@ func Generate(ctx context.Context, arrivals *Arrivals, clock Clock, sleeper Slee
 // the lane just before the operation begins; the send lag is actual minus intended. A start
 // taken at or after the deadline is dropped (admission).
 func RunOpen(ctx context.Context, lanes []Lane, config OpenConfig, clock MonoClock, w Window, bound string) *Totals {
+	// The generator keeps its P while it sleeps in clock_nanosleep (Go hands a P in a system call
+	// to another thread only when sysmon notices, 20 us to 10 ms later): with a single P, a lane
+	// just handed a start would wait for sysmon. Two Ps at least, even on one CPU, leave the
+	// lanes one while the generator sleeps, as the Rust peer's generator thread leaves tokio's
+	// workers theirs.
+	if procs := runtime.GOMAXPROCS(0); procs < 2 {
+		runtime.GOMAXPROCS(2)
+		defer runtime.GOMAXPROCS(procs)
+	}
 	starts := make(chan OpenStart, 1<<16)
 	genCtx, stopGenerator := context.WithCancel(ctx)
 	defer stopGenerator()

@@ -130,23 +130,22 @@ func (c *Client) Submitter(context.Context) engine.Submitter {
 	return &submitter{conn: c.conn, workload: c.workload}
 }
 
-// lane opens a stream per call; its reader and writer are reused across its calls.
+// lane opens a stream per call; the call borrows a reader and a writer from a pool, so idle
+// lanes (a window of thousands) hold no buffers.
 type lane struct {
 	conn     *quic.Conn
 	workload workload.Workload
-	reader   *native.Reader
-	writer   *native.Writer
 }
 
-func (l *lane) open(ctx context.Context) (native.Conn, *engine.OpError) {
+// call runs f on a new stream with pooled buffers.
+func (l *lane) call(ctx context.Context, f func(native.Conn) *engine.OpError) *engine.OpError {
 	stream, err := l.conn.OpenStreamSync(ctx)
 	if err != nil {
-		return native.Conn{}, openError(err)
+		return openError(err)
 	}
-	if l.reader == nil {
-		l.reader, l.writer = native.NewReader(stream), native.NewWriter(stream)
-	}
-	return prepared(ctx, stream, l.reader, l.writer), nil
+	t := buffers.Get().(*ticket)
+	defer buffers.Put(t)
+	return f(prepared(ctx, stream, t.reader, t.writer))
 }
 
 // prepared sets the stream's deadline to the phase's (the drain bound) and frames it.
@@ -165,22 +164,22 @@ func openError(err error) *engine.OpError {
 }
 
 func (l *lane) Call(ctx context.Context, seq uint64) (engine.Outcome, *engine.OpError) {
-	conn, err := l.open(ctx)
-	if err != nil {
-		return engine.Outcome{}, err
-	}
-	return native.Call(conn, l.workload, seq)
+	var outcome engine.Outcome
+	err := l.call(ctx, func(c native.Conn) *engine.OpError {
+		var err *engine.OpError
+		outcome, err = native.Call(c, l.workload, seq)
+		return err
+	})
+	return outcome, err
 }
 
 func (l *lane) Saturate(ctx context.Context, clock engine.Clock, sender *engine.StreamSender) *engine.OpError {
 	if !sender.Open(clock.Now()) {
 		return nil
 	}
-	conn, err := l.open(ctx)
-	if err != nil {
-		return err
-	}
-	return native.Saturate(conn, l.workload, clock, sender)
+	return l.call(ctx, func(c native.Conn) *engine.OpError {
+		return native.Saturate(c, l.workload, clock, sender)
+	})
 }
 
 type submitter struct {
