@@ -1,0 +1,278 @@
+// Package peer is the lifecycle of each role (docs/peer-protocol.md "Lifecycle"): the client's
+// connect, validate, warmup, armed, measure and sampled states, the server's listen and serve,
+// and what SHUTDOWN, START, end of stdin and unknown lines do in each of them.
+package peer
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"rpcarena/peers/go/internal/args"
+	"rpcarena/peers/go/internal/engine"
+	"rpcarena/peers/go/internal/protocol"
+	"rpcarena/peers/go/internal/stack"
+	"rpcarena/peers/go/internal/stack/grpcstack"
+	"rpcarena/peers/go/internal/stack/quicstack"
+	"rpcarena/peers/go/internal/stack/tcpstack"
+)
+
+// Safety bounds of the phases before the window (the controller has its own, usually shorter,
+// timeouts).
+const (
+	ConnectBound  = 30 * time.Second
+	ValidateBound = 120 * time.Second
+)
+
+// Failure ends the peer with an `error` event.
+type Failure struct {
+	Phase, Code, Message string
+}
+
+func (f *Failure) Error() string { return f.Phase + "/" + f.Code + ": " + f.Message }
+
+// ExitCode is 2 for a startup configuration error, 1 for any other.
+func (f *Failure) ExitCode() int {
+	if f.Phase == protocol.PhaseStartup && f.Code == protocol.CodeConfig {
+		return 2
+	}
+	return 1
+}
+
+func fail(phase, code, format string, a ...any) *Failure {
+	return &Failure{Phase: phase, Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+func opFailure(phase string, err *engine.OpError) *Failure {
+	return &Failure{Phase: phase, Code: err.Code, Message: err.Message}
+}
+
+func logf(format string, a ...any) {
+	fmt.Fprintf(os.Stderr, "rpcarena-peer-go: "+format+"\n", a...)
+}
+
+// ALPN is the stack's protocol identifier.
+func ALPN(s args.Stack) string {
+	if s == args.Grpc {
+		return stack.ALPNH2
+	}
+	return stack.ALPNNative
+}
+
+func connect(ctx context.Context, a *args.Client, settings stack.ClientSettings) (stack.Client, *engine.OpError) {
+	switch a.Stack {
+	case args.Grpc:
+		return orNil(grpcstack.Connect(ctx, settings))
+	case args.Quic:
+		return orNil(quicstack.Connect(ctx, settings))
+	}
+	return orNil(tcpstack.Connect(ctx, settings))
+}
+
+// orNil keeps a typed nil pointer out of the interface.
+func orNil[C stack.Client](client C, err *engine.OpError) (stack.Client, *engine.OpError) {
+	if err != nil {
+		return nil, err
+	}
+	return client, nil
+}
+
+// runModel runs the client's load model through w on the stack's lanes.
+func runModel(ctx context.Context, a *args.Client, client stack.Client, clock engine.MonoClock, w engine.Window, bound string) *engine.Totals {
+	ctx, cancel := context.WithDeadline(ctx, clock.Time(w.HardDeadline))
+	defer cancel()
+	lanes := client.Lanes()
+	switch a.Load {
+	case args.Window:
+		return engine.RunLanes(ctx, lanes, clock, w, true, bound)
+	case args.Backpressure:
+		return engine.RunBackpressure(ctx, client.Submitter(ctx), a.MaxInFlight, clock, w, bound)
+	case args.SendSaturation:
+		streams := make([]engine.Saturator, len(lanes))
+		for i, lane := range lanes {
+			streams[i] = lane.(engine.Saturator)
+		}
+		return engine.RunSaturation(ctx, streams, clock, w, bound)
+	case args.Open:
+		return engine.RunOpen(ctx, lanes, engine.OpenConfig{Rate: a.Rate, Poisson: a.Poisson, Seed: a.Seed}, clock, w, bound)
+	}
+	return engine.RunLanes(ctx, lanes, clock, w, false, bound)
+}
+
+// prepared is what the client has once it is ready to arm.
+type prepared struct {
+	client          stack.Client
+	connectNs       engine.Nanos
+	warmupCompleted uint64
+}
+
+// prepare connects, runs the validation operation and the warmup. phase tells the lifecycle
+// which state the client is in.
+func prepare(ctx context.Context, a *args.Client, settings stack.ClientSettings, clock engine.MonoClock, phase *atomic.Value, opened chan<- stack.Client) (*prepared, *Failure) {
+	phase.Store(protocol.PhaseConnect)
+	began := clock.Now()
+	connectCtx, cancel := context.WithTimeout(ctx, ConnectBound)
+	client, err := connect(connectCtx, a, settings)
+	cancel()
+	if err != nil {
+		return nil, opFailure(protocol.PhaseConnect, err)
+	}
+	opened <- client
+	result := &prepared{client: client, connectNs: clock.Now() - began}
+
+	phase.Store(protocol.PhaseValidate)
+	validateCtx, cancel := context.WithTimeout(ctx, ValidateBound)
+	_, err = client.Lanes()[0].Call(validateCtx, 0)
+	cancel()
+	if err != nil {
+		return nil, opFailure(protocol.PhaseValidate, err)
+	}
+
+	if a.WarmupMs > 0 {
+		phase.Store(protocol.PhaseWarmup)
+		w := engine.NewWindow(clock.Now(), engine.Nanos(a.WarmupMs)*1e6, engine.Nanos(a.DrainMs)*1e6)
+		totals := runModel(ctx, a, client, clock, w, "the warmup's drain bound (--drain-ms)")
+		if totals.First != nil {
+			return nil, fail(protocol.PhaseWarmup, totals.First.Code, "%d of the warmup operations failed; the first: %s", totals.Failed, totals.First.Message)
+		}
+		result.warmupCompleted = totals.Completed
+	}
+	return result, nil
+}
+
+// RunClient runs the client through one sample and returns its exit code.
+func RunClient(a *args.Client, inputs <-chan protocol.Input, out *protocol.Output) int {
+	config, err := stack.ClientTLS(a.CA, a.ServerName, ALPN(a.Stack))
+	if err != nil {
+		return finish(out, fail(protocol.PhaseStartup, protocol.CodeConfig, "%v", err))
+	}
+	settings := stack.ClientSettings{Server: a.Server, TLS: config, Workload: a.Workload, Lanes: int(a.Lanes())}
+	clock := engine.NewMonoClock()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var phase atomic.Value
+	phase.Store(protocol.PhaseConnect)
+	opened := make(chan stack.Client, 1)
+	type outcome struct {
+		ready   *prepared
+		failure *Failure
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		ready, failure := prepare(ctx, a, settings, clock, &phase, opened)
+		done <- outcome{ready, failure}
+	}()
+	// Connecting, validating and warming up race the controller: SHUTDOWN or end of stdin stops
+	// the client at once.
+	var ready *prepared
+	for ready == nil {
+		select {
+		case result := <-done:
+			if result.failure != nil {
+				closeOpened(opened)
+				return finish(out, result.failure)
+			}
+			ready = result.ready
+		case input := <-inputs:
+			current := phase.Load().(string)
+			if input.Command == protocol.Shutdown {
+				logf("SHUTDOWN (or end of stdin) during %s; stopping", current)
+				cancel()
+				closeOpened(opened)
+				return stopped(out, nil)
+			}
+			cancel()
+			closeOpened(opened)
+			return finish(out, misplaced(current, input))
+		}
+	}
+	client := ready.client
+	out.Emit("armed", protocol.Armed{
+		Lanes:           a.Lanes(),
+		Connections:     client.Connections(),
+		ConnectNs:       protocol.Counter(ready.connectNs),
+		WarmupCompleted: protocol.Counter(ready.warmupCompleted),
+	})
+
+	switch input := <-inputs; input.Command {
+	case protocol.Shutdown:
+		client.Close()
+		return stopped(out, nil)
+	case protocol.Unknown:
+		client.Close()
+		return finish(out, misplaced(protocol.PhaseArmed, input))
+	}
+
+	w := engine.NewWindow(clock.Now(), engine.Nanos(a.WindowMs)*1e6, engine.Nanos(a.DrainMs)*1e6)
+	bound := "the drain bound (--drain-ms)"
+	if a.Load == args.SendSaturation {
+		bound = "the settle bound (--settle-ms, at most --drain-ms)"
+		w.HardDeadline = w.Deadline + min(engine.Nanos(a.SettleMs), engine.Nanos(a.DrainMs))*1e6
+	}
+	measured := make(chan *engine.Totals, 1)
+	go func() { measured <- runModel(ctx, a, client, clock, w, bound) }()
+	var totals *engine.Totals
+	for totals == nil {
+		select {
+		case totals = <-measured:
+		case input := <-inputs:
+			if input.Command == protocol.Shutdown {
+				logf("SHUTDOWN (or end of stdin) during the window; stopping without a sample")
+				cancel()
+				client.Close()
+				return stopped(out, nil)
+			}
+			cancel()
+			client.Close()
+			return finish(out, misplaced(protocol.PhaseMeasure, input))
+		}
+	}
+	sample, reportErr := totals.Report(w)
+	if reportErr != nil {
+		client.Close()
+		return finish(out, fail(protocol.PhaseMeasure, protocol.CodeInternal, "%v", reportErr))
+	}
+	out.Emit("sample", sample)
+
+	input := <-inputs
+	client.Close()
+	if input.Command != protocol.Shutdown {
+		return finish(out, misplaced(protocol.PhaseShutdown, input))
+	}
+	return stopped(out, nil)
+}
+
+// closeOpened closes a client that connected before the lifecycle gave up on it.
+func closeOpened(opened <-chan stack.Client) {
+	select {
+	case client := <-opened:
+		client.Close()
+	default:
+	}
+}
+
+// misplaced is the protocol error for START or an unknown line where it is not valid.
+func misplaced(phase string, input protocol.Input) *Failure {
+	if input.Command == protocol.Start {
+		if phase == protocol.PhaseShutdown {
+			return fail(phase, protocol.CodeProtocol, "a second START: one sample per client")
+		}
+		return fail(phase, protocol.CodeProtocol, "START arrived during %s; it is only valid once, after `armed`", phase)
+	}
+	return fail(phase, protocol.CodeProtocol, "unknown command %q on stdin; expected START or SHUTDOWN", input.Line)
+}
+
+// finish prints the failure as an `error` event and returns its exit code.
+func finish(out *protocol.Output, f *Failure) int {
+	logf("%s", f.Error())
+	out.Emit("error", protocol.Error{Phase: f.Phase, Code: f.Code, Message: f.Message})
+	return f.ExitCode()
+}
+
+func stopped(out *protocol.Output, counters map[string]protocol.Counter) int {
+	out.Emit("stopped", protocol.Stopped{Counters: counters})
+	return 0
+}

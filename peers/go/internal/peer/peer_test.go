@@ -1,0 +1,249 @@
+package peer
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"rpcarena/peers/go/internal/args"
+	"rpcarena/peers/go/internal/protocol"
+	"rpcarena/peers/go/internal/testpki"
+	"rpcarena/peers/go/internal/workload"
+)
+
+// role runs a role in the background: commands go in, events come out as decoded lines.
+type role struct {
+	inputs chan protocol.Input
+	events chan map[string]any
+	exit   chan int
+}
+
+func start(t *testing.T, run func(<-chan protocol.Input, *protocol.Output) int) *role {
+	t.Helper()
+	reader, writer := io.Pipe()
+	r := &role{inputs: make(chan protocol.Input, 4), events: make(chan map[string]any, 16), exit: make(chan int, 1)}
+	go func() {
+		scanner := bufio.NewScanner(reader)
+		for scanner.Scan() {
+			var event map[string]any
+			if err := json.Unmarshal(scanner.Bytes(), &event); err != nil {
+				t.Errorf("not a JSON event: %q", scanner.Text())
+			}
+			r.events <- event
+		}
+	}()
+	go func() {
+		code := run(r.inputs, protocol.NewOutput(writer))
+		writer.Close()
+		r.exit <- code
+	}()
+	return r
+}
+
+func (r *role) next(t *testing.T, kind string) map[string]any {
+	t.Helper()
+	select {
+	case event := <-r.events:
+		if event["event"] != kind {
+			t.Fatalf("got %v, want a %s event", event, kind)
+		}
+		return event
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no %s event", kind)
+	}
+	return nil
+}
+
+func (r *role) exited(t *testing.T, want int) {
+	t.Helper()
+	select {
+	case code := <-r.exit:
+		if code != want {
+			t.Fatalf("exit %d, want %d", code, want)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("did not exit")
+	}
+}
+
+func serve(t *testing.T, pki testpki.Files, stack args.Stack) (*role, string) {
+	server := start(t, func(inputs <-chan protocol.Input, out *protocol.Output) int {
+		return RunServer(&args.Server{Stack: stack, Listen: "127.0.0.1:0", Cert: pki.Cert, Key: pki.Key}, inputs, out)
+	})
+	ready := server.next(t, "ready")
+	return server, ready["address"].(string)
+}
+
+func clientArgs(stack args.Stack, server, ca string) *args.Client {
+	return &args.Client{Stack: stack, Server: server, ServerName: "localhost", CA: ca, Concurrency: 2, Load: args.Closed,
+		Workload: workload.Workload{Shape: workload.Unary, RequestSize: 32, ResponseSize: 32, Messages: 1},
+		WarmupMs: 50, WindowMs: 1200, DrainMs: 1000}
+}
+
+func runClient(t *testing.T, a *args.Client) *role {
+	return start(t, func(inputs <-chan protocol.Input, out *protocol.Output) int { return RunClient(a, inputs, out) })
+}
+
+func TestASampleEndToEndOnEveryStack(t *testing.T) {
+	pki := testpki.Write(t)
+	for _, stack := range []args.Stack{args.Grpc, args.Quic, args.Tcp} {
+		server, address := serve(t, pki, stack)
+		client := runClient(t, clientArgs(stack, address, pki.CA))
+		armed := client.next(t, "armed")
+		if armed["lanes"] != 2.0 || armed["warmup_completed"] == "0" {
+			t.Fatalf("%s: %v", stack, armed)
+		}
+		client.inputs <- protocol.Input{Command: protocol.Start}
+		sample := client.next(t, "sample")
+		if sample["failed"] != "0" || sample["completed"] == "0" || sample["window_ns"] != "1200000000" || len(sample["intervals"].([]any)) != 2 {
+			t.Fatalf("%s: %v", stack, sample)
+		}
+		client.inputs <- protocol.Input{Command: protocol.Start}
+		failure := client.next(t, "error")
+		if failure["phase"] != "shutdown" || failure["code"] != "protocol" {
+			t.Fatalf("a second START: %v", failure)
+		}
+		client.exited(t, 1)
+		close(server.inputs) // end of stdin is SHUTDOWN
+		stopped := server.next(t, "stopped")
+		counters := stopped["counters"].(map[string]any)
+		if counters["rpcs"] == "0" || counters["rejected"] != "0" {
+			t.Fatalf("%s: %v", stack, stopped)
+		}
+		server.exited(t, 0)
+	}
+}
+
+func TestShutdownAndUnknownCommandsInEveryClientState(t *testing.T) {
+	pki := testpki.Write(t)
+	server, address := serve(t, pki, args.Quic)
+	defer close(server.inputs)
+
+	// SHUTDOWN while connecting or warming up: stopped at once, no armed
+	long := clientArgs(args.Quic, address, pki.CA)
+	long.WarmupMs = 60_000
+	client := runClient(t, long)
+	client.inputs <- protocol.Input{Command: protocol.Shutdown}
+	client.next(t, "stopped")
+	client.exited(t, 0)
+
+	// START before armed is a protocol error of the current phase
+	client = runClient(t, long)
+	time.Sleep(300 * time.Millisecond)
+	client.inputs <- protocol.Input{Command: protocol.Start}
+	failure := client.next(t, "error")
+	if failure["code"] != "protocol" || (failure["phase"] != "warmup" && failure["phase"] != "connect" && failure["phase"] != "validate") {
+		t.Fatalf("%v", failure)
+	}
+	client.exited(t, 1)
+
+	// armed: an unknown line is an error of phase armed; SHUTDOWN stops without a sample
+	client = runClient(t, clientArgs(args.Quic, address, pki.CA))
+	client.next(t, "armed")
+	client.inputs <- protocol.Input{Command: protocol.Unknown, Line: "GO"}
+	failure = client.next(t, "error")
+	if failure["phase"] != "armed" || !strings.Contains(failure["message"].(string), `"GO"`) {
+		t.Fatalf("%v", failure)
+	}
+	client.exited(t, 1)
+	client = runClient(t, clientArgs(args.Quic, address, pki.CA))
+	client.next(t, "armed")
+	close(client.inputs)
+	client.next(t, "stopped")
+	client.exited(t, 0)
+
+	// SHUTDOWN during the window: stopped without a sample, at once
+	slow := clientArgs(args.Quic, address, pki.CA)
+	slow.WindowMs = 60_000
+	client = runClient(t, slow)
+	client.next(t, "armed")
+	client.inputs <- protocol.Input{Command: protocol.Start}
+	time.Sleep(100 * time.Millisecond)
+	began := time.Now()
+	client.inputs <- protocol.Input{Command: protocol.Shutdown}
+	client.next(t, "stopped")
+	client.exited(t, 0)
+	if waited := time.Since(began); waited > time.Second {
+		t.Fatalf("stopping took %v", waited)
+	}
+}
+
+func TestFailuresBeforeTheWindow(t *testing.T) {
+	pki := testpki.Write(t)
+	server, address := serve(t, pki, args.Tcp)
+	defer close(server.inputs)
+	wrongCA := clientArgs(args.Tcp, address, pki.OtherCA)
+	client := runClient(t, wrongCA)
+	failure := client.next(t, "error")
+	if failure["phase"] != "connect" || failure["code"] != "tls" {
+		t.Fatalf("%v", failure)
+	}
+	client.exited(t, 1)
+
+	missing := clientArgs(args.Tcp, address, "/nonexistent/ca.pem")
+	client = runClient(t, missing)
+	failure = client.next(t, "error")
+	if failure["phase"] != "startup" || failure["code"] != "config" {
+		t.Fatalf("%v", failure)
+	}
+	client.exited(t, 2)
+}
+
+func TestAServerRefusesStartAndABadListenAddress(t *testing.T) {
+	pki := testpki.Write(t)
+	server, _ := serve(t, pki, args.Grpc)
+	server.inputs <- protocol.Input{Command: protocol.Start}
+	failure := server.next(t, "error")
+	if failure["phase"] != "serve" || failure["code"] != "protocol" {
+		t.Fatalf("%v", failure)
+	}
+	server.exited(t, 1)
+
+	bad := start(t, func(inputs <-chan protocol.Input, out *protocol.Output) int {
+		return RunServer(&args.Server{Stack: args.Tcp, Listen: "192.0.2.1:0", Cert: pki.Cert, Key: pki.Key}, inputs, out)
+	})
+	failure = bad.next(t, "error")
+	if failure["phase"] != "listen" || failure["code"] != "config" {
+		t.Fatalf("%v", failure)
+	}
+	bad.exited(t, 1)
+
+	unreadable := start(t, func(inputs <-chan protocol.Input, out *protocol.Output) int {
+		return RunServer(&args.Server{Stack: args.Quic, Listen: "127.0.0.1:0", Cert: pki.CA, Key: pki.CA}, inputs, out)
+	})
+	failure = unreadable.next(t, "error")
+	if failure["phase"] != "startup" || failure["code"] != "config" {
+		t.Fatalf("%v", failure)
+	}
+	unreadable.exited(t, 2)
+}
+
+func TestCapabilitiesDeclareEveryStackAndItsSettings(t *testing.T) {
+	line, err := protocol.Line("capabilities", Capabilities())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var capabilities struct {
+		Revision string
+		Roles    struct{ Client, Server []protocol.StackOffer }
+	}
+	if err := json.Unmarshal(line, &capabilities); err != nil || capabilities.Revision != "1.1" {
+		t.Fatal(err, capabilities.Revision)
+	}
+	if len(capabilities.Roles.Client) != 3 || len(capabilities.Roles.Server) != 3 || strings.Contains(string(line), "null") {
+		t.Fatalf("%s", line)
+	}
+	for _, offer := range capabilities.Roles.Client {
+		for _, key := range []string{"tls_versions", "tls_groups", "alpn", "max_message_bytes", "congestion_control", "connections", "compression", "runtime"} {
+			if _, ok := offer.Settings[key]; !ok {
+				t.Errorf("%s: no %s", offer.Stack, key)
+			}
+		}
+		if len(offer.LoadModels) != 5 || len(offer.Deviations) == 0 {
+			t.Errorf("%s: %v %v", offer.Stack, offer.LoadModels, offer.Deviations)
+		}
+	}
+}

@@ -1,0 +1,149 @@
+package grpcstack
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+
+	pb "rpcarena/peers/go/internal/benchpb"
+	"rpcarena/peers/go/internal/stack"
+	"rpcarena/peers/go/internal/workload"
+)
+
+// service answers the four shapes, checking every request (docs/peer-protocol.md "Validation
+// duties"); a request that fails is answered with INVALID_ARGUMENT.
+type service struct {
+	pb.UnimplementedBenchServiceServer
+	counters *stack.Counters
+}
+
+func rejected(tally *stack.CallTally, err error) error {
+	tally.Rejected = true
+	return status.Error(codes.InvalidArgument, err.Error())
+}
+
+func (s *service) Unary(_ context.Context, request *pb.Request) (*pb.Response, error) {
+	tally := &stack.CallTally{Requests: 1}
+	defer tally.Done(s.counters)
+	if err := workload.NewCallCheck(workload.Unary).Add(request); err != nil {
+		return nil, rejected(tally, err)
+	}
+	kind, _ := workload.KindOf(request)
+	tally.Responses++
+	return workload.Response(kind, request.Seq, request.ResponseSize), nil
+}
+
+// receive checks every request of a streamed call and hands it to each; a call without any
+// request is refused.
+func receive(stream grpc.ServerStream, check *workload.CallCheck, tally *stack.CallTally, each func(*pb.Request) error) error {
+	for {
+		request := &pb.Request{}
+		err := stream.RecvMsg(request)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		tally.Requests++
+		if err := check.Add(request); err != nil {
+			return rejected(tally, err)
+		}
+		if err := each(request); err != nil {
+			return err
+		}
+	}
+	if check.Count() == 0 {
+		return rejected(tally, errors.New(workload.EmptyStream))
+	}
+	return nil
+}
+
+func (s *service) ClientStream(stream grpc.ClientStreamingServer[pb.Request, pb.Summary]) error {
+	tally := &stack.CallTally{}
+	defer tally.Done(s.counters)
+	check := workload.NewCallCheck(workload.ClientStream)
+	if err := receive(stream, check, tally, func(*pb.Request) error { return nil }); err != nil {
+		return err
+	}
+	tally.Responses++
+	return stream.SendAndClose(check.Summary())
+}
+
+func (s *service) ServerStream(request *pb.Request, stream grpc.ServerStreamingServer[pb.Response]) error {
+	tally := &stack.CallTally{Requests: 1}
+	defer tally.Done(s.counters)
+	if err := workload.NewCallCheck(workload.ServerStream).Add(request); err != nil {
+		return rejected(tally, err)
+	}
+	kind, _ := workload.KindOf(request)
+	for index := uint64(0); index < uint64(request.ResponseMessages); index++ {
+		if err := stream.Send(workload.Response(kind, index, request.ResponseSize)); err != nil {
+			return err
+		}
+		tally.Responses++
+	}
+	return nil
+}
+
+func (s *service) Bidi(stream grpc.BidiStreamingServer[pb.Request, pb.Response]) error {
+	tally := &stack.CallTally{}
+	defer tally.Done(s.counters)
+	check := workload.NewCallCheck(workload.Bidi)
+	return receive(stream, check, tally, func(request *pb.Request) error {
+		if err := stream.Send(workload.Response(check.Kind(), request.Seq, request.ResponseSize)); err != nil {
+			return err
+		}
+		tally.Responses++
+		return nil
+	})
+}
+
+// Server is a grpc-go server on a tuned TCP listener.
+type Server struct {
+	server   *grpc.Server
+	listener net.Listener
+	failed   chan error
+}
+
+// Serve binds exactly address and serves until Stop.
+func Serve(address string, config *tls.Config, counters *stack.Counters) (*Server, error) {
+	listener, err := stack.ListenTCP(address)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %s: cannot bind TCP: %w", address, err)
+	}
+	server := grpc.NewServer(
+		grpc.Creds(credentials.NewTLS(config)),
+		grpc.InitialWindowSize(stack.FlowWindow),
+		grpc.InitialConnWindowSize(stack.FlowWindow),
+		grpc.MaxConcurrentStreams(stack.MaxConcurrentStreams),
+		grpc.MaxRecvMsgSize(workload.MaxMessage),
+		grpc.MaxSendMsgSize(workload.MaxMessage),
+		grpc.ConnectionTimeout(stack.HandshakeTimeout),
+	)
+	pb.RegisterBenchServiceServer(server, &service{counters: counters})
+	s := &Server{server: server, listener: listener, failed: make(chan error, 1)}
+	go func() {
+		if err := server.Serve(listener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			s.failed <- fmt.Errorf("the gRPC server failed: %w", err)
+		}
+	}()
+	return s, nil
+}
+
+// Addr is the bound address.
+func (s *Server) Addr() net.Addr { return s.listener.Addr() }
+
+// Failed delivers an error if the server stops on its own.
+func (s *Server) Failed() <-chan error { return s.failed }
+
+// Stop closes the listener and every connection; calls in progress are cut.
+func (s *Server) Stop() { s.server.Stop() }

@@ -1,0 +1,80 @@
+// Package stack holds what every transport stack of the Go peer shares (docs/stacks.md): the
+// settings every peer must use, the one TLS configuration, socket tuning, the client and server
+// interfaces the lifecycle drives, and the server's counters.
+package stack
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"rpcarena/peers/go/internal/engine"
+	"rpcarena/peers/go/internal/workload"
+)
+
+// Settings shared by every stack (docs/stacks.md, "Shared by all stacks").
+const (
+	// FlowWindow is every flow-control window: HTTP/2 stream and connection, QUIC stream and
+	// connection receive windows.
+	FlowWindow = 16 * 1024 * 1024
+	// MaxConcurrentStreams is what a server allows per connection (HTTP/2 and QUIC).
+	MaxConcurrentStreams = 10_000
+	// HandshakeTimeout bounds a server's TLS handshake of an accepted connection.
+	HandshakeTimeout = 10 * time.Second
+	// CloseGrace bounds closing a connection or waiting for a stream's end.
+	CloseGrace = time.Second
+)
+
+// ClientSettings is what a client stack needs to connect.
+type ClientSettings struct {
+	Server   string      // --server, HOST:PORT
+	TLS      *tls.Config // with ServerName, RootCAs and the stack's ALPN
+	Workload workload.Workload
+	Lanes    int
+}
+
+// Client is a connected client stack.
+type Client interface {
+	// Lanes are the lanes, one per unit of the model's concurrency.
+	Lanes() []engine.Lane
+	// Submitter is the backpressure model's view of the transport; ctx is the phase's.
+	Submitter(ctx context.Context) engine.Submitter
+	// Connections is the number of transport connections opened.
+	Connections() uint32
+	// Close closes every connection (bounded in time).
+	Close()
+}
+
+// Server is a running server.
+type Server interface {
+	// Addr is the address actually bound.
+	Addr() net.Addr
+	// Failed delivers an error if the server stops on its own.
+	Failed() <-chan error
+	// Stop closes the listener and every connection.
+	Stop()
+}
+
+// Counters are a server's counts for the `stopped` event.
+type Counters struct {
+	RPCs, Requests, Responses, Rejected atomic.Uint64
+}
+
+// CallTally counts one call's messages and adds them to the shared counters once, at the end
+// of the call, so the shared atomics are touched once per call, not per message.
+type CallTally struct {
+	Requests, Responses uint64
+	Rejected            bool
+}
+
+// Done adds the call to counters.
+func (t *CallTally) Done(counters *Counters) {
+	counters.RPCs.Add(1)
+	counters.Requests.Add(t.Requests)
+	counters.Responses.Add(t.Responses)
+	if t.Rejected {
+		counters.Rejected.Add(1)
+	}
+}
