@@ -1,7 +1,9 @@
 //! Generates the tonic service of the workload contract (only the peer serves and calls it; the
-//! messages come from `rpcarena-protocol`), and reads the versions of the libraries behind each
-//! stack from the workspace's `Cargo.lock`, so that `capabilities` always reports what was
-//! actually built (no hand-kept version numbers).
+//! messages come from `rpcarena-protocol`), reads the versions of the libraries behind each stack
+//! from the workspace's `Cargo.lock`, so that `capabilities` always reports what was actually
+//! built (no hand-kept version numbers), and records how this build was made (the compiler's
+//! version, the profile and its optimization level, the target and extra compiler flags) for
+//! `capabilities`' `build`.
 //!
 //! The lockfile may hold several versions of one crate (for different dependents), so the
 //! versions are taken from the dependency graph reachable from this package, not by name alone.
@@ -10,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::env;
 use std::fs;
 use std::path::PathBuf;
+use std::process::Command;
 
 /// Libraries reported in `capabilities` (see src/capabilities.rs for which stack uses which).
 const LIBRARIES: &[&str] = &[
@@ -80,6 +83,39 @@ fn report_library_versions() {
         let key = library.to_uppercase().replace('-', "_");
         println!("cargo:rustc-env=RPCARENA_LIB_{key}={joined}");
     }
+    record_build();
+}
+
+/// How this build is made, as cargo tells a build script (a change of any of these rebuilds
+/// the package, and so reruns this script).
+fn record_build() {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".to_string());
+    let toolchain = Command::new(&rustc)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| String::from_utf8_lossy(&output.stdout).trim().to_string())
+        .unwrap_or_else(|| panic!("`{rustc} --version` failed; capabilities report the compiler"));
+    let flags = env::var("CARGO_ENCODED_RUSTFLAGS")
+        .unwrap_or_default()
+        .split('\x1f')
+        .filter(|flag| !flag.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let cargo = |name: &str| env::var(name).unwrap_or_else(|_| format!("unknown {name}"));
+    println!("cargo:rustc-env=RPCARENA_BUILD_TOOLCHAIN={toolchain}");
+    println!(
+        "cargo:rustc-env=RPCARENA_BUILD_PROFILE={}",
+        cargo("PROFILE")
+    );
+    println!(
+        "cargo:rustc-env=RPCARENA_BUILD_OPT_LEVEL={}",
+        cargo("OPT_LEVEL")
+    );
+    println!("cargo:rustc-env=RPCARENA_BUILD_DEBUG={}", cargo("DEBUG"));
+    println!("cargo:rustc-env=RPCARENA_BUILD_TARGET={}", cargo("TARGET"));
+    println!("cargo:rustc-env=RPCARENA_BUILD_RUSTFLAGS={flags}");
 }
 
 /// Parses the `[[package]]` tables of a Cargo.lock (name, version, dependencies).

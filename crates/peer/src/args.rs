@@ -5,6 +5,7 @@
 //! the argument, and `main` turns that into an `error` event (phase `startup`, code `config`) and
 //! exit code 2.
 
+use crate::fault::{ClientFault, ServerFault};
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use rpcarena_protocol::workload::{Payload, Shape};
@@ -125,6 +126,9 @@ pub struct ServerArgs {
     /// Diagnostic: the length of each stall, in milliseconds (less than `--stall-every-ms`).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..), requires = "stall_every_ms")]
     pub stall_ms: Option<u64>,
+    /// Conformance kit only, hidden: misbehave on every call in this way (crate::fault).
+    #[arg(long, value_enum, hide = true)]
+    pub conformance_fault: Option<ServerFault>,
 }
 
 /// `client` arguments.
@@ -193,6 +197,10 @@ pub struct ClientArgs {
     /// How long admitted operations may take to finish after the window, in milliseconds.
     #[arg(long, allow_negative_numbers = true)]
     pub drain_ms: u64,
+    /// Conformance kit only, hidden: send one malformed call of this kind and report whether the
+    /// server refused it (crate::fault).
+    #[arg(long, value_enum, hide = true)]
+    pub conformance_fault: Option<ClientFault>,
 }
 
 /// Why the arguments were not accepted.
@@ -293,6 +301,15 @@ fn check_client(args: &ClientArgs) -> Result<(), String> {
         if !given && required && owner == args.load {
             return Err(format!("--load {model} needs {name}"));
         }
+    }
+    if let Some(fault) = args.conformance_fault {
+        fault.check(&crate::stacks::Workload {
+            shape: args.shape,
+            request_size: args.request_size,
+            response_size: args.response_size,
+            messages: args.messages_per_stream,
+            payload: args.payload,
+        })?;
     }
     if args.load == Load::SendSaturation && args.shape != Shape::ClientStream {
         return Err(format!(
@@ -551,24 +568,26 @@ mod tests {
         );
     }
 
+    fn server_args(extra: &[&'static str]) -> Vec<&'static str> {
+        let mut args = vec![
+            "peer",
+            "server",
+            "--stack",
+            "tcp",
+            "--listen",
+            "127.0.0.1:0",
+            "--cert",
+            "c",
+            "--key",
+            "k",
+        ];
+        args.extend_from_slice(extra);
+        args
+    }
+
     #[test]
     fn the_stall_options_go_together() {
-        let server = |extra: &[&'static str]| {
-            let mut args = vec![
-                "peer",
-                "server",
-                "--stack",
-                "tcp",
-                "--listen",
-                "127.0.0.1:0",
-                "--cert",
-                "c",
-                "--key",
-                "k",
-            ];
-            args.extend_from_slice(extra);
-            parse(args)
-        };
+        let server = |extra: &[&'static str]| parse(server_args(extra));
         let Ok(Command::Server(stalling)) =
             server(&["--stall-every-ms", "500", "--stall-ms", "50"])
         else {
@@ -584,6 +603,43 @@ mod tests {
         assert!(
             matches!(server(&["--stall-every-ms", "50", "--stall-ms", "50"]), Err(ArgError::Invalid(m)) if m.contains("shorter"))
         );
+    }
+
+    #[test]
+    fn a_repeated_argument_is_refused_and_named() {
+        let mut args = client_args();
+        args.extend(["--concurrency", "8"]);
+        let message = invalid(args);
+        assert!(message.contains("--concurrency"), "{message}");
+        let mut args = client_args();
+        args.extend(["--payload", "zeros", "--payload", "zeros"]);
+        assert!(invalid(args).contains("--payload"));
+    }
+
+    #[test]
+    fn conformance_faults_parse_hidden_and_are_checked_against_the_workload() {
+        let mut args = client_args();
+        args.extend(["--conformance-fault", "seq-order"]);
+        let Ok(Command::Client(client)) = parse(args) else {
+            panic!("a client fault parses");
+        };
+        assert_eq!(client.conformance_fault, Some(ClientFault::SeqOrder));
+        let mut unary = with("--shape", "unary");
+        unary.extend(["--conformance-fault", "seq-order"]);
+        assert!(invalid(unary).contains("--conformance-fault seq-order applies to --shape"));
+        let mut unknown = client_args();
+        unknown.extend(["--conformance-fault", "wrong-seq"]);
+        assert!(invalid(unknown).contains("--conformance-fault"));
+        let Ok(Command::Server(server)) =
+            parse(server_args(&["--conformance-fault", "early-status"]))
+        else {
+            panic!("a server fault parses");
+        };
+        assert_eq!(server.conformance_fault, Some(ServerFault::EarlyStatus));
+        let Err(ArgError::Info(help)) = parse(["peer", "server", "--help"]) else {
+            panic!("help");
+        };
+        assert!(!help.contains("conformance"), "{help}");
     }
 
     #[test]

@@ -1,9 +1,17 @@
-//! The `capabilities` event: every stack in both roles, every shape, every load model (client),
-//! both payload kinds, and the versions of the libraries behind each stack (read from Cargo.lock
-//! by build.rs).
+//! The `capabilities` event (revision 1.1): every stack in both roles, every shape, every load
+//! model (client), both payload kinds, the versions of the libraries behind each stack (read from
+//! Cargo.lock by build.rs), how the binary was built, the file it runs from, and each stack's
+//! transport settings (docs/stacks.md, "Settings every peer declares"), taken from the constants
+//! the stacks are configured with. The Rust peer is the reference, so it has no deviations.
+//!
+//! Two settings are what the kernel grants this process, so they are asked for on sockets that
+//! are never bound or connected (no packet is sent): the TCP congestion controller and the UDP
+//! socket buffers.
 
 use crate::args::Stack;
-use rpcarena_protocol::event::{Capabilities, Event, Roles, StackCapability};
+use crate::stacks::{self, grpc, quic, tcp};
+use crate::tls;
+use rpcarena_protocol::event::{Capabilities, Event, Roles, Setting, StackCapability};
 use rpcarena_protocol::workload::{Payload, Shape};
 use std::collections::BTreeMap;
 
@@ -34,8 +42,64 @@ pub fn libraries(stack: Stack) -> Vec<(&'static str, &'static str)> {
     own.iter().copied().chain(common).collect()
 }
 
+/// The revision of docs/peer-protocol.md this peer follows.
+pub const REVISION: &str = "1.1";
+
+/// How this binary was built (recorded by build.rs) and what runs it.
+pub fn build() -> BTreeMap<String, String> {
+    [
+        ("toolchain", env!("RPCARENA_BUILD_TOOLCHAIN")),
+        ("profile", env!("RPCARENA_BUILD_PROFILE")),
+        ("opt_level", env!("RPCARENA_BUILD_OPT_LEVEL")),
+        ("debug", env!("RPCARENA_BUILD_DEBUG")),
+        ("target", env!("RPCARENA_BUILD_TARGET")),
+        ("rustflags", env!("RPCARENA_BUILD_RUSTFLAGS")),
+    ]
+    .into_iter()
+    .map(|(key, value)| (key.to_string(), value.to_string()))
+    .collect()
+}
+
+/// The files this peer runs from: its own executable (statically linked Rust, nothing else but
+/// the C library, which `build.target` names).
+pub fn files() -> Vec<String> {
+    match std::env::current_exe() {
+        Ok(path) => vec![path.display().to_string()],
+        Err(e) => {
+            eprintln!("rpcarena-peer-rust: cannot find the running executable: {e}");
+            Vec::new()
+        }
+    }
+}
+
+/// The transport settings of `stack` (the same in both roles): TLS, the stack's own, and what
+/// every stack shares. `tcp_congestion` is the kernel's answer, asked once.
+pub fn settings(stack: Stack, tcp_congestion: &str) -> BTreeMap<String, Setting> {
+    let own = match stack {
+        Stack::Grpc => grpc::declared(),
+        Stack::Quic => quic::declared(),
+        Stack::Tcp => tcp::declared(),
+    };
+    let alpn = String::from_utf8_lossy(tls::alpn(stack)).into_owned();
+    let mut shared = vec![
+        ("alpn", Setting::from(alpn)),
+        ("compression", stacks::COMPRESSION.into()),
+        ("runtime", stacks::runtime_description().into()),
+    ];
+    if stack != Stack::Quic {
+        shared.push(("congestion_control", tcp_congestion.into()));
+    }
+    tls::declared()
+        .into_iter()
+        .chain(own)
+        .chain(shared)
+        .map(|(key, value)| (key.to_string(), value))
+        .collect()
+}
+
 /// The event this peer answers `capabilities` with.
 pub fn event() -> Event {
+    let tcp_congestion = stacks::tcp_congestion_in_use();
     let shapes: Vec<String> = Shape::ALL.iter().map(|s| s.as_str().to_string()).collect();
     let entry = |stack: Stack, load_models: Vec<String>| StackCapability {
         stack: stack.as_str().to_string(),
@@ -49,12 +113,17 @@ pub fn event() -> Event {
             .into_iter()
             .map(|(name, version)| (name.to_string(), version.to_string()))
             .collect::<BTreeMap<_, _>>(),
+        settings: settings(stack, &tcp_congestion),
+        deviations: Some(Vec::new()),
     };
     let models: Vec<String> = LOAD_MODELS.iter().map(|m| m.to_string()).collect();
     Event::Capabilities(Capabilities {
         peer: "rpcarena-peer-rust".to_string(),
         language: "rust".to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
+        revision: Some(REVISION.to_string()),
+        build: build(),
+        files: files(),
         roles: Roles {
             client: Stack::ALL
                 .iter()
@@ -87,6 +156,72 @@ mod tests {
         assert!(grpc.libraries["tonic"].starts_with("0.14."), "{grpc:?}");
         let quic = caps.roles.stack(Role::Server, "quic").expect("offered");
         assert!(quic.libraries["quinn"].starts_with("0.11."), "{quic:?}");
+    }
+
+    /// The keys docs/stacks.md says every peer declares, where they apply to the stack.
+    const REQUIRED: &[&str] = &[
+        "tls_versions",
+        "tls_groups",
+        "tls_ciphers",
+        "tls_resumption",
+        "alpn",
+        "max_message_bytes",
+        "connections",
+        "compression",
+        "runtime",
+    ];
+
+    #[test]
+    fn revision_1_1_fields_are_declared() {
+        let Ok(Event::Capabilities(caps)) = parse_event(&event().to_line()) else {
+            panic!("capabilities must round-trip");
+        };
+        assert_eq!(caps.revision.as_deref(), Some("1.1"));
+        assert!(
+            caps.build["toolchain"].starts_with("rustc "),
+            "{:?}",
+            caps.build
+        );
+        assert!(!caps.build["opt_level"].is_empty());
+        let exe = std::env::current_exe().unwrap();
+        assert_eq!(caps.files, vec![exe.display().to_string()]);
+        assert!(std::path::Path::new(&caps.files[0]).is_absolute());
+        for role in [Role::Client, Role::Server] {
+            for stack in Stack::ALL {
+                let entry = caps.roles.stack(role, stack.as_str()).expect("offered");
+                assert_eq!(entry.deviations, Some(vec![]));
+                for key in REQUIRED {
+                    assert!(entry.settings.contains_key(*key), "{stack:?}: {key}");
+                }
+            }
+        }
+        let number =
+            |stack: &str, key: &str| match &caps.roles.stack(Role::Server, stack).unwrap().settings
+                [key]
+            {
+                Setting::Number(n) => n.as_u64().unwrap(),
+                other => panic!("{stack} {key}: {other:?}"),
+            };
+        assert_eq!(number("grpc", "stream_window"), 16 * 1024 * 1024);
+        assert_eq!(number("quic", "send_window"), 16 * 1024 * 1024);
+        assert_eq!(number("quic", "max_concurrent_streams"), 10_000);
+        assert_eq!(number("quic", "idle_timeout_ms"), 30_000);
+        assert_eq!(number("tcp", "max_message_bytes"), 16 * 1024 * 1024 + 1024);
+        let grpc = &caps.roles.stack(Role::Client, "grpc").unwrap().settings;
+        assert_eq!(grpc["alpn"], Setting::from("h2"));
+        assert_eq!(grpc["bdp_probing"], Setting::from(false));
+        assert_eq!(grpc["tcp_nodelay"], Setting::from(true));
+        let quic = &caps.roles.stack(Role::Client, "quic").unwrap().settings;
+        assert_eq!(quic["alpn"], Setting::from("rpcarena/1"));
+        assert_eq!(quic["congestion_control"], Setting::from("cubic"));
+        assert!(!quic.contains_key("tcp_nodelay"));
+        let tcp = &caps.roles.stack(Role::Client, "tcp").unwrap().settings;
+        assert_eq!(tcp["connections"], Setting::from("1 per lane"));
+        assert!(!tcp.contains_key("stream_window"));
+        let Setting::Text(runtime) = &tcp["runtime"] else {
+            panic!("runtime is text");
+        };
+        assert!(runtime.starts_with("tokio multi-thread, "), "{runtime}");
     }
 
     #[test]

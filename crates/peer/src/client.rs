@@ -12,11 +12,12 @@ use crate::engine::tally::{ModelReport, Totals};
 use crate::engine::window::WindowSchedule;
 use crate::engine::{Clock, Lane, LoadModel, MonotonicClock, OpError, Window};
 use crate::failure::{FailExt, Failure};
+use crate::fault::{ClientFault, judge};
 use crate::output::{Commands, Input, emit};
 use crate::stacks::grpc::GrpcClient;
 use crate::stacks::quic::QuicClient;
 use crate::stacks::tcp::TcpClient;
-use crate::stacks::{ClientSettings, ClientStack, Workload};
+use crate::stacks::{ClientSettings, ClientStack, RawCall, Workload};
 use crate::tls;
 use rpcarena_protocol::event::{Armed, Command, Event, Stopped, code, phase};
 use std::sync::Arc;
@@ -26,8 +27,8 @@ use std::time::Duration;
 const CONNECT_BOUND: Duration = Duration::from_secs(30);
 /// Safety bound on the validation operation.
 const VALIDATE_BOUND: Duration = Duration::from_secs(120);
-/// How long warmup operations still running at the end of the warmup may take to finish.
-const WARMUP_DRAIN_BOUND: Duration = Duration::from_secs(120);
+/// What a warmup operation that outlives `--drain-ms` after the warmup is told it missed.
+const WARMUP_BOUND: &str = "the warmup's drain bound (--drain-ms after --warmup-ms)";
 
 /// The load model the arguments ask for (args.rs has checked that its arguments are there).
 pub fn load_model(args: &ClientArgs) -> LoadModel {
@@ -165,16 +166,6 @@ fn window_failure(phase: &'static str, totals: &Totals) -> Option<Failure> {
     ))
 }
 
-/// A connected, validated and warmed-up client, ready for START.
-struct Prepared<S: ClientStack> {
-    stack: S,
-    lanes: Vec<S::Lane>,
-    connect_ns: u64,
-    warmup_completed: u64,
-}
-
-/// One sample: prepare, `armed`, START, the window, `sample`, SHUTDOWN, `stopped`. SHUTDOWN or
-/// the end of stdin at any point before the sample stops the client cleanly without one.
 async fn sample<S: ClientStack>(
     args: &ClientArgs,
     settings: &ClientSettings,
@@ -184,24 +175,29 @@ async fn sample<S: ClientStack>(
     let clock = MonotonicClock::new();
 
     // Connecting, validating and warming up race the controller: SHUTDOWN or the end of stdin
-    // (the controller died or gave up) stops the client at once instead of after the bounds.
-    let prepared = unless_shutdown(
-        &mut commands,
-        phase::CONNECT,
-        prepare::<S>(args, settings, model, clock),
-    )
-    .await?;
-    let Some(Prepared {
-        stack,
-        lanes,
-        connect_ns,
-        warmup_completed,
-    }) = prepared
-    else {
-        eprintln!("rpcarena-peer-rust: SHUTDOWN (or end of stdin) before armed; stopping");
-        emit(&Event::Stopped(Stopped::default()));
+    // (the controller died or gave up) stops the client at once instead of after the bounds,
+    // and START or another line is a protocol error in the phase it arrives in.
+    let connected = unless_shutdown(&mut commands, phase::CONNECT, connect::<S>(settings, clock));
+    let Some((stack, mut lanes, connect_ns)) = connected.await? else {
+        stop_early("connecting");
         return Ok(());
     };
+    if let Some(fault) = args.conformance_fault {
+        return probe(stack, lanes, fault, settings.workload, &mut commands).await;
+    }
+    let validated = unless_shutdown(&mut commands, phase::VALIDATE, validate(&mut lanes));
+    if validated.await?.is_none() {
+        stop_early("the validation operation");
+        return Ok(());
+    }
+    let warmup = warm_up(&stack, lanes, model, clock, args);
+    let Some((lanes, warmup_completed)) =
+        unless_shutdown(&mut commands, phase::WARMUP, warmup).await?
+    else {
+        stop_early("the warmup");
+        return Ok(());
+    };
+
     emit(&Event::Armed(Armed {
         lanes: settings.lanes,
         connections: stack.connections(),
@@ -209,12 +205,17 @@ async fn sample<S: ClientStack>(
         warmup_completed,
     }));
 
-    if !wait_for_start(&mut commands).await? {
-        // The controller gave up before measuring: close cleanly, no sample.
-        stack.close(lanes).await;
-        emit(&Event::Stopped(Stopped::default()));
-        return Ok(());
+    match commands.next().await {
+        Input::Command(Command::Start) => {}
+        Input::Command(Command::Shutdown) => {
+            // The controller gave up before measuring: close cleanly, no sample.
+            stack.close(lanes).await;
+            emit(&Event::Stopped(Stopped::default()));
+            return Ok(());
+        }
+        Input::Unknown(line) => return Err(unknown_command(phase::ARMED, &line)),
     }
+
     let window = Window::new(
         clock.now(),
         args.window_ms.saturating_mul(1_000_000),
@@ -231,10 +232,7 @@ async fn sample<S: ClientStack>(
     })
     .await?;
     let Some((lanes, totals)) = measured else {
-        eprintln!(
-            "rpcarena-peer-rust: SHUTDOWN (or end of stdin) during the window; stopping without a sample"
-        );
-        emit(&Event::Stopped(Stopped::default()));
+        stop_early("the window");
         return Ok(());
     };
     let report = totals
@@ -242,21 +240,39 @@ async fn sample<S: ClientStack>(
         .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, e))?;
     emit(&Event::Sample(report));
 
-    wait_for_shutdown(&mut commands).await?;
+    match commands.next().await {
+        Input::Command(Command::Shutdown) => {}
+        Input::Command(Command::Start) => {
+            return Err(Failure::new(
+                phase::SHUTDOWN,
+                code::PROTOCOL,
+                anyhow::anyhow!(
+                    "a second START after the sample; a client measures one sample, then \
+                     takes only SHUTDOWN"
+                ),
+            ));
+        }
+        Input::Unknown(line) => return Err(unknown_command(phase::SHUTDOWN, &line)),
+    }
     stack.close(lanes).await;
     emit(&Event::Stopped(Stopped::default()));
     Ok(())
 }
 
-/// Connects every lane, validates one operation, and runs the untimed warmup.
-async fn prepare<S: ClientStack>(
-    args: &ClientArgs,
+/// SHUTDOWN (or the end of stdin) before `armed` or during the window: stop at once, without
+/// closing connections gracefully (the process exit closes them) and without a sample.
+fn stop_early(during: &str) {
+    eprintln!("rpcarena-peer-rust: SHUTDOWN (or end of stdin) during {during}; stopping");
+    emit(&Event::Stopped(Stopped::default()));
+}
+
+/// Opens every connection (TLS handshakes included); returns the lanes and how long it took.
+async fn connect<S: ClientStack>(
     settings: &ClientSettings,
-    model: LoadModel,
     clock: MonotonicClock,
-) -> Result<Prepared<S>, Failure> {
+) -> Result<(S, Vec<S::Lane>, u64), Failure> {
     let began = clock.now();
-    let (stack, mut lanes) = tokio::time::timeout(CONNECT_BOUND, S::connect(settings))
+    let (stack, lanes) = tokio::time::timeout(CONNECT_BOUND, S::connect(settings))
         .await
         .map_err(|_| {
             OpError::new(
@@ -269,77 +285,124 @@ async fn prepare<S: ClientStack>(
         })
         .and_then(|connected| connected)
         .map_err(|e| op_failure(phase::CONNECT, e))?;
-    let connect_ns = clock.now() - began;
+    Ok((stack, lanes, clock.now() - began))
+}
 
-    let first = lanes.first_mut().ok_or_else(|| {
+/// The first lane, which runs the validation operation.
+fn first_lane<L>(lanes: &mut [L]) -> Result<&mut L, Failure> {
+    lanes.first_mut().ok_or_else(|| {
         Failure::new(
             phase::STARTUP,
             code::CONFIG,
             anyhow::anyhow!("--concurrency must be at least 1"),
         )
-    })?;
-    tokio::time::timeout(VALIDATE_BOUND, first.call(0))
+    })
+}
+
+/// One operation of `work` on the first lane within the validation bound, as an [`OpError`].
+async fn bounded<T>(
+    what: &str,
+    work: impl std::future::Future<Output = Result<T, OpError>>,
+) -> Result<T, OpError> {
+    tokio::time::timeout(VALIDATE_BOUND, work)
         .await
         .map_err(|_| {
             OpError::new(
                 code::TIMEOUT,
-                format!("the validation operation took longer than {VALIDATE_BOUND:?}"),
+                format!("{what} took longer than {VALIDATE_BOUND:?}"),
             )
         })
-        .and_then(|validated| validated)
-        .map_err(|e| op_failure(phase::VALIDATE, e))?;
+        .and_then(|done| done)
+}
 
-    let mut warmup_completed = 0;
-    if args.warmup_ms > 0 {
-        let window = Window::new(
-            clock.now(),
-            args.warmup_ms.saturating_mul(1_000_000),
-            WARMUP_DRAIN_BOUND.as_nanos() as u64,
-        );
-        let (warm, totals) = run_model(
-            &stack,
-            lanes,
-            model,
-            clock,
-            window,
-            "the warmup's drain bound",
-        )
+/// The validation operation: one operation of the configured shape on the first lane (seq 0),
+/// checked as every measured one is.
+async fn validate<L: Lane>(lanes: &mut [L]) -> Result<(), Failure> {
+    let lane = first_lane(lanes)?;
+    bounded("the validation operation", lane.call(0))
+        .await
+        .map_err(|e| op_failure(phase::VALIDATE, e))?;
+    Ok(())
+}
+
+/// The untimed warmup: the load model for `--warmup-ms`, then every operation still in flight
+/// may take `--drain-ms` to finish (docs/peer-protocol.md, "Lifecycle"); any failure, a missed
+/// bound included (`timeout`), fails the warmup. Returns the lanes and the operations completed.
+async fn warm_up<S: ClientStack>(
+    stack: &S,
+    lanes: Vec<S::Lane>,
+    model: LoadModel,
+    clock: MonotonicClock,
+    args: &ClientArgs,
+) -> Result<(Vec<S::Lane>, u64), Failure> {
+    if args.warmup_ms == 0 {
+        return Ok((lanes, 0));
+    }
+    let window = Window::new(
+        clock.now(),
+        args.warmup_ms.saturating_mul(1_000_000),
+        args.drain_ms.saturating_mul(1_000_000),
+    );
+    let (lanes, totals) = run_model(stack, lanes, model, clock, window, WARMUP_BOUND)
         .await
         .map_err(|e| op_failure(phase::WARMUP, e))?;
-        lanes = warm;
-        if let Some(failure) = window_failure(phase::WARMUP, &totals) {
-            return Err(failure);
-        }
-        warmup_completed = totals.tally.completed;
+    if let Some(failure) = window_failure(phase::WARMUP, &totals) {
+        return Err(failure);
     }
-    Ok(Prepared {
-        stack,
-        lanes,
-        connect_ns,
-        warmup_completed,
+    Ok((lanes, totals.tally.completed))
+}
+
+/// A conformance fault client (crate::fault): the malformed call on the first lane must be
+/// refused with INVALID_ARGUMENT, then a well-formed call on the same lane must succeed; the
+/// outcome is `stopped` (pass) or an `error` in phase `validate` (fail).
+async fn probe<S: ClientStack>(
+    stack: S,
+    mut lanes: Vec<S::Lane>,
+    fault: ClientFault,
+    workload: Workload,
+    commands: &mut Commands,
+) -> Result<(), Failure> {
+    eprintln!(
+        "rpcarena-peer-rust: CONFORMANCE FAULT {}: sending {} instead of measuring",
+        fault.name(),
+        fault.describe()
+    );
+    let checked = unless_shutdown(commands, phase::VALIDATE, async {
+        let lane = first_lane(&mut lanes)?;
+        let call = lane.raw_call(workload.shape, fault.requests(&workload));
+        let verdict = bounded("the malformed call", call)
+            .await
+            .map_err(|e| op_failure(phase::VALIDATE, e))?;
+        judge(fault, &verdict).map_err(|(code, message)| {
+            Failure::new(phase::VALIDATE, code, anyhow::anyhow!(message))
+        })?;
+        eprintln!(
+            "rpcarena-peer-rust: the server refused the malformed call with INVALID_ARGUMENT: {}",
+            verdict.message
+        );
+        bounded("the well-formed call after the malformed one", lane.call(0))
+            .await
+            .map_err(|e| {
+                Failure::new(
+                    phase::VALIDATE,
+                    e.code,
+                    anyhow::anyhow!(
+                        "the server refused the malformed call but then failed a well-formed \
+                         one: {}",
+                        e.message
+                    ),
+                )
+            })?;
+        Ok(())
     })
-}
-
-/// After `armed`: `true` on START, `false` on SHUTDOWN (or the end of stdin).
-async fn wait_for_start(commands: &mut Commands) -> Result<bool, Failure> {
-    match commands.next().await {
-        Input::Command(Command::Start) => Ok(true),
-        Input::Command(Command::Shutdown) => Ok(false),
-        Input::Unknown(line) => Err(unknown_command(phase::ARMED, &line)),
+    .await?;
+    if checked.is_none() {
+        stop_early("the conformance fault's calls");
+        return Ok(());
     }
-}
-
-/// After `sample`: waits for SHUTDOWN (or the end of stdin); a second START is ignored.
-async fn wait_for_shutdown(commands: &mut Commands) -> Result<(), Failure> {
-    loop {
-        match commands.next().await {
-            Input::Command(Command::Shutdown) => return Ok(()),
-            Input::Command(Command::Start) => {
-                eprintln!("rpcarena-peer-rust: ignoring a second START; one sample per client");
-            }
-            Input::Unknown(line) => return Err(unknown_command(phase::SHUTDOWN, &line)),
-        }
-    }
+    stack.close(lanes).await;
+    emit(&Event::Stopped(Stopped::default()));
+    Ok(())
 }
 
 /// Runs `work` unless SHUTDOWN (or the end of stdin) arrives first, which gives `None`. The

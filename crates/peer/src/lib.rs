@@ -8,13 +8,16 @@
 //! - [`client`], [`server`]: one sample's life cycle for each role;
 //! - [`output`]: events on stdout, commands on stdin; [`failure`]: errors as `error` events;
 //! - [`capabilities`], [`tls`]: what the peer offers, and the one TLS configuration of every stack;
-//! - [`service`]: `BenchService`'s generated tonic client and server (build.rs).
+//! - [`service`]: `BenchService`'s generated tonic client and server (build.rs);
+//! - [`fault`]: the hidden conformance faults (`--conformance-fault MODE`) the conformance kit
+//!   uses to check other peers' validation, documented there.
 
 pub mod args;
 pub mod capabilities;
 pub mod client;
 pub mod engine;
 pub mod failure;
+pub mod fault;
 pub mod output;
 pub mod server;
 pub mod stacks;

@@ -1,4 +1,5 @@
-//! `rpcarena-peer-rust`: the Rust peer of rpcarena (peer protocol v1, docs/peer-protocol.md).
+//! `rpcarena-peer-rust`: the Rust peer of rpcarena (peer protocol v1, revision 1.1,
+//! docs/peer-protocol.md).
 //!
 //! ```text
 //! rpcarena-peer-rust capabilities
@@ -54,6 +55,7 @@ fn main() -> ExitCode {
 /// The tokio multi-thread runtime, one worker per CPU (docs/stacks.md, "Runtime").
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(rpcarena_peer_rust::stacks::runtime_workers())
         .enable_all()
         .thread_name("rpcarena-worker")
         .build()

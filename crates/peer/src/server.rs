@@ -37,8 +37,16 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
         }
         _ => None,
     };
+    if let Some(fault) = args.conformance_fault {
+        eprintln!(
+            "rpcarena-peer-rust: CONFORMANCE FAULT {}: this server misbehaves on every call on \
+             purpose; never measure with it",
+            fault.name()
+        );
+    }
     let state = Arc::new(ServerState {
         stall,
+        fault: args.conformance_fault,
         ..ServerState::default()
     });
     let mut server = match args.stack {
@@ -51,32 +59,36 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
         address: server.local_addr.to_string(),
         pid: std::process::id(),
     }));
-    loop {
-        tokio::select! {
-            input = commands.next() => match input {
-                Input::Command(Command::Shutdown) => break,
-                Input::Command(Command::Start) => {
-                    eprintln!("rpcarena-peer-rust: a server ignores START");
-                }
-                Input::Unknown(line) => {
-                    server.stop(STOP_GRACE).await;
-                    return Err(Failure::new(
-                        phase::SERVE,
-                        code::PROTOCOL,
-                        anyhow::anyhow!("unknown command {line:?} on stdin; expected START or SHUTDOWN"),
-                    ));
-                }
-            },
-            error = server.failed() => return Err(Failure::new(phase::SERVE, code::INTERNAL, error)),
-        }
-    }
+    // A server's only command is SHUTDOWN (or the end of stdin); START is a client's, so a
+    // controller that sends it here is confused, and so is any other line (docs/peer-protocol.md,
+    // "Lifecycle").
+    let refused = tokio::select! {
+        input = commands.next() => match input {
+            Input::Command(Command::Shutdown) => None,
+            Input::Command(Command::Start) => {
+                Some("START is a client command; a server only takes SHUTDOWN".to_string())
+            }
+            Input::Unknown(line) => {
+                Some(format!("unknown command {line:?} on stdin; a server only takes SHUTDOWN"))
+            }
+        },
+        error = server.failed() => return Err(Failure::new(phase::SERVE, code::INTERNAL, error)),
+    };
     server.stop(STOP_GRACE).await;
-    let (rpcs, requests, responses) = state.counters.snapshot();
+    if let Some(message) = refused {
+        return Err(Failure::new(
+            phase::SERVE,
+            code::PROTOCOL,
+            anyhow::anyhow!(message),
+        ));
+    }
+    let (rpcs, requests, responses, rejected) = state.counters.snapshot();
     emit(&Event::Stopped(Stopped {
         counters: BTreeMap::from([
             ("rpcs".to_string(), rpcs),
             ("requests".to_string(), requests),
             ("responses".to_string(), responses),
+            ("rejected".to_string(), rejected),
         ]),
     }));
     Ok(())

@@ -8,6 +8,7 @@
 
 use crate::args::Stack;
 use anyhow::{Context, bail};
+use rpcarena_protocol::event::Setting;
 use rustls::client::Resumption;
 use rustls::crypto::CryptoProvider;
 use rustls::server::NoServerSessionStorage;
@@ -17,6 +18,9 @@ use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
+
+/// The TLS versions every configuration allows: TLS 1.3 only.
+pub const VERSIONS: &[&rustls::SupportedProtocolVersion] = &[&rustls::version::TLS13];
 
 /// ALPN protocol of the gRPC stack (HTTP/2).
 pub const ALPN_H2: &[u8] = b"h2";
@@ -51,7 +55,7 @@ pub fn server_config(cert: &Path, key: &Path, alpn: &[u8]) -> anyhow::Result<Ser
         )
     })?;
     let mut config = ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
+        .with_protocol_versions(VERSIONS)
         .context("the TLS provider does not support TLS 1.3")?
         .with_no_client_auth()
         .with_single_cert(chain, key)
@@ -73,7 +77,7 @@ pub fn client_config(ca: &Path, alpn: &[u8]) -> anyhow::Result<ClientConfig> {
             .with_context(|| format!("--ca {}: not a usable CA certificate", ca.display()))?;
     }
     let mut config = ClientConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])
+        .with_protocol_versions(VERSIONS)
         .context("the TLS provider does not support TLS 1.3")?
         .with_root_certificates(roots)
         .with_no_client_auth();
@@ -81,6 +85,38 @@ pub fn client_config(ca: &Path, alpn: &[u8]) -> anyhow::Result<ClientConfig> {
     config.resumption = Resumption::disabled();
     config.enable_early_data = false;
     Ok(config)
+}
+
+/// The TLS settings every stack declares in `capabilities` (docs/stacks.md, "Settings every peer
+/// declares"), read from the versions and the provider the configurations above are built from:
+/// `tls_versions`, `tls_groups`, `tls_ciphers` (preference order) and `tls_resumption` (off: no
+/// session cache, no tickets, resumption disabled in the client; a test checks the configs).
+pub fn declared() -> Vec<(&'static str, Setting)> {
+    let provider = provider();
+    let versions = VERSIONS
+        .iter()
+        .map(|v| match v.version {
+            rustls::ProtocolVersion::TLSv1_2 => "1.2".to_string(),
+            rustls::ProtocolVersion::TLSv1_3 => "1.3".to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect::<Vec<_>>();
+    let groups = provider
+        .kx_groups
+        .iter()
+        .map(|g| format!("{:?}", g.name()).to_lowercase())
+        .collect::<Vec<_>>();
+    let ciphers = provider
+        .cipher_suites
+        .iter()
+        .map(|s| format!("{:?}", s.suite()))
+        .collect::<Vec<_>>();
+    vec![
+        ("tls_versions", versions.into()),
+        ("tls_groups", groups.into()),
+        ("tls_ciphers", ciphers.into()),
+        ("tls_resumption", false.into()),
+    ]
 }
 
 fn load_certificates(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
@@ -219,6 +255,45 @@ mod tests {
             // no tickets were issued, so nothing could be resumed
             assert_eq!(client.tls13_tickets_received(), 0);
         }
+    }
+
+    #[test]
+    fn the_declared_settings_are_what_the_configs_do() {
+        let declared: std::collections::BTreeMap<_, _> = declared().into_iter().collect();
+        let strings = |list: &[&str]| Setting::List(list.iter().map(|s| s.to_string()).collect());
+        assert_eq!(declared["tls_versions"], strings(&["1.3"]));
+        assert_eq!(declared["tls_groups"], strings(&["x25519"]));
+        assert_eq!(
+            declared["tls_ciphers"],
+            strings(&[
+                "TLS13_AES_256_GCM_SHA384",
+                "TLS13_AES_128_GCM_SHA256",
+                "TLS13_CHACHA20_POLY1305_SHA256"
+            ])
+        );
+        // resumption: off in the server config (no tickets, a cache that stores nothing)
+        let dir = tempfile::tempdir().unwrap();
+        write_pki(dir.path());
+        let server = server_config(
+            &dir.path().join("server.pem"),
+            &dir.path().join("server.key"),
+            ALPN_H2,
+        )
+        .unwrap();
+        let resumes = server.send_tls13_tickets > 0 || server.session_storage.can_cache();
+        assert_eq!(declared["tls_resumption"], Setting::Flag(resumes));
+    }
+
+    #[test]
+    fn unreadable_and_unparsable_files_name_the_argument() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("garbage.pem");
+        std::fs::write(&garbage, "not a certificate").unwrap();
+        let err = client_config(&garbage, ALPN_NATIVE).unwrap_err();
+        assert!(format!("{err:#}").contains("--ca"), "{err:#}");
+        write_pki(dir.path());
+        let err = server_config(&dir.path().join("server.pem"), &garbage, ALPN_H2).unwrap_err();
+        assert!(format!("{err:#}").contains("--key"), "{err:#}");
     }
 
     #[test]

@@ -103,6 +103,8 @@ fn every_shape_on(stack: &str, connections: u32) {
         stopped.counters["responses"] >= stopped.counters["rpcs"],
         "{stopped:?}"
     );
+    // the Rust client's calls are well-formed, so the validating server refused none
+    assert_eq!(stopped.counters["rejected"], 0, "{stopped:?}");
     assert_eq!(server.exit_code(), 0, "{}", server.stderr_text());
 }
 
@@ -155,8 +157,26 @@ fn bad_arguments_give_a_config_error_naming_them_and_exit_2() {
         .position(|a| a == "--concurrency")
         .expect("present");
     args[pos + 1] = "0".to_string();
+    let mut repeated = client_args(&pki, "quic", "127.0.0.1:9", Shape::Bidi, "ca.pem");
+    repeated.extend(strings(&["--window-ms", "10"]));
+    std::fs::write(pki.path("garbage.pem"), "not PEM at all").expect("write");
+    let garbage_ca = client_args(&pki, "tcp", "127.0.0.1:9", Shape::Unary, "garbage.pem");
+    let garbage_key = strings(&[
+        "server",
+        "--stack",
+        "grpc",
+        "--listen",
+        "127.0.0.1:0",
+        "--cert",
+        &pki.path("server.pem").display().to_string(),
+        "--key",
+        &pki.path("garbage.pem").display().to_string(),
+    ]);
     let cases: Vec<(Vec<String>, &str)> = vec![
         (args, "--concurrency"),
+        (repeated, "--window-ms"),
+        (garbage_ca, "--ca"),
+        (garbage_key, "--key"),
         (strings(&["client", "--stack", "quic"]), "--server"),
         (
             strings(&[
@@ -212,6 +232,15 @@ fn capabilities_lists_every_stack_and_exits_0() {
     assert_eq!(caps.peer, "rpcarena-peer-rust");
     assert_eq!(caps.roles.client.len(), 3);
     assert_eq!(caps.roles.server.len(), 3);
+    assert_eq!(caps.revision.as_deref(), Some("1.1"));
+    assert!(caps.build["toolchain"].starts_with("rustc "), "{caps:?}");
+    // the file the controller hashes is the executable that answered
+    let exe = std::fs::canonicalize(common::PEER).expect("the peer binary");
+    assert_eq!(caps.files, vec![exe.display().to_string()]);
+    for entry in caps.roles.client.iter().chain(&caps.roles.server) {
+        assert_eq!(entry.deviations, Some(vec![]), "{entry:?}");
+        assert!(entry.settings.contains_key("runtime"), "{entry:?}");
+    }
     assert_eq!(peer.exit_code(), 0);
 }
 
@@ -237,4 +266,39 @@ fn end_of_stdin_stops_a_client_stuck_connecting_at_once() {
         started.elapsed()
     );
     drop(silent);
+}
+
+#[test]
+fn servers_bind_exactly_the_listen_address() {
+    // 127.0.0.2 is loopback too; a server bound to it must leave 127.0.0.1's same port free,
+    // which it would not if it had bound every interface.
+    let pki = Pki::new();
+    for stack in ["grpc", "quic", "tcp"] {
+        let args = strings(&["server", "--stack", stack, "--listen", "127.0.0.2:0"])
+            .into_iter()
+            .chain([
+                "--cert".to_string(),
+                pki.path("server.pem").display().to_string(),
+                "--key".to_string(),
+                pki.path("server.key").display().to_string(),
+            ])
+            .collect::<Vec<_>>();
+        let mut server = Peer::spawn(&args, &pki.path(&format!("{stack}-127.0.0.2.stderr")));
+        let Event::Ready(ready) = server.next_event() else {
+            panic!("{stack}: expected ready\n{}", server.stderr_text());
+        };
+        let port = ready
+            .address
+            .strip_prefix("127.0.0.2:")
+            .unwrap_or_else(|| panic!("{stack}: {ready:?}"));
+        let elsewhere = format!("127.0.0.1:{port}");
+        if stack == "quic" {
+            assert!(std::net::UdpSocket::bind(&elsewhere).is_ok(), "{stack}");
+        } else {
+            assert!(std::net::TcpListener::bind(&elsewhere).is_ok(), "{stack}");
+        }
+        server.send("SHUTDOWN");
+        assert!(matches!(server.next_event(), Event::Stopped(_)));
+        assert_eq!(server.exit_code(), 0);
+    }
 }

@@ -80,6 +80,18 @@ pub struct Capabilities {
     pub language: String,
     /// The peer's own version.
     pub version: String,
+    /// Revision 1.1: the revision of docs/peer-protocol.md the peer follows (`"1.1"`); absent
+    /// means 1.0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    /// Revision 1.1: how the peer was built and what runs it (toolchain, flags, runtime), string
+    /// to string.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub build: BTreeMap<String, String>,
+    /// Revision 1.1: absolute paths of the files and directories the peer runs from, which the
+    /// controller hashes into the manifest.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<String>,
     /// Stacks offered when acting as a client and as a server.
     pub roles: Roles,
 }
@@ -123,6 +135,59 @@ pub struct StackCapability {
     /// Library name to version, e.g. `{"tonic": "0.14.9"}`.
     #[serde(default)]
     pub libraries: BTreeMap<String, String>,
+    /// Revision 1.1: the transport settings the peer really uses for this stack, keyed as in
+    /// docs/stacks.md ("Settings every peer declares").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, Setting>,
+    /// Revision 1.1: one sentence per setting of docs/stacks.md the peer cannot match; present
+    /// and empty means none, absent means the peer does not say (1.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deviations: Option<Vec<String>>,
+}
+
+/// The value of one declared stack setting: a JSON string, number, boolean or array of strings
+/// (never `null`, which no variant accepts).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(untagged)]
+pub enum Setting {
+    /// `true` or `false`, e.g. `tcp_nodelay`.
+    Flag(bool),
+    /// A number, e.g. `stream_window` in bytes.
+    Number(serde_json::Number),
+    /// A string, e.g. `congestion_control`.
+    Text(String),
+    /// An array of strings, e.g. `tls_versions`.
+    List(Vec<String>),
+}
+
+impl From<bool> for Setting {
+    fn from(value: bool) -> Setting {
+        Setting::Flag(value)
+    }
+}
+
+impl From<u64> for Setting {
+    fn from(value: u64) -> Setting {
+        Setting::Number(value.into())
+    }
+}
+
+impl From<&str> for Setting {
+    fn from(value: &str) -> Setting {
+        Setting::Text(value.to_string())
+    }
+}
+
+impl From<String> for Setting {
+    fn from(value: String) -> Setting {
+        Setting::Text(value)
+    }
+}
+
+impl From<Vec<String>> for Setting {
+    fn from(value: Vec<String>) -> Setting {
+        Setting::List(value)
+    }
 }
 
 /// A server is listening.
@@ -297,7 +362,8 @@ impl fmt::Display for PeerError {
 /// The peer is shutting down cleanly.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct Stopped {
-    /// Counters the peer wants to report, e.g. a server's `rpcs` handled.
+    /// Counters the peer wants to report: a server's `rpcs` handled, `requests` and `responses`
+    /// (messages) and, from revision 1.1, `rejected` (calls answered with a non-OK status).
     #[serde(
         default,
         with = "counter::map",
@@ -525,9 +591,11 @@ mod tests {
                         load_models: vec!["closed".into()],
                         payloads: vec!["zeros".into(), "structured".into()],
                         libraries: BTreeMap::from([("tonic".into(), "0.14".into())]),
+                        ..StackCapability::default()
                     }],
                     server: vec![],
                 },
+                ..Capabilities::default()
             }),
             Event::Ready(Ready {
                 role: Role::Server,
@@ -601,6 +669,77 @@ mod tests {
             parse_event(&bad),
             Err(EventError::Malformed { .. })
         ));
+    }
+
+    fn capabilities_1_1() -> Capabilities {
+        let settings = BTreeMap::from([
+            (
+                "tls_versions".to_string(),
+                Setting::from(vec!["1.3".to_string()]),
+            ),
+            ("stream_window".to_string(), Setting::from(16_777_216u64)),
+            ("bdp_probing".to_string(), Setting::from(false)),
+            ("congestion_control".to_string(), Setting::from("cubic")),
+        ]);
+        let entry = StackCapability {
+            stack: "quic".into(),
+            shapes: vec!["unary".into()],
+            load_models: vec![],
+            payloads: vec!["zeros".into()],
+            libraries: BTreeMap::from([("quinn".into(), "0.11.12".into())]),
+            settings,
+            deviations: Some(vec![]),
+        };
+        Capabilities {
+            peer: "p".into(),
+            language: "rust".into(),
+            version: "1".into(),
+            revision: Some("1.1".into()),
+            build: BTreeMap::from([("toolchain".into(), "rustc 1.95.0".into())]),
+            files: vec!["/usr/local/bin/p".into()],
+            roles: Roles {
+                client: vec![],
+                server: vec![entry],
+            },
+        }
+    }
+
+    #[test]
+    fn revision_1_1_capabilities_round_trip_with_settings_and_deviations() {
+        let caps = capabilities_1_1();
+        let line = Event::Capabilities(caps.clone()).to_line();
+        for part in [
+            r#""revision":"1.1""#,
+            r#""build":{"toolchain":"rustc 1.95.0"}"#,
+            r#""files":["/usr/local/bin/p"]"#,
+            r#""settings":{"bdp_probing":false,"congestion_control":"cubic","stream_window":16777216,"tls_versions":["1.3"]}"#,
+            r#""deviations":[]"#,
+        ] {
+            assert!(line.contains(part), "{part} missing in {line}");
+        }
+        assert_eq!(parse_event(&line), Ok(Event::Capabilities(caps)));
+        // a 1.0 peer prints none of them, and its line parses with them absent
+        let mut old = capabilities_1_1();
+        old.revision = None;
+        old.build.clear();
+        old.files.clear();
+        old.roles.server[0].settings.clear();
+        old.roles.server[0].deviations = None;
+        let line = Event::Capabilities(old.clone()).to_line();
+        for absent in ["revision", "build", "files", "settings", "deviations"] {
+            assert!(!line.contains(absent), "{absent} in {line}");
+        }
+        assert_eq!(parse_event(&line), Ok(Event::Capabilities(old)));
+        // null is no setting value, and neither is an object
+        for bad in [r#"null"#, r#"{"a":1}"#, r#"[1]"#] {
+            let line = Event::Capabilities(capabilities_1_1())
+                .to_line()
+                .replace(r#""bdp_probing":false"#, &format!(r#""bdp_probing":{bad}"#));
+            assert!(
+                matches!(parse_event(&line), Err(EventError::Malformed { .. })),
+                "{bad} accepted"
+            );
+        }
     }
 
     #[test]

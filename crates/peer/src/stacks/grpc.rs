@@ -5,24 +5,26 @@
 //! meant to be used. Server: tonic's `Server` over a stream of TLS connections accepted here.
 //! HTTP/2 settings are set explicitly and equally on both ends (docs/stacks.md, "grpc").
 
+use super::framing::method_path;
 use super::tcp::connect_tls;
+use super::validate::RequestCheck;
 use super::{
     CallTally, ClientSettings, ClientStack, FLOW_WINDOW, HANDSHAKE_TIMEOUT, MAX_CONCURRENT_STREAMS,
-    MAX_MESSAGE, RunningServer, ServerState, Workload, check_request, resolve, tune_tcp,
+    MAX_MESSAGE, RawCall, RunningServer, ServerState, TCP_NODELAY, Verdict, Workload, resolve,
+    tune_tcp,
 };
 use crate::engine::pool::{Submitter, Ticket};
 use crate::engine::saturation::StreamSender;
 use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::Failure;
-use crate::service::bench_service_client::BenchServiceClient;
 use crate::service::bench_service_server::{BenchService, BenchServiceServer};
 use anyhow::Context as _;
 use futures::{Stream, StreamExt, stream};
 use hyper_util::rt::TokioIo;
-use rpcarena_protocol::event::code;
+use rpcarena_protocol::event::{Setting, code};
 use rpcarena_protocol::pb;
 use rpcarena_protocol::workload::{
-    Payload, Shape, SummaryBuilder, check_response, check_stream_summary, check_summary,
+    Invalid, Shape, SummaryBuilder, check_response, check_stream_summary, check_summary,
     payload_len, request, response_to,
 };
 use std::future::Future;
@@ -36,10 +38,35 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 use tonic::transport::server::Connected;
 use tonic::transport::{Channel, Endpoint, Server};
-use tonic::{Request, Response, Status, Streaming};
+use tonic::{Code, Request, Response, Status, Streaming};
 
 /// HTTP/2 frame size, both ends: the protocol's default (16 KiB), set explicitly so it is visible.
 pub const MAX_FRAME_SIZE: u32 = 16 * 1024;
+
+/// HTTP/2 adaptive windows (BDP probing), both ends: off, so the windows stay fixed and equal,
+/// like QUIC's.
+pub const BDP_PROBING: bool = false;
+
+/// Connections per client: one `Channel`, one HTTP/2 connection, shared by every lane.
+pub const CONNECTIONS: u32 = 1;
+
+/// The stack's own settings as `capabilities` declares them (docs/stacks.md, "Settings every
+/// peer declares"), from the constants both ends are configured with.
+pub fn declared() -> Vec<(&'static str, Setting)> {
+    vec![
+        ("stream_window", u64::from(FLOW_WINDOW).into()),
+        ("connection_window", u64::from(FLOW_WINDOW).into()),
+        ("bdp_probing", BDP_PROBING.into()),
+        (
+            "max_concurrent_streams",
+            u64::from(MAX_CONCURRENT_STREAMS).into(),
+        ),
+        ("max_message_bytes", (MAX_MESSAGE as u64).into()),
+        ("max_frame_size", u64::from(MAX_FRAME_SIZE).into()),
+        ("tcp_nodelay", TCP_NODELAY.into()),
+        ("connections", u64::from(CONNECTIONS).into()),
+    ]
+}
 
 // ---------------------------------------------------------------------------------------------
 // Client
@@ -49,9 +76,15 @@ pub struct GrpcClient {
     channel: Channel,
 }
 
-/// A lane: a clone of the client (a cheap handle on the shared channel).
+/// A lane: a gRPC client on a clone of the channel (a cheap handle on the shared connection).
+///
+/// Every shape runs on tonic's streaming call, which is what all four are on the wire: tonic's
+/// unary and client-streaming helpers would silently drop a second response message and turn a
+/// missing one into a status of their own, and the client must count them (docs/peer-protocol.md,
+/// "Validation duties"). The helpers do exactly this work otherwise (`ready`, `streaming`, read
+/// the message, read the trailers), so the cost per call is the same.
 pub struct GrpcLane {
-    client: BenchServiceClient<Channel>,
+    grpc: tonic::client::Grpc<Channel>,
     workload: Workload,
 }
 
@@ -94,10 +127,17 @@ fn connector_error(error: &(dyn std::error::Error + 'static)) -> Option<OpError>
 }
 
 /// A gRPC client on `channel` with the message limits every lane uses.
-fn bench_client(channel: Channel) -> BenchServiceClient<Channel> {
-    BenchServiceClient::new(channel)
+fn bench_client(channel: Channel) -> tonic::client::Grpc<Channel> {
+    tonic::client::Grpc::new(channel)
         .max_decoding_message_size(MAX_MESSAGE)
         .max_encoding_message_size(MAX_MESSAGE)
+}
+
+/// What the channel's readiness failure means: our connector's own error (`tls` or `connect`)
+/// when it failed to reconnect, else `connect`.
+fn channel_error(error: tonic::transport::Error) -> OpError {
+    connector_error(&error)
+        .unwrap_or_else(|| OpError::new(code::CONNECT, format!("the gRPC channel failed: {error}")))
 }
 
 impl ClientStack for GrpcClient {
@@ -133,9 +173,9 @@ impl ClientStack for GrpcClient {
             })?
             .initial_stream_window_size(FLOW_WINDOW)
             .initial_connection_window_size(FLOW_WINDOW)
-            .http2_adaptive_window(false)
+            .http2_adaptive_window(BDP_PROBING)
             .max_frame_size(MAX_FRAME_SIZE)
-            .tcp_nodelay(true)
+            .tcp_nodelay(TCP_NODELAY)
             // The channel's request queue must hold every lane's request, or lanes queue in tonic.
             .buffer_size(settings.lanes.max(1024) as usize);
         let connector = TlsTcpConnector {
@@ -153,10 +193,10 @@ impl ClientStack for GrpcClient {
                     )
                 })
             })?;
-        let client = bench_client(channel.clone());
+        let grpc = bench_client(channel.clone());
         let lanes = (0..settings.lanes)
             .map(|_| GrpcLane {
-                client: client.clone(),
+                grpc: grpc.clone(),
                 workload: settings.workload,
             })
             .collect();
@@ -164,7 +204,7 @@ impl ClientStack for GrpcClient {
     }
 
     fn connections(&self) -> u32 {
-        1
+        CONNECTIONS
     }
 
     async fn close(self, lanes: Vec<GrpcLane>) {
@@ -174,52 +214,154 @@ impl ClientStack for GrpcClient {
     }
 }
 
-/// A non-OK status: `rpc` when the server sent it, `connect` when tonic made it from a transport
-/// error (those carry the error as their source).
+/// Whether the server sent `status` (in trailers or a trailers-only response) rather than tonic
+/// making it from a transport error, which it attaches as the status's source.
+fn server_sent(status: &Status) -> bool {
+    std::error::Error::source(status).is_none()
+}
+
+/// The code of a failed call (docs/peer-protocol.md, "Error codes"): our connector's `tls` or
+/// `connect` when reconnecting failed; `timeout` for DEADLINE_EXCEEDED; `connect` for any other
+/// status tonic made from a transport error (a broken connection, a reset stream); `rpc` for a
+/// status the server sent.
 fn status_error(status: Status) -> OpError {
-    let from_transport = std::error::Error::source(&status).is_some();
+    if let Some(from_connector) = connector_error(&status) {
+        return from_connector;
+    }
+    let code = if status.code() == Code::DeadlineExceeded {
+        code::TIMEOUT
+    } else if server_sent(&status) {
+        code::RPC
+    } else {
+        code::CONNECT
+    };
     OpError::new(
-        if from_transport {
-            code::CONNECT
-        } else {
-            code::RPC
-        },
+        code,
         format!("gRPC status {:?}: {}", status.code(), status.message()),
     )
 }
 
-fn invalid(e: rpcarena_protocol::workload::Invalid) -> OpError {
+fn invalid(e: Invalid) -> OpError {
     OpError::new(code::INVALID, e.0)
 }
 
-/// Reads a response stream to its end (trailers included) and validates it.
-async fn read_responses(
-    mut responses: Streaming<pb::Response>,
+/// Reads exactly one response message and then the trailers with status OK.
+async fn read_one<M>(mut responses: Streaming<M>) -> Result<M, OpError> {
+    let Some(message) = responses.message().await.map_err(status_error)? else {
+        return Err(OpError::new(
+            code::INVALID,
+            "the server ended the call with status OK but no response message",
+        ));
+    };
+    if responses.message().await.map_err(status_error)?.is_some() {
+        return Err(OpError::new(
+            code::INVALID,
+            "the server sent more than the one response message of the call",
+        ));
+    }
+    Ok(message)
+}
+
+/// Reads a response stream to its end (trailers included): exactly `n` messages, the k-th
+/// checked by `check(k, message)`, which returns its payload bytes; then status OK. A message
+/// that fails ends the read, and dropping the stream cancels the call.
+async fn read_stream<M>(
+    mut responses: Streaming<M>,
     n: u32,
-    response_size: u32,
-    payload: Payload,
+    mut check: impl FnMut(u64, &M) -> Result<u64, Invalid>,
 ) -> Result<u64, OpError> {
     let mut received: u32 = 0;
     let mut bytes = 0u64;
     // `message()` returns None only after trailers with status OK; a non-OK status is an error.
-    while let Some(response) = responses.message().await.map_err(status_error)? {
+    while let Some(message) = responses.message().await.map_err(status_error)? {
         if received == n {
             return Err(OpError::new(
                 code::INVALID,
                 format!("the server sent more than the {n} responses asked for"),
             ));
         }
-        check_response(&response, payload, u64::from(received), response_size).map_err(invalid)?;
-        bytes += payload_len(&response.payload, response.body.as_ref());
+        bytes += check(u64::from(received), &message).map_err(invalid)?;
         received += 1;
     }
     if received != n {
         return Err(OpError::new(
             code::INVALID,
-            format!("the server ended the call after {received} of {n} responses"),
+            format!("the server ended the call with status OK after {received} of {n} responses"),
         ));
     }
     Ok(bytes)
+}
+
+impl GrpcLane {
+    /// Waits until the channel can take a call (a no-op when the backpressure submitter has
+    /// already made this clone ready).
+    async fn ready(&mut self) -> Result<(), OpError> {
+        self.grpc.ready().await.map_err(channel_error)
+    }
+
+    /// Starts one call of `shape` with a request stream and returns its response stream once the
+    /// response headers arrived.
+    async fn start<M: prost::Message + Default + Send + 'static>(
+        &mut self,
+        shape: Shape,
+        requests: impl Stream<Item = pb::Request> + Send + 'static,
+    ) -> Result<Streaming<M>, Status> {
+        let codec = tonic_prost::ProstCodec::<pb::Request, M>::default();
+        let path = http::uri::PathAndQuery::from_static(method_path(shape));
+        Ok(self
+            .grpc
+            .streaming(Request::new(requests), path, codec)
+            .await?
+            .into_inner())
+    }
+}
+
+/// The terminal status of a call whose responses are only counted.
+async fn verdict<M>(started: Result<Streaming<M>, Status>) -> Result<Verdict, OpError> {
+    let end = |status: Status, responses| {
+        if server_sent(&status) {
+            Ok(Verdict {
+                code: status.code() as u32,
+                message: status.message().to_string(),
+                responses,
+            })
+        } else {
+            Err(status_error(status))
+        }
+    };
+    let mut responses = match started {
+        Ok(responses) => responses,
+        Err(status) => return end(status, 0),
+    };
+    let mut received = 0;
+    loop {
+        match responses.message().await {
+            Ok(Some(_)) => received += 1,
+            Ok(None) => {
+                return Ok(Verdict {
+                    code: 0,
+                    message: String::new(),
+                    responses: received,
+                });
+            }
+            Err(status) => return end(status, received),
+        }
+    }
+}
+
+impl RawCall for GrpcLane {
+    async fn raw_call(
+        &mut self,
+        shape: Shape,
+        requests: Vec<pb::Request>,
+    ) -> Result<Verdict, OpError> {
+        self.ready().await?;
+        let requests = stream::iter(requests);
+        match shape {
+            Shape::ClientStream => verdict(self.start::<pb::Summary>(shape, requests).await).await,
+            _ => verdict(self.start::<pb::Response>(shape, requests).await).await,
+        }
+    }
 }
 
 impl Lane for GrpcLane {
@@ -258,12 +400,18 @@ impl Lane for GrpcLane {
                 Some((message, (shared, clock, true)))
             },
         );
-        let result = self.client.client_stream(requests).await;
+        let result = match self.ready().await {
+            Ok(()) => match self.start(Shape::ClientStream, requests).await {
+                Ok(responses) => read_one::<pb::Summary>(responses).await,
+                Err(status) => Err(status_error(status)),
+            },
+            Err(e) => Err(e),
+        };
         *sender = std::mem::replace(
             &mut *shared.lock().unwrap_or_else(|p| p.into_inner()),
             placeholder(),
         );
-        let summary = result.map_err(status_error)?.into_inner();
+        let summary = result?;
         check_stream_summary(
             &summary,
             payload,
@@ -288,18 +436,20 @@ impl Lane for GrpcLane {
             payload,
         } = self.workload;
         let n = u64::from(messages);
-        // Streams build their requests lazily, as tonic pulls them, inside the measured operation.
+        // Requests are built lazily, as tonic pulls them, inside the measured operation.
+        let one = move |response_messages| {
+            stream::once(async move {
+                request(payload, seq, request_size, response_size, response_messages)
+            })
+        };
         let requests = move || {
             stream::iter((0..n).map(move |i| request(payload, i, request_size, response_size, 0)))
         };
+        self.ready().await?;
         match shape {
             Shape::Unary => {
-                let response = self
-                    .client
-                    .unary(request(payload, seq, request_size, response_size, 0))
-                    .await
-                    .map_err(status_error)?
-                    .into_inner();
+                let responses = self.start(shape, one(0)).await.map_err(status_error)?;
+                let response: pb::Response = read_one(responses).await?;
                 check_response(&response, payload, seq, response_size).map_err(invalid)?;
                 Ok(OpOutcome {
                     requests: 1,
@@ -309,12 +459,8 @@ impl Lane for GrpcLane {
                 })
             }
             Shape::ClientStream => {
-                let summary = self
-                    .client
-                    .client_stream(requests())
-                    .await
-                    .map_err(status_error)?
-                    .into_inner();
+                let responses = self.start(shape, requests()).await.map_err(status_error)?;
+                let summary: pb::Summary = read_one(responses).await?;
                 check_summary(&summary, payload, messages, request_size, response_size)
                     .map_err(invalid)?;
                 Ok(OpOutcome {
@@ -324,37 +470,25 @@ impl Lane for GrpcLane {
                     response_bytes: payload_len(&summary.payload, summary.body.as_ref()),
                 })
             }
-            Shape::ServerStream => {
-                let responses = self
-                    .client
-                    .server_stream(request(payload, seq, request_size, response_size, messages))
-                    .await
-                    .map_err(status_error)?
-                    .into_inner();
-                let response_bytes =
-                    read_responses(responses, messages, response_size, payload).await?;
-                Ok(OpOutcome {
-                    requests: 1,
-                    responses: n,
-                    request_bytes: u64::from(request_size),
-                    response_bytes,
+            Shape::ServerStream | Shape::Bidi => {
+                // Bidi: tonic sends the request stream from its own task as HTTP/2 flow control
+                // allows, while this task reads responses: full duplex, no waiting in between.
+                let (requests_sent, responses) = if shape == Shape::Bidi {
+                    let started = self.start(shape, requests()).await;
+                    (n, started.map_err(status_error)?)
+                } else {
+                    let started = self.start(shape, one(messages)).await;
+                    (1, started.map_err(status_error)?)
+                };
+                let response_bytes = read_stream(responses, messages, |k, r: &pb::Response| {
+                    check_response(r, payload, k, response_size)?;
+                    Ok(payload_len(&r.payload, r.body.as_ref()))
                 })
-            }
-            Shape::Bidi => {
-                // tonic sends the request stream from its own task as HTTP/2 flow control allows,
-                // while this task reads responses: full duplex, no waiting between requests.
-                let responses = self
-                    .client
-                    .bidi(requests())
-                    .await
-                    .map_err(status_error)?
-                    .into_inner();
-                let response_bytes =
-                    read_responses(responses, messages, response_size, payload).await?;
+                .await?;
                 Ok(OpOutcome {
-                    requests: n,
+                    requests: requests_sent,
                     responses: n,
-                    request_bytes: n * u64::from(request_size),
+                    request_bytes: requests_sent * u64::from(request_size),
                     response_bytes,
                 })
             }
@@ -383,7 +517,7 @@ impl Submitter for GrpcSubmitter {
         let channel = self.pending.get_or_insert_with(|| self.channel.clone());
         tower::ServiceExt::<http::Request<tonic::body::Body>>::ready(channel)
             .await
-            .map_err(|e| OpError::new(code::CONNECT, format!("the gRPC channel failed: {e}")))?;
+            .map_err(channel_error)?;
         // The ready clone carries its buffer slot into the call (tonic's own `ready` inside the
         // call then returns at once).
         let channel = self
@@ -391,7 +525,7 @@ impl Submitter for GrpcSubmitter {
             .take()
             .ok_or_else(|| OpError::new(code::INTERNAL, "no channel was made ready"))?;
         Ok(GrpcLane {
-            client: bench_client(channel),
+            grpc: bench_client(channel),
             workload,
         })
     }
@@ -406,12 +540,26 @@ impl Ticket for GrpcLane {
 // ---------------------------------------------------------------------------------------------
 // Server
 
-/// The service: answers every shape as bench.proto says and counts what it handled.
+/// The service: checks every request ("Validation duties"), answers every shape as bench.proto
+/// says and counts what it handled.
 struct GrpcService {
     state: Arc<ServerState>,
 }
 
 type ResponseStream = Pin<Box<dyn Stream<Item = Result<pb::Response, Status>> + Send>>;
+
+impl GrpcService {
+    /// INVALID_ARGUMENT with the validation's message, counted as a rejected call.
+    fn refuse(&self, message: String) -> Status {
+        refuse(&self.state, message)
+    }
+}
+
+/// INVALID_ARGUMENT with `message`, counted as a rejected call.
+fn refuse(state: &ServerState, message: String) -> Status {
+    state.reject();
+    Status::invalid_argument(message)
+}
 
 #[tonic::async_trait]
 impl BenchService for GrpcService {
@@ -419,7 +567,9 @@ impl BenchService for GrpcService {
         let mut tally = CallTally::new(&self.state);
         let request = request.into_inner();
         tally.request();
-        check_request(&request, Shape::Unary).map_err(Status::invalid_argument)?;
+        RequestCheck::new(Shape::Unary)
+            .check(&request)
+            .map_err(|m| self.refuse(m))?;
         let response = response_to(&request, request.seq);
         self.state.hold().await;
         tally.response();
@@ -432,17 +582,14 @@ impl BenchService for GrpcService {
     ) -> Result<Response<pb::Summary>, Status> {
         let mut tally = CallTally::new(&self.state);
         let mut requests = request.into_inner();
+        let mut check = RequestCheck::new(Shape::ClientStream);
         let mut summary = SummaryBuilder::default();
         while let Some(request) = requests.message().await? {
             tally.request();
-            check_request(&request, Shape::ClientStream).map_err(Status::invalid_argument)?;
+            check.check(&request).map_err(|m| self.refuse(m))?;
             summary.add(&request);
         }
-        if tally.requests() == 0 {
-            return Err(Status::invalid_argument(
-                "a client stream carries at least one request",
-            ));
-        }
+        check.finish().map_err(|m| self.refuse(m))?;
         let summary = summary.finish();
         self.state.hold().await;
         tally.response();
@@ -458,7 +605,9 @@ impl BenchService for GrpcService {
         let mut tally = CallTally::new(&self.state);
         let request = request.into_inner();
         tally.request();
-        check_request(&request, Shape::ServerStream).map_err(Status::invalid_argument)?;
+        RequestCheck::new(Shape::ServerStream)
+            .check(&request)
+            .map_err(|m| self.refuse(m))?;
         // Responses are built as hyper pulls them; the tally moves into the stream and adds its
         // counts when the stream is dropped (finished or cancelled).
         let responses = stream::iter(0..u64::from(request.response_messages)).map(move |index| {
@@ -474,17 +623,58 @@ impl BenchService for GrpcService {
         &self,
         request: Request<Streaming<pb::Request>>,
     ) -> Result<Response<ResponseStream>, Status> {
-        let mut tally = CallTally::new(&self.state);
-        // Each request is answered as it arrives, with the same seq.
-        let responses = request.into_inner().map(move |request| {
-            let request = request?;
-            tally.request();
-            check_request(&request, Shape::Bidi).map_err(Status::invalid_argument)?;
-            tally.response();
-            Ok(response_to(&request, request.seq))
-        });
-        Ok(Response::new(stalled(Box::pin(responses), &self.state)))
+        Ok(Response::new(stalled(
+            Box::pin(bidi_responses(request.into_inner(), self.state.clone())),
+            &self.state,
+        )))
     }
+}
+
+/// Bidi: each request checked and answered as it arrives, with the same seq; a request that
+/// fails, or a stream that ends without any, ends the call with INVALID_ARGUMENT (responses
+/// already sent stay sent).
+fn bidi_responses(
+    requests: Streaming<pb::Request>,
+    state: Arc<ServerState>,
+) -> impl Stream<Item = Result<pb::Response, Status>> + Send {
+    struct Call {
+        requests: Streaming<pb::Request>,
+        check: RequestCheck,
+        tally: CallTally,
+        state: Arc<ServerState>,
+        ended: bool,
+    }
+    let call = Call {
+        requests,
+        check: RequestCheck::new(Shape::Bidi),
+        tally: CallTally::new(&state),
+        state,
+        ended: false,
+    };
+    stream::unfold(call, |mut call| async move {
+        if call.ended {
+            return None;
+        }
+        let answer = match call.requests.message().await {
+            Ok(Some(request)) => {
+                call.tally.request();
+                match call.check.check(&request) {
+                    Ok(()) => {
+                        call.tally.response();
+                        Ok(response_to(&request, request.seq))
+                    }
+                    Err(message) => Err(refuse(&call.state, message)),
+                }
+            }
+            Ok(None) => match call.check.finish() {
+                Ok(()) => return None,
+                Err(message) => Err(refuse(&call.state, message)),
+            },
+            Err(status) => Err(status),
+        };
+        call.ended = answer.is_err();
+        Some((answer, call))
+    })
 }
 
 /// The response stream, holding each message through a diagnostic stall when one is configured
@@ -592,28 +782,76 @@ pub async fn serve(
             });
         }
     });
-    let service = BenchServiceServer::new(GrpcService { state })
-        .max_decoding_message_size(MAX_MESSAGE)
-        .max_encoding_message_size(MAX_MESSAGE);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = Server::builder()
+    let mut builder = Server::builder()
         .initial_stream_window_size(FLOW_WINDOW)
         .initial_connection_window_size(FLOW_WINDOW)
-        .http2_adaptive_window(Some(false))
+        .http2_adaptive_window(Some(BDP_PROBING))
         .max_concurrent_streams(MAX_CONCURRENT_STREAMS)
         .max_frame_size(MAX_FRAME_SIZE)
-        .tcp_nodelay(true)
-        .add_service(service)
-        .serve_with_incoming_shutdown(
-            tokio_stream::wrappers::ReceiverStream::new(incoming),
-            async {
-                let _ = stopped.await;
-            },
-        );
+        .tcp_nodelay(TCP_NODELAY);
+    let router = match state.fault {
+        None => builder.add_service(
+            BenchServiceServer::new(GrpcService { state })
+                .max_decoding_message_size(MAX_MESSAGE)
+                .max_encoding_message_size(MAX_MESSAGE),
+        ),
+        Some(fault) => builder.add_service(super::grpc_fault::FaultService::new(state, fault)),
+    };
+    let server = router.serve_with_incoming_shutdown(
+        tokio_stream::wrappers::ReceiverStream::new(incoming),
+        async {
+            let _ = stopped.await;
+        },
+    );
     let task = tokio::spawn(async move {
         let result = server.await.context("the gRPC server failed");
         accept_loop.abort();
         result
     });
     Ok(RunningServer::new(local_addr, stop, task))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn made_by_tonic(
+        mut status: Status,
+        cause: impl std::error::Error + Send + Sync + 'static,
+    ) -> Status {
+        status.set_source(Arc::new(cause));
+        status
+    }
+
+    #[test]
+    fn statuses_map_to_the_protocols_codes() {
+        // sent by the server: rpc, whatever the status
+        for status in [
+            Status::invalid_argument("request 1: seq 2, expected 1"),
+            Status::unavailable("the server says it is unavailable"),
+            Status::internal("boom"),
+            Status::cancelled("the server cancelled"),
+        ] {
+            assert_eq!(status_error(status).code, code::RPC);
+        }
+        // deadlines: timeout
+        assert_eq!(
+            status_error(Status::deadline_exceeded("late")).code,
+            code::TIMEOUT
+        );
+        // made by tonic from a broken transport: connect
+        let reset = made_by_tonic(Status::unavailable("reset"), io::Error::other("reset"));
+        assert_eq!(status_error(reset).code, code::CONNECT);
+        let cancelled = made_by_tonic(Status::cancelled("h2"), io::Error::other("RST_STREAM"));
+        assert_eq!(status_error(cancelled).code, code::CONNECT);
+        // made by tonic when our connector failed to reconnect: the connector's code
+        let tls = made_by_tonic(
+            Status::unavailable("connection error"),
+            OpError::new(code::TLS, "TLS handshake with 127.0.0.1:1 failed"),
+        );
+        let error = status_error(tls);
+        assert_eq!(error.code, code::TLS);
+        assert!(error.message.contains("TLS handshake"), "{error}");
+    }
 }

@@ -6,18 +6,23 @@
 //! - [`tcp`]: the native framing over TLS over TCP, one connection per lane.
 //!
 //! [`framing`] is the native wire format and [`native`] the RPC logic on top of it, written once
-//! over `AsyncRead`/`AsyncWrite` and shared by `quic` and `tcp`. What every server answers, and
-//! how it validates requests, is here so that all stacks behave identically.
+//! over `AsyncRead`/`AsyncWrite` and shared by `quic` and `tcp`. [`validate`] is the server's
+//! validation duty, one core for every stack, so that all stacks check requests identically.
+//! [`grpc_fault`] is the gRPC server of a conformance fault (crate::fault); the native stacks run
+//! faults in [`native`].
 
 pub mod framing;
 pub mod grpc;
+pub mod grpc_fault;
 pub mod native;
 pub mod quic;
 pub mod tcp;
+pub mod validate;
 
-use crate::args::{MAX_MESSAGES, MAX_PAYLOAD};
+use crate::args::MAX_PAYLOAD;
 use crate::engine::pool::Submitter;
 use crate::engine::{Lane, OpError};
+use crate::fault::ServerFault;
 use anyhow::Context;
 use rpcarena_protocol::pb;
 use rpcarena_protocol::workload::{Payload, Shape};
@@ -50,15 +55,59 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// (hosts may default to another, e.g. BBR).
 pub const TCP_CONGESTION: &str = "cubic";
 
-/// Tunes a TCP socket of either TCP stack, client or server side: TCP_NODELAY (small messages
-/// must leave at once, not wait for Nagle's algorithm) and [`TCP_CONGESTION`]. A congestion
-/// controller the kernel refuses (unprivileged and not in net.ipv4.tcp_allowed_congestion_control)
-/// is reported once on stderr and the host's default is kept.
-pub fn tune_tcp(stream: &tokio::net::TcpStream) -> std::io::Result<()> {
+/// TCP_NODELAY on every TCP socket (grpc and tcp stacks, both ends): small messages must leave
+/// at once, not wait for Nagle's algorithm.
+pub const TCP_NODELAY: bool = true;
+
+/// Compression of messages on every stack: none.
+pub const COMPRESSION: &str = "none";
+
+/// Sets [`TCP_CONGESTION`] on a TCP socket.
+fn set_congestion(socket: &impl std::os::fd::AsFd) -> nix::Result<()> {
     use nix::sys::socket::{setsockopt, sockopt};
+    setsockopt(socket, sockopt::TcpCongestion, &TCP_CONGESTION.into())
+}
+
+/// The congestion controller this process's TCP sockets get, for `capabilities`: [`TCP_CONGESTION`]
+/// when the kernel lets this process set it, else `host default (NAME)`. It asks on a TCP socket
+/// that is never bound or connected.
+pub fn tcp_congestion_in_use() -> String {
+    use nix::sys::socket::{getsockopt, sockopt};
+    let socket = match socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None) {
+        Ok(socket) => socket,
+        Err(e) => return format!("unknown (no TCP socket: {e})"),
+    };
+    if set_congestion(&socket).is_ok() {
+        return TCP_CONGESTION.to_string();
+    }
+    match getsockopt(&socket, sockopt::TcpCongestion) {
+        Ok(name) => format!(
+            "host default ({})",
+            name.to_string_lossy().trim_end_matches('\0')
+        ),
+        Err(e) => format!("host default (unknown: {e})"),
+    }
+}
+
+/// Worker threads of the peer's tokio runtime: one per CPU the process may use (docs/stacks.md,
+/// "Runtime"). main.rs builds the runtime with it and `capabilities` declares it.
+pub fn runtime_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The runtime as `capabilities` declares it.
+pub fn runtime_description() -> String {
+    format!("tokio multi-thread, {} workers", runtime_workers())
+}
+
+/// Tunes a TCP socket of either TCP stack, client or server side: [`TCP_NODELAY`] and
+/// [`TCP_CONGESTION`]. A congestion controller the kernel refuses (unprivileged and not in
+/// net.ipv4.tcp_allowed_congestion_control) is reported once on stderr and the host's default is
+/// kept.
+pub fn tune_tcp(stream: &tokio::net::TcpStream) -> std::io::Result<()> {
     static WARNED: std::sync::Once = std::sync::Once::new();
-    stream.set_nodelay(true)?;
-    if let Err(e) = setsockopt(stream, sockopt::TcpCongestion, &TCP_CONGESTION.into()) {
+    stream.set_nodelay(TCP_NODELAY)?;
+    if let Err(e) = set_congestion(stream) {
         WARNED.call_once(|| {
             eprintln!(
                 "rpcarena-peer-rust: cannot set TCP congestion control {TCP_CONGESTION} ({e}); \
@@ -100,10 +149,34 @@ pub struct ClientSettings {
     pub lanes: u32,
 }
 
+/// How a call whose answer is not checked ended: its terminal status, and the response messages
+/// that came before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// gRPC status code (0 = OK), as the server sent it.
+    pub code: u32,
+    /// The status message.
+    pub message: String,
+    /// Response messages received before the status.
+    pub responses: u64,
+}
+
+/// Sends one call with the given requests, as they are, and reports how the server ended it
+/// without checking the responses: the conformance kit's malformed calls (crate::fault).
+pub trait RawCall {
+    /// One call of `shape` carrying `requests` (possibly none). Transport failures are errors
+    /// with their code; any status the server sent is a [`Verdict`].
+    fn raw_call(
+        &mut self,
+        shape: Shape,
+        requests: Vec<pb::Request>,
+    ) -> impl Future<Output = Result<Verdict, OpError>> + Send;
+}
+
 /// A stack's client side: opens its connections and hands out lanes.
 pub trait ClientStack: Sized + Send + 'static {
     /// One lane of this stack.
-    type Lane: Lane;
+    type Lane: Lane + RawCall;
     /// The backpressure model's submitter: ready when the transport accepts one more operation.
     type Submitter: Submitter;
 
@@ -175,35 +248,46 @@ impl RunningServer {
     }
 }
 
-/// A server's counters, reported in `stopped`: RPCs handled and messages received and sent.
+/// A server's counters, reported in `stopped`: RPCs handled, messages received and sent, and
+/// calls answered with a non-OK status.
 #[derive(Debug, Default)]
 pub struct Counters {
     rpcs: AtomicU64,
     requests: AtomicU64,
     responses: AtomicU64,
+    rejected: AtomicU64,
 }
 
 impl Counters {
-    /// (rpcs, requests, responses).
-    pub fn snapshot(&self) -> (u64, u64, u64) {
+    /// (rpcs, requests, responses, rejected).
+    pub fn snapshot(&self) -> (u64, u64, u64, u64) {
         (
             self.rpcs.load(Ordering::Relaxed),
             self.requests.load(Ordering::Relaxed),
             self.responses.load(Ordering::Relaxed),
+            self.rejected.load(Ordering::Relaxed),
         )
     }
 }
 
-/// What every connection of a server shares: its counters and, for diagnostics, a stall.
+/// What every connection of a server shares: its counters and, for diagnostics and the
+/// conformance kit, a stall or a fault.
 #[derive(Debug, Default)]
 pub struct ServerState {
     /// RPCs and messages handled.
     pub counters: Counters,
     /// `--stall-every-ms`/`--stall-ms`: periodic stalls of every response (not in the protocol).
     pub stall: Option<Stall>,
+    /// `--conformance-fault`: how the server misbehaves on every call (crate::fault).
+    pub fault: Option<ServerFault>,
 }
 
 impl ServerState {
+    /// One call was answered with a non-OK status (a rare path: one shared atomic addition).
+    pub fn reject(&self) {
+        self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// Waits out a stall in progress, if any, before a response message is sent.
     pub async fn hold(&self) {
         if let Some(stall) = &self.stall {
@@ -268,11 +352,6 @@ impl CallTally {
     pub fn response(&mut self) {
         self.responses += 1;
     }
-
-    /// Requests counted so far.
-    pub fn requests(&self) -> u64 {
-        self.requests
-    }
 }
 
 impl Drop for CallTally {
@@ -286,28 +365,6 @@ impl Drop for CallTally {
             .responses
             .fetch_add(self.responses, Ordering::Relaxed);
     }
-}
-
-/// The server's check of one request of an RPC of `shape`: anything out of the protocol's ranges
-/// is answered with INVALID_ARGUMENT instead of being served (a 4 GiB response would otherwise be
-/// one malformed message away).
-pub fn check_request(request: &pb::Request, shape: Shape) -> Result<(), String> {
-    Payload::of_request(request)?
-        .check_size(request.response_size)
-        .map_err(|e| format!("response_size: {e}"))?;
-    if request.response_size > MAX_PAYLOAD {
-        return Err(format!(
-            "response_size {} is above the maximum {MAX_PAYLOAD}",
-            request.response_size
-        ));
-    }
-    if shape == Shape::ServerStream && !(1..=MAX_MESSAGES).contains(&request.response_messages) {
-        return Err(format!(
-            "response_messages {} is outside 1..={MAX_MESSAGES}",
-            request.response_messages
-        ));
-    }
-    Ok(())
 }
 
 /// Binds a TCP listener for a server stack and reads the address actually bound (port 0 becomes
@@ -350,26 +407,6 @@ pub mod status {
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[test]
-    fn requests_out_of_range_are_refused() {
-        let request = |seq, size, response_size, messages| {
-            rpcarena_protocol::workload::request(Payload::Zeros, seq, size, response_size, messages)
-        };
-        let structured = |response_size| {
-            rpcarena_protocol::workload::request(Payload::Structured, 0, 3, response_size, 0)
-        };
-        assert!(check_request(&structured(3), Shape::Unary).is_ok());
-        assert!(check_request(&structured(2), Shape::Unary).is_err());
-        let mut unknown = structured(3);
-        unknown.payload_kind = 9;
-        assert!(check_request(&unknown, Shape::Unary).is_err());
-        assert!(check_request(&request(0, 1, 10, 0), Shape::Unary).is_ok());
-        assert!(check_request(&request(0, 1, MAX_PAYLOAD + 1, 0), Shape::Unary).is_err());
-        assert!(check_request(&request(0, 1, 1, 0), Shape::ServerStream).is_err());
-        assert!(check_request(&request(0, 1, 1, MAX_MESSAGES + 1), Shape::ServerStream).is_err());
-        assert!(check_request(&request(0, 1, 1, 5), Shape::ServerStream).is_ok());
-    }
-
     #[tokio::test]
     async fn tcp_sockets_get_nodelay_and_the_congestion_controller() {
         use nix::sys::socket::{getsockopt, sockopt};
@@ -390,6 +427,17 @@ mod tests {
     }
 
     #[test]
+    fn the_declared_congestion_controller_is_the_one_sockets_get() {
+        let declared = tcp_congestion_in_use();
+        if nix::unistd::geteuid().is_root() {
+            assert_eq!(declared, TCP_CONGESTION);
+        } else {
+            assert!(declared == TCP_CONGESTION || declared.starts_with("host default ("));
+        }
+        assert!(runtime_description().ends_with(&format!("{} workers", runtime_workers())));
+    }
+
+    #[test]
     fn call_tallies_add_once_when_dropped() {
         let state = Arc::new(ServerState::default());
         {
@@ -397,9 +445,10 @@ mod tests {
             tally.request();
             tally.request();
             tally.response();
-            assert_eq!(state.counters.snapshot(), (0, 0, 0));
+            assert_eq!(state.counters.snapshot(), (0, 0, 0, 0));
         }
-        assert_eq!(state.counters.snapshot(), (1, 2, 1));
+        state.reject();
+        assert_eq!(state.counters.snapshot(), (1, 2, 1, 1));
     }
 
     #[test]

@@ -12,9 +12,11 @@ use super::framing::{
     Frame, FrameCodec, FrameError, FrameType, Outgoing, has_complete_frame, method_path,
     shape_of_path,
 };
-use super::{CallTally, ServerState, Workload, check_request, status};
+use super::validate::RequestCheck;
+use super::{CallTally, ServerState, Verdict, Workload, status};
 use crate::engine::saturation::StreamSender;
 use crate::engine::{Clock, OpError, OpOutcome};
+use crate::fault::{self, Ending, Plan, ServerFault};
 use futures::{SinkExt, StreamExt};
 use prost::Message;
 use rpcarena_protocol::event::code;
@@ -192,6 +194,10 @@ pub async fn saturate<R: RecvHalf, W: SendHalf, C: Clock>(
             .await
             .map_err(send_error)?;
         sender.accepted(clock.now(), u64::from(request_size));
+        // The writer only waits when the transport pushes back (quinn's 16 MiB send window takes
+        // long to fill), so a stream could keep its worker thread and the other streams of the
+        // window would not even open: give the worker back every time tokio's budget runs out.
+        tokio::task::coop::consume_budget().await;
     }
     writer
         .feed(Outgoing::<pb::Request>::End)
@@ -221,6 +227,41 @@ pub async fn saturate<R: RecvHalf, W: SendHalf, C: Clock>(
         payload_len(&summary.payload, summary.body.as_ref()),
     );
     Ok(())
+}
+
+/// One call carrying `requests` as they are, whose responses are only counted: the terminal
+/// STATUS is the [`Verdict`] (crate::fault's malformed calls). Requests are sent while the
+/// answer is read, as bidi does, so a server that answers early cannot stall the call.
+pub async fn raw_call<R: RecvHalf, W: SendHalf>(
+    reader: &mut Reader<R>,
+    writer: &mut Writer<W>,
+    shape: Shape,
+    requests: Vec<pb::Request>,
+) -> Result<Verdict, OpError> {
+    let read = async {
+        let mut responses = 0;
+        loop {
+            let frame = next_frame(reader).await?;
+            match frame.kind {
+                FrameType::Message => responses += 1,
+                FrameType::Status => {
+                    let status = pb::Status::decode(frame.body)
+                        .map_err(|e| invalid_text(format!("undecodable STATUS frame: {e}")))?;
+                    return Ok(Verdict {
+                        code: status.code,
+                        message: status.message,
+                        responses,
+                    });
+                }
+                other => return Err(unexpected(other)),
+            }
+        }
+    };
+    let ((), verdict) = tokio::try_join!(send_requests(writer, shape, requests.into_iter()), read)?;
+    if R::ONE_CALL {
+        expect_end_of_stream(reader).await?;
+    }
+    Ok(verdict)
 }
 
 /// HEADER, one MESSAGE per request (built lazily, inside the measured operation), END; flushed.
@@ -307,7 +348,7 @@ async fn read_responses<R: RecvHalf>(
                 check_status(&frame.body)?;
                 if received != n {
                     return Err(invalid_text(format!(
-                        "the server ended the call after {received} of {n} responses"
+                        "the server ended the call with STATUS OK after {received} of {n} responses"
                     )));
                 }
                 return Ok(bytes);
@@ -428,6 +469,7 @@ pub async fn serve_call<R: RecvHalf, W: SendHalf>(
         Some(Ok(frame)) => frame,
         Some(Err(FrameError::Io(_))) => return CallEnd::Closed,
         Some(Err(e)) => {
+            state.reject();
             return reply(
                 writer,
                 status::INVALID_ARGUMENT,
@@ -444,7 +486,12 @@ pub async fn serve_call<R: RecvHalf, W: SendHalf>(
         )))
     } else if let Some(shape) = shape_of_path(&header.body) {
         let mut tally = CallTally::new(state);
-        serve_shape(shape, reader, writer, &mut tally, state).await
+        match state.fault {
+            None => serve_shape(shape, reader, writer, &mut tally, state)
+                .await
+                .map(|()| None),
+            Some(fault) => serve_fault(fault, shape, reader, writer, &mut tally).await,
+        }
     } else {
         Err(CallError::Rejected {
             code: status::UNIMPLEMENTED,
@@ -453,12 +500,14 @@ pub async fn serve_call<R: RecvHalf, W: SendHalf>(
         })
     };
     match result {
-        Ok(()) => reply(writer, status::OK, String::new(), CallEnd::Next).await,
+        Ok(None) => reply(writer, status::OK, String::new(), CallEnd::Next).await,
+        Ok(Some(end)) => end,
         Err(CallError::Rejected {
             code,
             message,
             end_seen,
         }) => {
+            state.reject();
             eprintln!("rpcarena-peer-rust: rejected a call with status {code}: {message}");
             let end = if end_seen || skip_to_end(reader).await {
                 CallEnd::Next
@@ -468,6 +517,7 @@ pub async fn serve_call<R: RecvHalf, W: SendHalf>(
             reply(writer, code, message, end).await
         }
         Err(CallError::Broken(message)) => {
+            state.reject();
             eprintln!("rpcarena-peer-rust: closing a malformed call: {message}");
             reply(writer, status::INVALID_ARGUMENT, message, CallEnd::Closed).await
         }
@@ -475,6 +525,9 @@ pub async fn serve_call<R: RecvHalf, W: SendHalf>(
     }
 }
 
+/// Serves one call of `shape`: every request is checked ("Validation duties") before it is
+/// answered; a request that fails ends the call with INVALID_ARGUMENT (responses already sent
+/// stay sent).
 async fn serve_shape<R: RecvHalf, W: SendHalf>(
     shape: Shape,
     reader: &mut Reader<R>,
@@ -482,12 +535,13 @@ async fn serve_shape<R: RecvHalf, W: SendHalf>(
     tally: &mut CallTally,
     state: &ServerState,
 ) -> Result<(), CallError> {
+    let mut check = RequestCheck::new(shape);
     match shape {
         Shape::Unary | Shape::ServerStream => {
             let request = read_request(reader, shape).await?;
             tally.request();
             expect_end(reader, shape).await?;
-            check_request(&request, shape).map_err(|m| rejected(m, true))?;
+            check.check(&request).map_err(|m| rejected(m, true))?;
             if shape == Shape::Unary {
                 state.hold().await;
                 feed(writer, response_to(&request, request.seq)).await?;
@@ -504,15 +558,10 @@ async fn serve_shape<R: RecvHalf, W: SendHalf>(
             let mut summary = SummaryBuilder::default();
             while let Some(request) = next_request(reader, shape).await? {
                 tally.request();
-                check_request(&request, shape).map_err(|m| rejected(m, false))?;
+                check.check(&request).map_err(|m| rejected(m, false))?;
                 summary.add(&request);
             }
-            if tally.requests() == 0 {
-                return Err(rejected(
-                    "a client stream carries at least one request".to_string(),
-                    true,
-                ));
-            }
+            check.finish().map_err(|m| rejected(m, true))?;
             state.hold().await;
             feed(writer, summary.finish()).await?;
             tally.response();
@@ -520,7 +569,7 @@ async fn serve_shape<R: RecvHalf, W: SendHalf>(
         Shape::Bidi => {
             while let Some(request) = next_request(reader, shape).await? {
                 tally.request();
-                check_request(&request, shape).map_err(|m| rejected(m, false))?;
+                check.check(&request).map_err(|m| rejected(m, false))?;
                 state.hold().await;
                 feed(writer, response_to(&request, request.seq)).await?;
                 tally.response();
@@ -531,9 +580,101 @@ async fn serve_shape<R: RecvHalf, W: SendHalf>(
                         .map_err(|_| CallError::Transport)?;
                 }
             }
+            check.finish().map_err(|m| rejected(m, true))?;
         }
     }
     Ok(())
+}
+
+/// Serves one call of `shape` the way `fault` misbehaves (crate::fault): reads and checks every
+/// request up to END, then sends the fault's plan. `Ok(None)`: the caller ends the call with
+/// STATUS OK; `Ok(Some(end))`: the call has been ended here.
+async fn serve_fault<R: RecvHalf, W: SendHalf>(
+    fault: ServerFault,
+    shape: Shape,
+    reader: &mut Reader<R>,
+    writer: &mut Writer<W>,
+    tally: &mut CallTally,
+) -> Result<Option<CallEnd>, CallError> {
+    let mut check = RequestCheck::new(shape);
+    let mut requests = Vec::new();
+    while let Some(request) = next_request(reader, shape).await? {
+        tally.request();
+        if fault.validates() {
+            check.check(&request).map_err(|m| rejected(m, false))?;
+        }
+        requests.push(request);
+    }
+    if fault.validates() {
+        check.finish().map_err(|m| rejected(m, true))?;
+    }
+    if !shape.streams_requests() && requests.len() != 1 {
+        return Err(rejected(
+            format!(
+                "a {shape} call carries exactly one request, got {}",
+                requests.len()
+            ),
+            true,
+        ));
+    }
+    if shape == Shape::ClientStream {
+        send_plan(
+            writer,
+            fault::plan::<pb::Summary>(fault, shape, &requests),
+            tally,
+        )
+        .await
+    } else {
+        send_plan(
+            writer,
+            fault::plan::<pb::Response>(fault, shape, &requests),
+            tally,
+        )
+        .await
+    }
+}
+
+/// Sends a fault's messages and ending.
+async fn send_plan<W: SendHalf, M: Message>(
+    writer: &mut Writer<W>,
+    plan: Plan<M>,
+    tally: &mut CallTally,
+) -> Result<Option<CallEnd>, CallError> {
+    let mut messages = plan.messages;
+    let after_status = match plan.ending {
+        Ending::Ok => None,
+        Ending::Status(code, message) => {
+            return Err(CallError::Rejected {
+                code,
+                message,
+                end_seen: true,
+            });
+        }
+        Ending::OkBeforeLast => Some(messages.pop()),
+    };
+    for message in messages {
+        feed(writer, message).await?;
+        tally.response();
+    }
+    let Some(last) = after_status else {
+        return Ok(None);
+    };
+    // STATUS OK, then the last message: data after STATUS. The connection is out of step now.
+    let status = pb::Status {
+        code: status::OK,
+        message: String::new(),
+    };
+    let sent = async {
+        writer.feed(Outgoing::<M>::Status(status)).await?;
+        if let Some(last) = last {
+            writer.feed(Outgoing::Message(last)).await?;
+        }
+        SinkExt::<Outgoing<M>>::flush(writer).await?;
+        writer.get_mut().finish_call().map_err(FrameError::Io)
+    };
+    sent.await.map_err(|_| CallError::Transport)?;
+    tally.response();
+    Ok(Some(CallEnd::Closed))
 }
 
 /// The next request of a streaming call, or `None` at END.
@@ -699,7 +840,7 @@ mod tests {
         drop((reader, writer));
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         // 3 calls of each shape: requests 1 + 16 + 1 + 16, responses 1 + 1 + 16 + 16, times 3
-        assert_eq!(state.counters.snapshot(), (12, 3 * 34, 3 * 34));
+        assert_eq!(state.counters.snapshot(), (12, 3 * 34, 3 * 34, 0));
     }
 
     async fn raw_call(frames: &[u8]) -> Vec<u8> {
@@ -816,6 +957,28 @@ mod tests {
             .expect_err("status 13");
         assert_eq!(error.code, code::RPC);
         assert!(error.message.contains("boom"), "{error}");
+
+        // fake servers that answer with an unknown frame type, an oversized frame, or a frame
+        // only a client may send: invalid
+        for answer in [
+            vec![0x09, 0, 0, 0, 0],
+            vec![0x02, 0xff, 0xff, 0xff, 0xff],
+            vec![0x03, 0, 0, 0, 0],
+        ] {
+            let (client, mut server_end) = tokio::io::duplex(1 << 16);
+            tokio::spawn(async move {
+                let mut request = vec![0; 1024];
+                let _ = server_end.read(&mut request).await;
+                let _ = server_end.write_all(&answer).await;
+                let _ = server_end.shutdown().await;
+                let _ = server_end.read_to_end(&mut request).await;
+            });
+            let (mut reader, mut writer) = framed(client);
+            let error = call(&mut reader, &mut writer, &workload(Shape::Unary), 1)
+                .await
+                .expect_err("a malformed answer");
+            assert_eq!(error.code, code::INVALID, "{error}");
+        }
 
         // a fake server that hangs up without STATUS
         let (client, server_end) = tokio::io::duplex(1 << 16);

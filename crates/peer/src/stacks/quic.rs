@@ -4,8 +4,8 @@
 
 use super::native::{self, CallEnd, RecvHalf, SendHalf};
 use super::{
-    ClientSettings, ClientStack, FLOW_WINDOW, MAX_CONCURRENT_STREAMS, RunningServer, ServerState,
-    Workload, resolve,
+    ClientSettings, ClientStack, FLOW_WINDOW, MAX_CONCURRENT_STREAMS, RawCall, RunningServer,
+    ServerState, Verdict, Workload, resolve,
 };
 use crate::engine::pool::{Submitter, Ticket};
 use crate::engine::saturation::StreamSender;
@@ -15,7 +15,7 @@ use anyhow::Context;
 use futures::StreamExt;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn::{ConnectionError, Endpoint, EndpointConfig, TransportConfig, VarInt};
-use rpcarena_protocol::event::{code, phase};
+use rpcarena_protocol::event::{Setting, code, phase};
 use socket2::{Domain, Protocol, Socket, Type};
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -31,6 +31,39 @@ pub const UDP_BUFFER: usize = 8 * 1024 * 1024;
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Keep-alive interval (well under the idle timeout).
 pub const KEEP_ALIVE: Duration = Duration::from_secs(10);
+
+/// Connections per client: one, shared by every lane, one bidirectional stream per call.
+pub const CONNECTIONS: u32 = 1;
+
+/// Congestion controller of both ends, set explicitly ([`transport_config`]).
+pub const CONGESTION: &str = "cubic";
+
+/// The stack's own settings as `capabilities` declares them (docs/stacks.md, "Settings every
+/// peer declares"), from the constants both ends are configured with; `udp_buffer_bytes` is what
+/// the kernel grants this process on a UDP socket that is never bound.
+pub fn declared() -> Vec<(&'static str, Setting)> {
+    let udp_buffer = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))
+        .map(|socket| {
+            let (received, sent) = raise_buffers(&socket);
+            received.min(sent)
+        })
+        .unwrap_or(0);
+    vec![
+        ("stream_window", u64::from(FLOW_WINDOW).into()),
+        ("connection_window", u64::from(FLOW_WINDOW).into()),
+        ("send_window", u64::from(FLOW_WINDOW).into()),
+        (
+            "max_concurrent_streams",
+            u64::from(MAX_CONCURRENT_STREAMS).into(),
+        ),
+        ("max_message_bytes", (super::MAX_MESSAGE as u64).into()),
+        ("congestion_control", CONGESTION.into()),
+        ("udp_buffer_bytes", (udp_buffer as u64).into()),
+        ("idle_timeout_ms", (IDLE_TIMEOUT.as_millis() as u64).into()),
+        ("keep_alive_ms", (KEEP_ALIVE.as_millis() as u64).into()),
+        ("connections", u64::from(CONNECTIONS).into()),
+    ]
+}
 
 /// How long closing waits for the peer to acknowledge.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -54,6 +87,7 @@ pub fn transport_config() -> TransportConfig {
         .send_window(u64::from(FLOW_WINDOW))
         .max_concurrent_bidi_streams(VarInt::from_u32(MAX_CONCURRENT_STREAMS))
         .max_concurrent_uni_streams(VarInt::from_u32(0))
+        // CONGESTION names this controller in capabilities.
         .congestion_controller_factory(Arc::new(quinn::congestion::CubicConfig::default()))
         .keep_alive_interval(Some(KEEP_ALIVE));
     // 30 s fits a VarInt of milliseconds, so this conversion cannot fail.
@@ -67,7 +101,14 @@ pub fn transport_config() -> TransportConfig {
 fn udp_socket(addr: SocketAddr) -> anyhow::Result<std::net::UdpSocket> {
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
         .context("cannot create a UDP socket")?;
-    raise_buffers(&socket);
+    let (received, sent) = raise_buffers(&socket);
+    if received < UDP_BUFFER || sent < UDP_BUFFER {
+        eprintln!(
+            "rpcarena-peer-rust: UDP buffers are only {received} (receive) and {sent} (send) \
+             bytes, below {UDP_BUFFER}; raise net.core.rmem_max and net.core.wmem_max or run as \
+             root"
+        );
+    }
     socket
         .bind(&addr.into())
         .with_context(|| format!("cannot bind UDP {addr}"))?;
@@ -76,8 +117,9 @@ fn udp_socket(addr: SocketAddr) -> anyhow::Result<std::net::UdpSocket> {
 
 /// Raises SO_RCVBUF/SO_SNDBUF to [`UDP_BUFFER`]: with the *FORCE variants when privileged (they
 /// ignore net.core.rmem_max/wmem_max), else the normal options, which the kernel caps at those
-/// limits. Reports what it got on stderr; never fails (small buffers are a warning, not an error).
-fn raise_buffers(socket: &Socket) {
+/// limits. Returns the (receive, send) sizes obtained; never fails (small buffers are a warning,
+/// not an error).
+fn raise_buffers(socket: &Socket) -> (usize, usize) {
     use nix::sys::socket::{setsockopt, sockopt};
     let size = UDP_BUFFER;
     if setsockopt(socket, sockopt::RcvBufForce, &size).is_err() {
@@ -86,15 +128,26 @@ fn raise_buffers(socket: &Socket) {
     if setsockopt(socket, sockopt::SndBufForce, &size).is_err() {
         let _ = socket.set_send_buffer_size(size);
     }
-    let received = socket.recv_buffer_size().unwrap_or(0);
-    let sent = socket.send_buffer_size().unwrap_or(0);
     // Linux reports twice the value set (it counts its bookkeeping overhead).
-    if received < size || sent < size {
-        eprintln!(
-            "rpcarena-peer-rust: UDP buffers are only {received} (receive) and {sent} (send) bytes, \
-             below {size}; raise net.core.rmem_max and net.core.wmem_max or run as root"
-        );
-    }
+    (
+        socket.recv_buffer_size().unwrap_or(0) / 2,
+        socket.send_buffer_size().unwrap_or(0) / 2,
+    )
+}
+
+/// The local address the kernel routes to `server`, with port 0: what a QUIC client binds
+/// (docs/peer-protocol.md, "Addresses"), never the unspecified address, so the client's packets
+/// leave from the interface a namespace's routes choose. A UDP socket connected to the server
+/// (which sends nothing) reports it.
+pub fn local_address_for(server: SocketAddr) -> io::Result<SocketAddr> {
+    let any: SocketAddr = if server.is_ipv4() {
+        (Ipv4Addr::UNSPECIFIED, 0).into()
+    } else {
+        (Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let probe = std::net::UdpSocket::bind(any)?;
+    probe.connect(server)?;
+    Ok(SocketAddr::new(probe.local_addr()?.ip(), 0))
 }
 
 fn endpoint(
@@ -155,11 +208,12 @@ impl ClientStack for QuicClient {
         let server = resolve(&settings.server)
             .await
             .map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
-        let local: SocketAddr = if server.is_ipv4() {
-            (Ipv4Addr::UNSPECIFIED, 0).into()
-        } else {
-            (Ipv6Addr::UNSPECIFIED, 0).into()
-        };
+        let local = local_address_for(server).map_err(|e| {
+            OpError::new(
+                code::CONNECT,
+                format!("no local address routes to {server}: {e}"),
+            )
+        })?;
         let socket =
             udp_socket(local).map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
         let endpoint = endpoint(socket, None).map_err(|e| {
@@ -207,7 +261,7 @@ impl ClientStack for QuicClient {
     }
 
     fn connections(&self) -> u32 {
-        1
+        CONNECTIONS
     }
 
     async fn close(self, lanes: Vec<QuicLane>) {
@@ -245,6 +299,19 @@ impl Lane for QuicLane {
         let mut writer = native::writer(send);
         let mut reader = native::reader(recv);
         native::saturate(&mut reader, &mut writer, &self.workload, clock, sender).await
+    }
+}
+
+impl RawCall for QuicLane {
+    async fn raw_call(
+        &mut self,
+        shape: rpcarena_protocol::workload::Shape,
+        requests: Vec<rpcarena_protocol::pb::Request>,
+    ) -> Result<Verdict, OpError> {
+        let (send, recv) = self.connection.open_bi().await.map_err(open_error)?;
+        let mut writer = native::writer(send);
+        let mut reader = native::reader(recv);
+        native::raw_call(&mut reader, &mut writer, shape, requests).await
     }
 }
 
@@ -359,5 +426,29 @@ async fn serve_stream(send: quinn::SendStream, recv: quinn::RecvStream, state: A
     if native::serve_call(&mut reader, &mut writer, &state).await == CallEnd::Next {
         // Read the client's FIN (it follows END) so the stream closes without STOP_SENDING.
         let _ = tokio::time::timeout(CLOSE_GRACE, reader.next()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_client_binds_the_address_that_routes_to_the_server() {
+        let server: SocketAddr = "127.0.0.1:4433".parse().unwrap();
+        assert_eq!(
+            local_address_for(server).unwrap(),
+            "127.0.0.1:0".parse::<SocketAddr>().unwrap()
+        );
+        let declared: std::collections::BTreeMap<_, _> = declared().into_iter().collect();
+        assert!(matches!(declared["udp_buffer_bytes"], Setting::Number(_)));
+        // another loopback address routes from itself
+        let other: SocketAddr = "127.0.0.2:4433".parse().unwrap();
+        assert!(local_address_for(other).unwrap().ip().is_loopback());
+        // IPv6 where the host has it
+        let v6: SocketAddr = "[::1]:4433".parse().unwrap();
+        if let Ok(local) = local_address_for(v6) {
+            assert_eq!(local, "[::1]:0".parse::<SocketAddr>().unwrap());
+        }
     }
 }

@@ -3,14 +3,14 @@
 
 use super::native::{self, CallEnd, Reader, Writer};
 use super::{
-    ClientSettings, ClientStack, HANDSHAKE_TIMEOUT, RunningServer, ServerState, Workload, resolve,
-    tune_tcp,
+    ClientSettings, ClientStack, HANDSHAKE_TIMEOUT, RawCall, RunningServer, ServerState,
+    TCP_NODELAY, Verdict, Workload, resolve, tune_tcp,
 };
 use crate::engine::pool::LanePool;
 use crate::engine::saturation::StreamSender;
 use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::Failure;
-use rpcarena_protocol::event::code;
+use rpcarena_protocol::event::{Setting, code};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +20,18 @@ use tokio::task::JoinSet;
 use tokio_rustls::{TlsAcceptor, TlsConnector, client, server};
 
 type ClientStream = client::TlsStream<TcpStream>;
+
+/// The stack's own settings as `capabilities` declares them (docs/stacks.md, "Settings every
+/// peer declares"): no windows of its own (the kernel's TCP windows, autotuned), one connection
+/// per lane.
+pub fn declared() -> Vec<(&'static str, Setting)> {
+    vec![
+        ("max_message_bytes", (super::MAX_MESSAGE as u64).into()),
+        ("tcp_nodelay", TCP_NODELAY.into()),
+        ("connections", "1 per lane".into()),
+        ("write_batch_bytes", (native::WRITE_BATCH as u64).into()),
+    ]
+}
 
 /// How long closing a connection may take.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
@@ -143,6 +155,16 @@ impl Lane for TcpLane {
             sender,
         )
         .await
+    }
+}
+
+impl RawCall for TcpLane {
+    async fn raw_call(
+        &mut self,
+        shape: rpcarena_protocol::workload::Shape,
+        requests: Vec<rpcarena_protocol::pb::Request>,
+    ) -> Result<Verdict, OpError> {
+        native::raw_call(&mut self.reader, &mut self.writer, shape, requests).await
     }
 }
 

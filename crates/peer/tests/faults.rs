@@ -1,0 +1,233 @@
+//! The hidden conformance faults (crate::fault, `--conformance-fault MODE`) against the Rust peer
+//! itself, on every stack: a fault server makes the Rust client fail its validation operation
+//! with the code docs/peer-protocol.md ("Error codes") gives, and a fault client's malformed call
+//! is refused by the (validating) Rust server, which keeps serving and counts it as `rejected`.
+//! A server that skips validation (`skip-validation`, the broken variant the kit must catch)
+//! lets the malformed calls through, and the fault client reports that as a failure.
+
+mod common;
+
+use common::{Peer, Pki, start_server, start_server_with, strings};
+use rpcarena_protocol::event::Event;
+use rpcarena_protocol::workload::Shape;
+
+/// Every server mode, the payload kinds it is tried with, and the client's code for a shape.
+const SERVER_FAULTS: &[(&str, &[&str])] = &[
+    ("wrong-seq", &["zeros"]),
+    ("short-payload", &["zeros", "structured"]),
+    ("nonzero-byte", &["zeros", "structured"]),
+    ("wrong-summary", &["zeros"]),
+    ("missing-message", &["zeros"]),
+    ("extra-message", &["zeros"]),
+    ("early-status", &["zeros"]),
+    ("error-status", &["zeros"]),
+    ("corrupt-structured", &["structured", "zeros"]),
+];
+
+/// Every client mode and the shapes it applies to.
+const CLIENT_FAULTS: &[(&str, &[Shape])] = &[
+    ("nonzero-byte", &Shape::ALL),
+    ("corrupt-structured", &Shape::ALL),
+    ("seq-order", &[Shape::ClientStream, Shape::Bidi]),
+    ("length-change", &[Shape::ClientStream, Shape::Bidi]),
+    ("response-size-too-large", &Shape::ALL),
+    ("response-messages-zero", &[Shape::ServerStream]),
+    ("empty-stream", &[Shape::ClientStream, Shape::Bidi]),
+];
+
+fn expected_code(fault: &str, shape: Shape) -> &'static str {
+    match fault {
+        "error-status" => "rpc",
+        "wrong-summary" if shape != Shape::ClientStream => "rpc",
+        _ => "invalid",
+    }
+}
+
+fn client_args(
+    pki: &Pki,
+    stack: &str,
+    address: &str,
+    shape: Shape,
+    payload: &str,
+    fault: Option<&str>,
+) -> Vec<String> {
+    let mut args = strings(&["client", "--stack", stack, "--server", address]);
+    args.extend(strings(&["--server-name", "127.0.0.1", "--ca"]));
+    args.push(pki.path("ca.pem").display().to_string());
+    args.extend(strings(&["--shape", shape.as_str(), "--load", "closed"]));
+    args.extend(strings(&["--payload", payload]));
+    for (name, value) in [
+        ("--concurrency", "2"),
+        ("--request-size", "100"),
+        ("--response-size", "200"),
+        ("--messages-per-stream", "4"),
+        ("--warmup-ms", "100"),
+        ("--window-ms", "200"),
+        ("--drain-ms", "5000"),
+    ] {
+        args.extend(strings(&[name, value]));
+    }
+    if let Some(fault) = fault {
+        args.extend(strings(&["--conformance-fault", fault]));
+    }
+    args
+}
+
+fn stop(mut server: Peer) -> std::collections::BTreeMap<String, u64> {
+    server.send("SHUTDOWN");
+    let Event::Stopped(stopped) = server.next_event() else {
+        panic!("expected stopped\n{}", server.stderr_text());
+    };
+    assert_eq!(server.exit_code(), 0, "{}", server.stderr_text());
+    stopped.counters
+}
+
+fn server_faults_fail_the_clients_validation(stack: &str) {
+    let pki = Pki::new();
+    for (fault, payloads) in SERVER_FAULTS {
+        let (server, address) = start_server_with(&pki, stack, &["--conformance-fault", fault]);
+        let mut calls = 0;
+        for shape in Shape::ALL {
+            for payload in *payloads {
+                let args = client_args(&pki, stack, &address, shape, payload, None);
+                let stderr = pki.path(&format!("{stack}-{fault}-{shape}-{payload}.stderr"));
+                let mut client = Peer::spawn(&args, &stderr);
+                let context = format!("{stack} server {fault}, {shape} {payload}");
+                let Event::Error(error) = client.next_event() else {
+                    panic!("{context}: expected an error\n{}", client.stderr_text());
+                };
+                assert_eq!(
+                    (error.phase.as_str(), error.code.as_str()),
+                    ("validate", expected_code(fault, shape)),
+                    "{context}: {error:?}"
+                );
+                assert_eq!(client.exit_code(), 1, "{context}");
+                calls += 1;
+            }
+        }
+        let counters = stop(server);
+        assert!(counters["rpcs"] >= calls, "{stack} {fault}: {counters:?}");
+        if *fault == "error-status" {
+            assert_eq!(counters["rejected"], calls, "{stack} {fault}: {counters:?}");
+        }
+    }
+}
+
+#[test]
+fn grpc_server_faults_fail_the_clients_validation() {
+    server_faults_fail_the_clients_validation("grpc");
+}
+
+#[test]
+fn quic_server_faults_fail_the_clients_validation() {
+    server_faults_fail_the_clients_validation("quic");
+}
+
+#[test]
+fn tcp_server_faults_fail_the_clients_validation() {
+    server_faults_fail_the_clients_validation("tcp");
+}
+
+fn payload_for(fault: &str) -> &'static str {
+    if fault == "corrupt-structured" {
+        "structured"
+    } else {
+        "zeros"
+    }
+}
+
+fn malformed_calls_are_refused_and_the_server_keeps_serving(stack: &str) {
+    let pki = Pki::new();
+    let (server, address) = start_server(&pki, stack);
+    let mut refused = 0;
+    for (fault, shapes) in CLIENT_FAULTS {
+        for &shape in *shapes {
+            let args = client_args(
+                &pki,
+                stack,
+                &address,
+                shape,
+                payload_for(fault),
+                Some(fault),
+            );
+            let stderr = pki.path(&format!("{stack}-{fault}-{shape}.stderr"));
+            let mut client = Peer::spawn(&args, &stderr);
+            let context = format!("{stack} client {fault}, {shape}");
+            match client.next_event() {
+                Event::Stopped(_) => {}
+                other => panic!(
+                    "{context}: expected stopped, got {other:?}\n{}",
+                    client.stderr_text()
+                ),
+            }
+            assert_eq!(client.exit_code(), 0, "{context}");
+            let said = client.stderr_text();
+            assert!(
+                said.contains("refused the malformed call with INVALID_ARGUMENT"),
+                "{context}: {said}"
+            );
+            refused += 1;
+        }
+    }
+    let counters = stop(server);
+    // every malformed call refused, every well-formed one after it served
+    assert_eq!(counters["rejected"], refused, "{stack}: {counters:?}");
+    assert_eq!(counters["rpcs"], 2 * refused, "{stack}: {counters:?}");
+}
+
+#[test]
+fn grpc_servers_refuse_malformed_calls() {
+    malformed_calls_are_refused_and_the_server_keeps_serving("grpc");
+}
+
+#[test]
+fn quic_servers_refuse_malformed_calls() {
+    malformed_calls_are_refused_and_the_server_keeps_serving("quic");
+}
+
+#[test]
+fn tcp_servers_refuse_malformed_calls() {
+    malformed_calls_are_refused_and_the_server_keeps_serving("tcp");
+}
+
+#[test]
+fn a_server_that_skips_validation_fails_the_fault_client() {
+    let pki = Pki::new();
+    for stack in ["grpc", "quic", "tcp"] {
+        let (server, address) =
+            start_server_with(&pki, stack, &["--conformance-fault", "skip-validation"]);
+        for (fault, shape) in [
+            ("nonzero-byte", Shape::Unary),
+            ("seq-order", Shape::Bidi),
+            ("length-change", Shape::ClientStream),
+            ("corrupt-structured", Shape::ServerStream),
+        ] {
+            let args = client_args(
+                &pki,
+                stack,
+                &address,
+                shape,
+                payload_for(fault),
+                Some(fault),
+            );
+            let mut client = Peer::spawn(&args, &pki.path(&format!("{stack}-skip-{fault}.stderr")));
+            let context = format!("{stack} {fault} {shape} against skip-validation");
+            let Event::Error(error) = client.next_event() else {
+                panic!("{context}: expected an error\n{}", client.stderr_text());
+            };
+            assert_eq!(
+                (error.phase.as_str(), error.code.as_str()),
+                ("validate", "invalid"),
+                "{context}: {error:?}"
+            );
+            assert!(
+                error.message.contains("accepted a malformed call")
+                    && error.message.contains(fault),
+                "{context}: {error:?}"
+            );
+            assert_eq!(client.exit_code(), 1, "{context}");
+        }
+        let counters = stop(server);
+        assert_eq!(counters["rejected"], 0, "{stack}: {counters:?}");
+    }
+}
