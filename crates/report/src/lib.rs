@@ -13,9 +13,15 @@
 //! are returned to the caller (the binary prints them as warnings).
 
 pub mod aggregate;
+pub mod charts;
 pub mod csv;
+pub mod headline;
+pub mod limits;
 pub mod markdown;
 mod notes;
+mod published;
+
+pub use published::sha256_hex;
 
 use aggregate::Aggregator;
 use rpcarena_model::campaign::Campaign;
@@ -71,6 +77,7 @@ pub struct Report {
     manifest: Manifest,
     campaign: Result<Campaign, String>,
     aggregator: Aggregator,
+    samples_sha256: Option<String>,
 }
 
 impl Report {
@@ -83,7 +90,13 @@ impl Report {
             manifest,
             campaign,
             aggregator: Aggregator::new(),
+            samples_sha256: None,
         }
+    }
+
+    /// Records the SHA-256 of `samples.jsonl` as read, for the report's artifact table.
+    pub fn samples_sha256(&mut self, sha256: String) {
+        self.samples_sha256 = Some(sha256);
     }
 
     /// Adds the next record of `samples.jsonl`.
@@ -106,15 +119,20 @@ impl Report {
             .aggregator
             .finish(&order, &baseline, self.manifest.seed);
         let notes = notes::notes(&self.manifest, &self.campaign, &aggregates, &baseline);
+        let aggregate_csv = csv::render(&aggregates.rows);
+        let pairs = headline::pairs(&aggregates.rows, &baseline, self.manifest.seed);
         let report_md = markdown::render(&markdown::Inputs {
             manifest: &self.manifest,
             campaign,
             aggregates: &aggregates,
             baseline: &baseline,
             notes: &notes,
+            pairs: &pairs,
+            samples_sha256: self.samples_sha256.as_deref(),
+            aggregate_csv: &aggregate_csv,
         });
         Rendered {
-            aggregate_csv: csv::render(&aggregates.rows),
+            aggregate_csv,
             report_md,
             notes,
         }
@@ -172,6 +190,19 @@ pub fn read_samples(dir: &Path, mut each: impl FnMut(SampleRecord)) -> Result<()
     }
 }
 
+/// SHA-256 of a file, read in chunks.
+pub fn sha256_file(path: &Path) -> Result<String, ReportError> {
+    use sha2::Digest;
+    let io = |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut hasher = sha2::Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(io)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
 /// What [`regenerate`] wrote and noted.
 pub struct Regenerated {
     /// `aggregate.csv` and `report.md`.
@@ -184,6 +215,7 @@ pub struct Regenerated {
 pub fn regenerate(dir: &Path) -> Result<Regenerated, ReportError> {
     let mut report = Report::new(read_manifest(dir)?);
     read_samples(dir, |record| report.add(&record))?;
+    report.samples_sha256(sha256_file(&dir.join(SAMPLES))?);
     let rendered = report.finish();
     let mut written = Vec::new();
     for (name, text) in [

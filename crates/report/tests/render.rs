@@ -5,8 +5,8 @@ use rpcarena_model::matrix;
 use rpcarena_model::metrics::{Detail, measure};
 use rpcarena_model::network::{Network, NetworkDescription};
 use rpcarena_model::record::{
-    CampaignInfo, ClientResult, HostInfo, Manifest, Noise, ProcessStats, SampleCounts,
-    SampleRecord, SampleStatus,
+    CampaignInfo, ClientResult, HostInfo, IntervalRecord, Manifest, Noise, ProcessStats,
+    SampleCounts, SampleRecord, SampleStatus,
 };
 use rpcarena_netem_core::{
     BackendKind, DirectionSeeds, EmulatorInfo, TimingOptions, TopologyInfo, profile_by_name,
@@ -66,6 +66,17 @@ fn record(config_index: usize, round: u32, ops: f64, p99_ns: u64) -> SampleRecor
         histogram: histogram(completed, 1_000_000, p99_ns),
         uncorrected_histogram: open.then(|| histogram(completed, 900_000, 1_200_000)),
         send_lag_histogram: open.then(|| histogram(completed, 4_000, 20_000)),
+        // Ten one-second intervals; the second half a little slower in round 2.
+        intervals: (0..10u64)
+            .map(|i| {
+                let n = completed / 10 - u64::from(round == 2 && i >= 5) * (completed / 100);
+                IntervalRecord {
+                    offset_ns: i * 1_000_000_000,
+                    completed: n,
+                    histogram: histogram(n.max(50), 1_000_000, p99_ns + i * 10_000),
+                }
+            })
+            .collect(),
         ..ClientResult::default()
     };
     // What the runner stores; the report recomputes it from the histograms and counts.
@@ -217,6 +228,18 @@ fn emulated() -> Artifacts {
         "emulator": "userspace"
     }))
     .unwrap();
+    // Figures as a 30 ms round trip allows (c / RTT = 133.3 ops/s).
+    let mut records = Vec::new();
+    for round in 1..=6u32 {
+        let jitter = f64::from(round % 3);
+        records.push(record(0, round, 120.0 + jitter, 34_000_000));
+        records.push(record(1, round, 100.0, 36_000_000));
+        records.push(record(2, round, 127.0 + jitter / 10.0, 33_800_000));
+        records.push(record(3, round, 99.0 + jitter / 10.0, 36_000_000));
+    }
+    let failed = artifacts.records.pop().unwrap();
+    records.push(failed);
+    artifacts.records = records;
     let profile = profile_by_name("regional-wan").unwrap();
     let topology = TopologyInfo {
         backend: BackendKind::Userspace,
@@ -392,7 +415,17 @@ fn reports_stream_samples_jsonl_from_a_run_directory() {
     let regenerated = rpcarena_report::regenerate(dir.path()).unwrap();
     assert_eq!(regenerated.written.len(), 2);
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    assert_eq!(md, render(&artifacts).report_md);
+    let samples_sha256 = rpcarena_report::sha256_file(&dir.path().join("samples.jsonl")).unwrap();
+    assert!(
+        md.contains(&format!("| samples.jsonl | `{samples_sha256}` |")),
+        "the report names the hash of the samples it read"
+    );
+    let mut report = rpcarena_report::Report::new(artifacts.manifest.clone());
+    for record in &artifacts.records {
+        report.add(record);
+    }
+    report.samples_sha256(samples_sha256);
+    assert_eq!(md, report.finish().report_md);
     std::fs::write(dir.path().join("samples.jsonl"), "{}\n").unwrap();
     let err = rpcarena_report::regenerate(dir.path())
         .err()
@@ -423,4 +456,43 @@ fn each_row_keeps_its_good_samples_latencies_merged() {
     let mut sorted = keys.clone();
     sorted.sort();
     assert_eq!(keys, sorted);
+}
+
+#[test]
+fn the_headline_counts_only_significant_differences_as_wins() {
+    let md = render(&artifacts()).report_md;
+    assert!(
+        md.contains("of 2 same-shape comparisons, b had significantly higher median throughput in 1 and lower in 0 (1 within noise)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("The largest throughput gains were b against a on unary c4 closed at 1.20x")
+    );
+    // Three rounds cannot show anything: the same 20% is within noise.
+    let mut three = artifacts();
+    three.records.retain(|r| r.round <= 3);
+    three.manifest.campaign.text = three
+        .manifest
+        .campaign
+        .text
+        .replace("repetitions = 6", "repetitions = 3");
+    let md = render(&three).report_md;
+    assert!(
+        md.contains("higher median throughput in 0 and lower in 0 (2 within noise)"),
+        "{md}"
+    );
+    assert!(md.contains("No throughput gain is significant"));
+    assert!(
+        md.contains("The widest ratio, within noise, was b against a on unary c4 closed at 1.20x")
+    );
+    assert!(
+        md.contains("With 3 repetition(s) per configuration no difference can reach significance")
+    );
+}
+
+#[test]
+fn charts_are_mermaid_xycharts_per_figure() {
+    let md = render(&artifacts()).report_md;
+    assert_eq!(md.matches("```mermaid\n").count(), 3, "{md}");
+    assert!(md.contains("  title \"Unary median throughput at concurrency 4\"\n  x-axis [\"rust\"]\n  y-axis \"operations/s\" 0 --> 1300\n  bar \"grpc\" [1001.0]\n  bar \"quic\" [1201.0]\n"));
 }
