@@ -5,6 +5,7 @@
 //! the signal handler and the child subreaper.
 
 mod progress;
+mod tools;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -63,6 +64,41 @@ enum Cmd {
         /// Run directory.
         dir: PathBuf,
     },
+    /// Recompute every SHA-256 the manifest lists (artifacts, peer executables, campaign text);
+    /// name each mismatch and exit non-zero on any.
+    Verify {
+        /// Run directory.
+        dir: PathBuf,
+        /// Print the checks as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Print mismatches only.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Compare two run directories, benchstat style: medians with intervals, change, p-value,
+    /// `~` when not significant, geomean.
+    Compare {
+        /// The old run directory.
+        old: PathBuf,
+        /// The new run directory.
+        new: PathBuf,
+        /// Metrics to show (repeatable or comma-separated): ops, requests, responses, p50, p99,
+        /// p999, client-cpu, server-cpu, client-rss, server-rss. Default: ops, p99.
+        #[arg(long = "metric", value_name = "NAME")]
+        metrics: Vec<String>,
+        /// Compare even when the runs measured different workloads, timing or networks.
+        #[arg(long)]
+        force: bool,
+        /// Print the comparison as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
     /// Say which network backends this host supports and why not; list leftovers of killed runs.
     Doctor {
         /// Remove the namespaces and devices that killed runs left behind.
@@ -110,6 +146,15 @@ fn real_main() -> Result<ExitCode> {
             fail_fast,
         } => run(campaign, out, cells, fail_fast),
         Cmd::Report { dir } => report(&dir),
+        Cmd::Verify { dir, json, quiet } => tools::verify(&dir, json, quiet),
+        Cmd::Compare {
+            old,
+            new,
+            metrics,
+            force,
+            json,
+        } => tools::compare(&old, &new, &metrics, force, json),
+        Cmd::Completions { shell } => tools::completions::<Cli>(shell),
         Cmd::Doctor { clean } => doctor(clean),
         Cmd::Netcheck {
             profile,
@@ -212,6 +257,8 @@ fn run(
     drop(printer);
     let written = write_reports(&outcome.dir)?;
     rpcarena_runner::seal(&outcome.dir, None)?;
+    let manifest_sha256 =
+        rpcarena_report::sha256_file(&outcome.dir.join(rpcarena_model::files::MANIFEST))?;
     let c = outcome.counts;
     println!(
         "{} samples: {} ok, {} failed{}",
@@ -228,6 +275,10 @@ fn run(
         println!("wrote {}", path.display());
     }
     println!("report: {}", outcome.dir.join(REPORT_MD).display());
+    println!(
+        "manifest.json SHA-256 {manifest_sha256} (publish it beside the report; `rpcarena verify {}` checks every hash it lists)",
+        outcome.dir.display()
+    );
     if c.failed > 0 || outcome.interrupted {
         if c.failed > 0 {
             eprintln!(

@@ -104,6 +104,22 @@ pub struct SampleFigures {
     pub ops_per_s: f64,
     /// p99 latency, microseconds.
     pub p99_us: f64,
+    /// Request messages per second.
+    pub requests_per_s: f64,
+    /// Response messages per second.
+    pub responses_per_s: f64,
+    /// Median latency, microseconds.
+    pub p50_us: f64,
+    /// p99.9 latency, microseconds.
+    pub p999_us: f64,
+    /// Client CPU per operation, microseconds (absent without /proc readings).
+    pub client_cpu_us_per_op: Option<f64>,
+    /// Server CPU per operation, microseconds.
+    pub server_cpu_us_per_op: Option<f64>,
+    /// Client peak RSS, MiB.
+    pub client_rss_mib: Option<f64>,
+    /// Server peak RSS, MiB.
+    pub server_rss_mib: Option<f64>,
     /// Per-second intervals of the window, as the client reported them (may be empty).
     pub intervals: Vec<IntervalPoint>,
 }
@@ -474,6 +490,14 @@ fn row(group: &Group) -> Row {
                 order: f.order,
                 ops_per_s: f.ops_per_s,
                 p99_us: f.p99_ns as f64 / 1e3,
+                requests_per_s: f.requests_per_s,
+                responses_per_s: f.responses_per_s,
+                p50_us: f.p50_ns as f64 / 1e3,
+                p999_us: f.p999_ns as f64 / 1e3,
+                client_cpu_us_per_op: f.client_cpu_us_per_op,
+                server_cpu_us_per_op: f.server_cpu_us_per_op,
+                client_rss_mib: f.client_rss_mib,
+                server_rss_mib: f.server_rss_mib,
                 intervals: f.intervals.clone(),
             })
             .collect(),

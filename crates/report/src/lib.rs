@@ -14,16 +14,18 @@
 
 pub mod aggregate;
 pub mod charts;
+pub mod compare_runs;
 pub mod csv;
 pub mod headline;
 pub mod limits;
 pub mod markdown;
 mod notes;
 mod published;
+pub mod verify;
 
 pub use published::sha256_hex;
 
-use aggregate::Aggregator;
+use aggregate::{Aggregates, Aggregator};
 use rpcarena_model::campaign::Campaign;
 use rpcarena_model::files::{AGGREGATE, MANIFEST, REPORT_MD, SAMPLES};
 use rpcarena_model::matrix;
@@ -104,8 +106,14 @@ impl Report {
         self.aggregator.add(record);
     }
 
-    /// Renders every report.
-    pub fn finish(self) -> Rendered {
+    /// The aggregates in report order, each row compared with the baseline (for `compare` and
+    /// other views), with the manifest.
+    pub fn aggregates(self) -> (Manifest, Aggregates) {
+        let finished = self.aggregate();
+        (finished.manifest, finished.aggregates)
+    }
+
+    fn aggregate(self) -> Finished {
         let campaign = self.campaign.as_ref().ok();
         let order: Vec<String> = campaign
             .map(|c| matrix::expand(c).into_iter().map(|c| c.key).collect())
@@ -118,17 +126,36 @@ impl Report {
         let aggregates = self
             .aggregator
             .finish(&order, &baseline, self.manifest.seed);
-        let notes = notes::notes(&self.manifest, &self.campaign, &aggregates, &baseline);
+        Finished {
+            manifest: self.manifest,
+            campaign: self.campaign,
+            aggregates,
+            baseline,
+            samples_sha256: self.samples_sha256,
+        }
+    }
+
+    /// Renders every report.
+    pub fn finish(self) -> Rendered {
+        let Finished {
+            manifest,
+            campaign: parsed,
+            aggregates,
+            baseline,
+            samples_sha256,
+        } = self.aggregate();
+        let campaign = parsed.as_ref().ok();
+        let notes = notes::notes(&manifest, &parsed, &aggregates, &baseline);
         let aggregate_csv = csv::render(&aggregates.rows);
-        let pairs = headline::pairs(&aggregates.rows, &baseline, self.manifest.seed);
+        let pairs = headline::pairs(&aggregates.rows, &baseline, manifest.seed);
         let report_md = markdown::render(&markdown::Inputs {
-            manifest: &self.manifest,
+            manifest: &manifest,
             campaign,
             aggregates: &aggregates,
             baseline: &baseline,
             notes: &notes,
             pairs: &pairs,
-            samples_sha256: self.samples_sha256.as_deref(),
+            samples_sha256: samples_sha256.as_deref(),
             aggregate_csv: &aggregate_csv,
         });
         Rendered {
@@ -137,6 +164,15 @@ impl Report {
             notes,
         }
     }
+}
+
+/// A report's aggregates with what rendering needs beside them.
+struct Finished {
+    manifest: Manifest,
+    campaign: Result<Campaign, String>,
+    aggregates: Aggregates,
+    baseline: String,
+    samples_sha256: Option<String>,
 }
 
 /// Renders every report from artifacts in memory (pure).
@@ -201,6 +237,13 @@ pub fn sha256_file(path: &Path) -> Result<String, ReportError> {
     let mut hasher = sha2::Sha256::new();
     std::io::copy(&mut file, &mut hasher).map_err(io)?;
     Ok(hex::encode(hasher.finalize()))
+}
+
+/// Reads a run directory into its manifest and aggregates (for `compare`).
+pub fn load(dir: &Path) -> Result<(Manifest, Aggregates), ReportError> {
+    let mut report = Report::new(read_manifest(dir)?);
+    read_samples(dir, |record| report.add(&record))?;
+    Ok(report.aggregates())
 }
 
 /// What [`regenerate`] wrote and noted.

@@ -496,3 +496,159 @@ fn charts_are_mermaid_xycharts_per_figure() {
     assert_eq!(md.matches("```mermaid\n").count(), 3, "{md}");
     assert!(md.contains("  title \"Unary median throughput at concurrency 4\"\n  x-axis [\"rust\"]\n  y-axis \"operations/s\" 0 --> 1300\n  bar \"grpc\" [1001.0]\n  bar \"quic\" [1201.0]\n"));
 }
+
+/// Writes `artifacts` as a run directory, its reports regenerated and its manifest sealed as
+/// the runner seals it, with one peer executable.
+fn sealed_run(artifacts: &Artifacts) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut manifest = artifacts.manifest.clone();
+    manifest.campaign.sha256 = rpcarena_report::sha256_hex(manifest.campaign.text.as_bytes());
+    let peer = dir.path().join("peer-exe");
+    std::fs::write(&peer, b"#!/bin/sh\n").unwrap();
+    manifest.peers.push(rpcarena_model::record::PeerInfo {
+        id: "p".into(),
+        command: vec![peer.display().to_string()],
+        sha256: rpcarena_report::sha256_file(&peer).unwrap(),
+        ..Default::default()
+    });
+    let write_manifest = |m: &Manifest| {
+        std::fs::write(
+            dir.path().join("manifest.json"),
+            serde_json::to_string_pretty(m).unwrap(),
+        )
+        .unwrap()
+    };
+    write_manifest(&manifest);
+    let lines: String = artifacts
+        .records
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    std::fs::write(dir.path().join("samples.jsonl"), lines).unwrap();
+    rpcarena_report::regenerate(dir.path()).unwrap();
+    for name in rpcarena_model::files::SEALED {
+        let path = dir.path().join(name);
+        if path.exists() {
+            manifest.artifacts.insert(
+                name.to_string(),
+                rpcarena_report::sha256_file(&path).unwrap(),
+            );
+        }
+    }
+    write_manifest(&manifest);
+    dir
+}
+
+#[test]
+fn verify_names_a_one_byte_change_in_any_listed_file() {
+    let dir = sealed_run(&artifacts());
+    let clean = rpcarena_report::verify::verify(dir.path()).unwrap();
+    assert!(clean.mismatches().is_empty(), "{:?}", clean.mismatches());
+    assert!(clean.checked.len() >= 4, "{:?}", clean.checked);
+    assert_eq!(
+        clean.manifest_sha256,
+        rpcarena_report::sha256_file(&dir.path().join("manifest.json")).unwrap()
+    );
+    let files: Vec<std::path::PathBuf> = rpcarena_report::verify::plan(
+        &rpcarena_report::read_manifest(dir.path()).unwrap(),
+        dir.path(),
+    )
+    .into_iter()
+    .filter_map(|(_, path)| path)
+    .collect();
+    assert!(files.len() >= 4, "{files:?}");
+    for path in files {
+        let original = std::fs::read(&path).unwrap();
+        let mut changed = original.clone();
+        let middle = changed.len() / 2;
+        changed[middle] ^= 1;
+        std::fs::write(&path, &changed).unwrap();
+        let found = rpcarena_report::verify::verify(dir.path()).unwrap();
+        let mismatches = found.mismatches();
+        assert_eq!(mismatches.len(), 1, "{}: {mismatches:?}", path.display());
+        let file = path.file_name().unwrap().to_str().unwrap();
+        assert!(mismatches[0].listed.name.contains(file), "{mismatches:?}");
+        std::fs::write(&path, &original).unwrap();
+    }
+    std::fs::remove_file(dir.path().join("aggregate.csv")).unwrap();
+    let missing = rpcarena_report::verify::verify(dir.path()).unwrap();
+    assert!(
+        missing.mismatches()[0]
+            .actual
+            .as_ref()
+            .unwrap_err()
+            .contains("cannot read"),
+        "{:?}",
+        missing.mismatches()
+    );
+}
+
+#[test]
+fn compare_finds_a_known_difference_and_refuses_other_workloads() {
+    use rpcarena_report::compare_runs::{Metric, Run, compare_runs, render_text};
+    let old = artifacts();
+    let mut new = artifacts();
+    // The new run's cell `a` closed is 10% faster; nothing else changes.
+    for r in new
+        .records
+        .iter_mut()
+        .filter(|r| r.config.key.starts_with("a/") && r.config.load.model() == "closed")
+    {
+        let c = r.client.as_mut().unwrap();
+        c.completed = c.completed * 11 / 10;
+        c.requests = c.completed;
+        c.responses = c.completed;
+        c.histogram = histogram(c.completed, 1_000_000, 2_000_000);
+    }
+    let load = |a: &Artifacts| {
+        let mut report = rpcarena_report::Report::new(a.manifest.clone());
+        for r in &a.records {
+            report.add(r);
+        }
+        report.aggregates()
+    };
+    let (mo, ao) = load(&old);
+    let (mn, an) = load(&new);
+    let run = |name, manifest, aggregates| Run {
+        name,
+        manifest,
+        aggregates,
+    };
+    let c = compare_runs(
+        &run("old", &mo, &ao),
+        &run("new", &mn, &an),
+        &[Metric::Ops, Metric::P99],
+        1,
+    );
+    assert!(c.differences.is_empty(), "{:?}", c.differences);
+    let ops = &c.tables[0];
+    assert_eq!(ops.lines.len(), 4);
+    let a_closed = &ops.lines[0];
+    assert!(a_closed.key.starts_with("a/unary/c4") && a_closed.key.ends_with("closed"));
+    assert!(
+        a_closed.significant && (a_closed.delta_pct - 10.0).abs() < 0.2,
+        "{a_closed:?}"
+    );
+    assert!(
+        ops.lines[1..].iter().all(|l| !l.significant),
+        "{:?}",
+        ops.lines
+    );
+    let text = render_text(&c, "old", "new");
+    assert!(text.contains("+9.9") || text.contains("+10.0"), "{text}");
+    assert!(text.contains("~"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("geomean")), "{text}");
+    // Another workload is named, not compared silently.
+    let mut other = new.manifest.clone();
+    other.campaign.text = other
+        .campaign
+        .text
+        .replace("concurrency = [4]", "concurrency = [8]");
+    let c = compare_runs(
+        &run("old", &mo, &ao),
+        &run("new", &other, &an),
+        &[Metric::Ops],
+        1,
+    );
+    assert_eq!(c.differences, ["the campaigns' [workload] tables differ"]);
+}
