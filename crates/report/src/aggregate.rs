@@ -120,6 +120,8 @@ pub struct SampleFigures {
     pub client_rss_mib: Option<f64>,
     /// Server peak RSS, MiB.
     pub server_rss_mib: Option<f64>,
+    /// The admission window as run, seconds.
+    pub window_s: f64,
     /// Per-second intervals of the window, as the client reported them (may be empty).
     pub intervals: Vec<IntervalPoint>,
 }
@@ -202,6 +204,7 @@ pub struct Versus {
 struct Figures {
     order: (u32, u32),
     sample: String,
+    window_s: f64,
     intervals: Vec<IntervalPoint>,
     ops_per_s: f64,
     requests_per_s: f64,
@@ -231,6 +234,7 @@ impl Figures {
         Figures {
             order: (record.round, record.position),
             sample: record.sample.clone(),
+            window_s: client.map_or(0.0, |c| c.window_ns as f64 / 1e9),
             intervals: client
                 .map(|c| c.intervals.iter().map(IntervalPoint::of).collect())
                 .unwrap_or_default(),
@@ -498,6 +502,7 @@ fn row(group: &Group) -> Row {
                 server_cpu_us_per_op: f.server_cpu_us_per_op,
                 client_rss_mib: f.client_rss_mib,
                 server_rss_mib: f.server_rss_mib,
+                window_s: f.window_s,
                 intervals: f.intervals.clone(),
             })
             .collect(),

@@ -17,6 +17,7 @@ pub mod charts;
 pub mod compare_runs;
 pub mod csv;
 pub mod headline;
+pub mod html;
 pub mod limits;
 pub mod markdown;
 mod notes;
@@ -27,7 +28,7 @@ pub use published::sha256_hex;
 
 use aggregate::{Aggregates, Aggregator};
 use rpcarena_model::campaign::Campaign;
-use rpcarena_model::files::{AGGREGATE, MANIFEST, REPORT_MD, SAMPLES};
+use rpcarena_model::files::{AGGREGATE, MANIFEST, REPORT_HTML, REPORT_MD, SAMPLES};
 use rpcarena_model::matrix;
 use rpcarena_model::record::{Manifest, SampleRecord};
 use std::io::BufRead;
@@ -70,6 +71,8 @@ pub struct Rendered {
     pub aggregate_csv: String,
     /// `report.md`.
     pub report_md: String,
+    /// `report.html`.
+    pub report_html: String,
     /// What the artifacts lacked or no longer say, as `report.md` notes it.
     pub notes: Vec<String>,
 }
@@ -148,7 +151,7 @@ impl Report {
         let notes = notes::notes(&manifest, &parsed, &aggregates, &baseline);
         let aggregate_csv = csv::render(&aggregates.rows);
         let pairs = headline::pairs(&aggregates.rows, &baseline, manifest.seed);
-        let report_md = markdown::render(&markdown::Inputs {
+        let inputs = markdown::Inputs {
             manifest: &manifest,
             campaign,
             aggregates: &aggregates,
@@ -157,10 +160,13 @@ impl Report {
             pairs: &pairs,
             samples_sha256: samples_sha256.as_deref(),
             aggregate_csv: &aggregate_csv,
-        });
+        };
+        let report_md = markdown::render(&inputs);
+        let report_html = html::render(&inputs);
         Rendered {
             aggregate_csv,
             report_md,
+            report_html,
             notes,
         }
     }
@@ -264,6 +270,7 @@ pub fn regenerate(dir: &Path) -> Result<Regenerated, ReportError> {
     for (name, text) in [
         (AGGREGATE, &rendered.aggregate_csv),
         (REPORT_MD, &rendered.report_md),
+        (REPORT_HTML, &rendered.report_html),
     ] {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(|source| ReportError::Io {

@@ -413,7 +413,7 @@ fn reports_stream_samples_jsonl_from_a_run_directory() {
         .collect();
     std::fs::write(dir.path().join("samples.jsonl"), lines + "\n").unwrap();
     let regenerated = rpcarena_report::regenerate(dir.path()).unwrap();
-    assert_eq!(regenerated.written.len(), 2);
+    assert_eq!(regenerated.written.len(), 3);
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     let samples_sha256 = rpcarena_report::sha256_file(&dir.path().join("samples.jsonl")).unwrap();
     assert!(
@@ -651,4 +651,90 @@ fn compare_finds_a_known_difference_and_refuses_other_workloads() {
         1,
     );
     assert_eq!(c.differences, ["the campaigns' [workload] tables differ"]);
+}
+
+#[test]
+fn html_report_snapshot_is_self_contained_and_deterministic() {
+    let a = render(&emulated()).report_html;
+    assert_eq!(a, render(&emulated()).report_html);
+    for forbidden in ["http://", "https://", "@import", "url(", "<link", "src="] {
+        assert!(
+            !a.contains(forbidden),
+            "report.html must not load anything: {forbidden}"
+        );
+    }
+    // throughput, message rate and p99 per shape; percentiles per shape; one interval chart per
+    // configuration with intervals
+    assert_eq!(a.matches("<svg data-chart=").count(), 3 + 1 + 4, "{a}");
+    insta::assert_snapshot!("report_html_emulated", a);
+}
+
+/// Renders the fixture's report.html in headless Chromium: no console error, every chart drew
+/// marks (the page's own check logs it), and the screenshot is not blank.
+#[test]
+fn html_report_renders_in_headless_chromium() {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find_map(|name| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|dir| dir.join(name))
+                    .find(|p| p.is_file())
+            })
+        });
+    let Some(chromium) = chromium else {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("chromium is not installed; CI needs Debian's `chromium` package for this test");
+        }
+        eprintln!("skipped: no chromium on PATH (install Debian's `chromium` to run this test)");
+        return;
+    };
+    let html = render(&emulated()).report_html;
+    let charts = html.matches("<svg data-chart=").count();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let shot = dir.path().join("report.png");
+    std::fs::write(&page, &html).unwrap();
+    let output = std::process::Command::new("timeout")
+        .arg("120")
+        .arg(&chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1280,3000",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("profile").display()
+        ))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    let expected = format!("rpcarena-report-check: ok {charts} charts");
+    assert!(
+        console.iter().any(|l| l.contains(&expected)),
+        "the page's own check did not report {charts} charts drawn: {console:?}\n{stderr}"
+    );
+    assert_eq!(
+        console.len(),
+        1,
+        "console messages besides the check: {console:?}"
+    );
+    let png = std::fs::read(&shot).unwrap_or_default();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 30_000,
+        "the screenshot is missing or blank ({} bytes)",
+        png.len()
+    );
+    if let Ok(keep) = std::env::var("RPCARENA_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
 }
