@@ -312,6 +312,15 @@ fn write_reports(dir: &Path) -> Result<Vec<PathBuf>> {
     for note in &regenerated.notes {
         eprintln!("rpcarena: warning: {note}");
     }
+    let logs = rpcarena_report::hlog::write_interval_logs(dir)
+        .with_context(|| format!("writing interval logs in {}", dir.display()))?;
+    if !logs.is_empty() {
+        eprintln!(
+            "rpcarena: wrote {} HdrHistogram interval logs (raw/<sample>/{})",
+            logs.len(),
+            rpcarena_report::hlog::HLOG
+        );
+    }
     Ok(regenerated.written)
 }
 

@@ -17,6 +17,7 @@ pub mod charts;
 pub mod compare_runs;
 pub mod csv;
 pub mod headline;
+pub mod hlog;
 pub mod html;
 pub mod limits;
 pub mod markdown;

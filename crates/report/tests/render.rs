@@ -738,3 +738,56 @@ fn html_report_renders_in_headless_chromium() {
         std::fs::copy(&shot, keep).unwrap();
     }
 }
+
+#[test]
+fn interval_logs_are_hdrhistogram_logs_of_every_interval() {
+    use hdrhistogram::serialization::Deserializer;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let artifacts = artifacts();
+    let record = &artifacts.records[0];
+    let text = rpcarena_report::hlog::interval_log(record)
+        .unwrap()
+        .unwrap();
+    assert!(
+        text.contains("#[StartTime: 1795996800.000 (seconds since epoch)]\n"),
+        "{text}"
+    );
+    assert!(text.contains("\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"));
+    let mut intervals = 0;
+    let mut total = 0;
+    for entry in IntervalLogIterator::new(text.as_bytes()) {
+        if let LogEntry::Interval(h) = entry.unwrap() {
+            let bytes = base64::Engine::decode(
+                &base64::engine::general_purpose::STANDARD,
+                h.encoded_histogram(),
+            )
+            .unwrap();
+            let histogram: hdrhistogram::Histogram<u64> =
+                Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+            total += histogram.len();
+            intervals += 1;
+        }
+    }
+    let client = record.client.as_ref().unwrap();
+    assert_eq!(intervals, client.intervals.len());
+    let reported: u64 = client.intervals.iter().map(|i| i.completed.max(50)).sum();
+    assert_eq!(total, reported);
+    assert_eq!(
+        text,
+        rpcarena_report::hlog::interval_log(record)
+            .unwrap()
+            .unwrap()
+    );
+    let dir = sealed_run(&artifacts);
+    let written = rpcarena_report::hlog::write_interval_logs(dir.path()).unwrap();
+    assert_eq!(
+        written.len(),
+        25,
+        "every sample with intervals, the failed one too"
+    );
+    assert!(
+        written[0].ends_with("raw/r01-0/latency.hlog"),
+        "{:?}",
+        written[0]
+    );
+}
