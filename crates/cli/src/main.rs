@@ -4,6 +4,7 @@
 //! run directory to the report crate, seal the manifest. Process-wide concerns live here too:
 //! the signal handler and the child subreaper.
 
+mod plan;
 mod progress;
 mod tools;
 
@@ -58,6 +59,16 @@ enum Cmd {
         /// Stop at the first failed sample.
         #[arg(long)]
         fail_fast: bool,
+        /// Show the expanded plan, its estimated duration and whether this host can run it;
+        /// run no sample.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the outcome (or the plan) as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Print only warnings, failed samples and errors.
+        #[arg(long, short)]
+        quiet: bool,
     },
     /// Regenerate aggregate.csv and report.md of a run directory from its samples.jsonl.
     Report {
@@ -144,7 +155,20 @@ fn real_main() -> Result<ExitCode> {
             out,
             cells,
             fail_fast,
-        } => run(campaign, out, cells, fail_fast),
+            dry_run,
+            json,
+            quiet,
+        } => run(
+            campaign,
+            out,
+            cells,
+            RunFlags {
+                fail_fast,
+                dry_run,
+                json,
+                quiet,
+            },
+        ),
         Cmd::Report { dir } => report(&dir),
         Cmd::Verify { dir, json, quiet } => tools::verify(&dir, json, quiet),
         Cmd::Compare {
@@ -219,12 +243,26 @@ fn capabilities(path: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The switches of `rpcarena run`.
+struct RunFlags {
+    fail_fast: bool,
+    dry_run: bool,
+    json: bool,
+    quiet: bool,
+}
+
 fn run(
     campaign: Option<PathBuf>,
     out: Option<PathBuf>,
     cells: Vec<String>,
-    fail_fast: bool,
+    flags: RunFlags,
 ) -> Result<ExitCode> {
+    let RunFlags {
+        fail_fast,
+        dry_run,
+        json,
+        quiet,
+    } = flags;
     let source = match campaign {
         Some(path) => CampaignSource::from_file(&path)?,
         None => {
@@ -240,14 +278,20 @@ fn run(
             }
         }
     };
+    if dry_run {
+        return dry_run_plan(source, &cells, json);
+    }
     let prepared = rpcarena_runner::prepare(source, &cells)?;
+    let estimate = plan::Estimate::of(&prepared.campaign);
     stop_on_signals()?;
     let build = BuildInfo {
         version: env!("CARGO_PKG_VERSION").to_string(),
         revision: env!("RPCARENA_SOURCE_REVISION").to_string(),
         dirty: env!("RPCARENA_SOURCE_DIRTY") == "true",
     };
-    let mut printer = progress::Printer::new();
+    let mut printer = progress::Printer::new()
+        .with_estimate(estimate)
+        .quiet(quiet || json);
     let outcome = rpcarena_runner::run(
         &prepared,
         &RunOptions { out, fail_fast },
@@ -255,30 +299,43 @@ fn run(
         &mut printer,
     )?;
     drop(printer);
-    let written = write_reports(&outcome.dir)?;
+    let written = write_reports(&outcome.dir, quiet || json)?;
     rpcarena_runner::seal(&outcome.dir, None)?;
     let manifest_sha256 =
         rpcarena_report::sha256_file(&outcome.dir.join(rpcarena_model::files::MANIFEST))?;
     let c = outcome.counts;
-    println!(
-        "{} samples: {} ok, {} failed{}",
-        c.ok + c.failed,
-        c.ok,
-        c.failed,
-        if outcome.interrupted {
-            format!(" ({} not run: stopped early)", c.planned - c.ok - c.failed)
-        } else {
-            String::new()
+    if json {
+        let summary = serde_json::json!({
+            "dir": outcome.dir,
+            "samples": c,
+            "interrupted": outcome.interrupted,
+            "reports": written,
+            "manifest_sha256": manifest_sha256,
+        });
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        if !quiet {
+            println!(
+                "{} samples: {} ok, {} failed{}",
+                c.ok + c.failed,
+                c.ok,
+                c.failed,
+                if outcome.interrupted {
+                    format!(" ({} not run: stopped early)", c.planned - c.ok - c.failed)
+                } else {
+                    String::new()
+                }
+            );
+            for path in &written {
+                println!("wrote {}", path.display());
+            }
+            println!("report: {}", outcome.dir.join(REPORT_MD).display());
         }
-    );
-    for path in written {
-        println!("wrote {}", path.display());
+        println!(
+            "manifest.json SHA-256 {manifest_sha256} (publish it beside the report; `rpcarena verify {}` checks every hash it lists)",
+            outcome.dir.display()
+        );
     }
-    println!("report: {}", outcome.dir.join(REPORT_MD).display());
-    println!(
-        "manifest.json SHA-256 {manifest_sha256} (publish it beside the report; `rpcarena verify {}` checks every hash it lists)",
-        outcome.dir.display()
-    );
     if c.failed > 0 || outcome.interrupted {
         if c.failed > 0 {
             eprintln!(
@@ -298,7 +355,7 @@ fn report(dir: &Path) -> Result<ExitCode> {
             dir.display()
         );
     }
-    for path in write_reports(dir)? {
+    for path in write_reports(dir, false)? {
         println!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -306,7 +363,7 @@ fn report(dir: &Path) -> Result<ExitCode> {
 
 /// (Re)writes a run directory's reports; what they note about degraded inputs is also printed
 /// as a warning.
-fn write_reports(dir: &Path) -> Result<Vec<PathBuf>> {
+fn write_reports(dir: &Path, quiet: bool) -> Result<Vec<PathBuf>> {
     let regenerated = rpcarena_report::regenerate(dir)
         .with_context(|| format!("writing reports in {}", dir.display()))?;
     for note in &regenerated.notes {
@@ -314,7 +371,7 @@ fn write_reports(dir: &Path) -> Result<Vec<PathBuf>> {
     }
     let logs = rpcarena_report::hlog::write_interval_logs(dir)
         .with_context(|| format!("writing interval logs in {}", dir.display()))?;
-    if !logs.is_empty() {
+    if !logs.is_empty() && !quiet {
         eprintln!(
             "rpcarena: wrote {} HdrHistogram interval logs (raw/<sample>/{})",
             logs.len(),
@@ -322,6 +379,65 @@ fn write_reports(dir: &Path) -> Result<Vec<PathBuf>> {
         );
     }
     Ok(regenerated.written)
+}
+
+/// `rpcarena run --dry-run`: the plan, its estimate, and whether this host can run it (the
+/// same checks as a run: peers resolved and asked for their capabilities, the network backend
+/// available); no sample runs. Non-zero when the host cannot run it.
+fn dry_run_plan(source: CampaignSource, cells: &[String], json: bool) -> Result<ExitCode> {
+    let mut campaign = rpcarena_runner::load(&source).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !cells.is_empty() {
+        campaign.cells.retain(|c| cells.contains(&c.id));
+    }
+    let estimate = plan::Estimate::of(&campaign);
+    let root = nix::unistd::geteuid().is_root();
+    let readiness = rpcarena_runner::prepare(source.clone(), cells);
+    let peers: Vec<String> = match &readiness {
+        Ok(p) => p
+            .peers
+            .iter()
+            .map(|(id, peer)| format!("{id}: {}", peer.command.join(" ")))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    if json {
+        let value = serde_json::json!({
+            "campaign": source.origin,
+            "plan": estimate,
+            "configurations": rpcarena_model::matrix::expand(&campaign)
+                .into_iter()
+                .map(|c| c.key)
+                .collect::<Vec<_>>(),
+            "network": campaign.network.backend,
+            "root": root,
+            "ready": readiness.is_ok(),
+            "peers": peers,
+            "problems": readiness.as_ref().err().map(|e| e.to_string()),
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("{}: dry run, no sample runs", source.origin);
+        print!("{}", plan::describe(&campaign, &estimate));
+        println!(
+            "network: {:?}; running as root: {}",
+            campaign.network.backend,
+            if root { "yes" } else { "no" }
+        );
+        match &readiness {
+            Ok(_) => {
+                for p in &peers {
+                    println!("peer {p}: built, capabilities checked");
+                }
+                println!("this host can run it");
+            }
+            Err(e) => println!("this host cannot run it:\n{e:#}"),
+        }
+    }
+    Ok(if readiness.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// From here on, SIGINT, SIGTERM and SIGHUP stop the run cleanly: every live peer group is
