@@ -69,6 +69,10 @@ enum Cmd {
         /// Print only warnings, failed samples and errors.
         #[arg(long, short)]
         quiet: bool,
+        /// Finish the interrupted run in DIR: recorded samples stay, the missing ones run in
+        /// their original order and round. Refused if the campaign or a peer changed.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "cells"])]
+        resume: Option<PathBuf>,
     },
     /// Regenerate aggregate.csv and report.md of a run directory from its samples.jsonl.
     Report {
@@ -158,6 +162,7 @@ fn real_main() -> Result<ExitCode> {
             dry_run,
             json,
             quiet,
+            resume,
         } => run(
             campaign,
             out,
@@ -167,6 +172,7 @@ fn real_main() -> Result<ExitCode> {
                 dry_run,
                 json,
                 quiet,
+                resume,
             },
         ),
         Cmd::Report { dir } => report(&dir),
@@ -249,6 +255,7 @@ struct RunFlags {
     dry_run: bool,
     json: bool,
     quiet: bool,
+    resume: Option<PathBuf>,
 }
 
 fn run(
@@ -262,9 +269,15 @@ fn run(
         dry_run,
         json,
         quiet,
+        resume,
     } = flags;
+    let (campaign, out, cells) = match &resume {
+        Some(dir) => resume_source(dir, campaign)?,
+        None => (campaign.map(Source::File), out, cells),
+    };
     let source = match campaign {
-        Some(path) => CampaignSource::from_file(&path)?,
+        Some(Source::Kept(source)) => source,
+        Some(Source::File(path)) => CampaignSource::from_file(&path)?,
         None => {
             let local = Path::new("campaigns/quick.toml");
             if local.is_file() {
@@ -294,7 +307,11 @@ fn run(
         .quiet(quiet || json);
     let outcome = rpcarena_runner::run(
         &prepared,
-        &RunOptions { out, fail_fast },
+        &RunOptions {
+            out,
+            fail_fast,
+            resume: resume.is_some(),
+        },
         &build,
         &mut printer,
     )?;
@@ -379,6 +396,36 @@ fn write_reports(dir: &Path, quiet: bool) -> Result<Vec<PathBuf>> {
         );
     }
     Ok(regenerated.written)
+}
+
+/// Where a run's campaign comes from.
+enum Source {
+    /// A campaign file.
+    File(PathBuf),
+    /// The text kept in an interrupted run's manifest (its file is gone).
+    Kept(CampaignSource),
+}
+
+/// The campaign, output directory and cells of the interrupted run in `dir`: the campaign file
+/// the manifest names when it still exists (a changed file is then refused by its hash), else
+/// the text the manifest kept.
+fn resume_source(
+    dir: &Path,
+    campaign: Option<PathBuf>,
+) -> Result<(Option<Source>, Option<PathBuf>, Vec<String>)> {
+    let manifest = rpcarena_report::read_manifest(dir)
+        .with_context(|| format!("--resume {}: not a run directory", dir.display()))?;
+    let file = PathBuf::from(&manifest.campaign.file);
+    let source = match campaign {
+        Some(path) => Source::File(path),
+        None if file.is_file() => Source::File(file),
+        None => Source::Kept(CampaignSource {
+            text: manifest.campaign.text.clone(),
+            origin: manifest.campaign.file.clone(),
+            dir: PathBuf::from("."),
+        }),
+    };
+    Ok((Some(source), Some(dir.to_path_buf()), manifest.only_cells))
 }
 
 /// `rpcarena run --dry-run`: the plan, its estimate, and whether this host can run it (the

@@ -72,6 +72,10 @@ impl Progress for Printer {
     fn begin(&mut self, dir: &Path, total: usize) {
         self.total = total;
         self.started = Some(std::time::Instant::now());
+        // A resumed run plans only the samples it still has to run.
+        if let Some(e) = &mut self.estimate {
+            e.samples = total;
+        }
         if self.quiet {
             return;
         }

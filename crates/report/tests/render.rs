@@ -147,6 +147,7 @@ fn artifacts() -> Artifacts {
             started_at: "2026-11-30T00:00:00Z".into(),
             finished_at: Some("2026-11-30T00:10:00Z".into()),
             interrupted: false,
+            resumed_at: Vec::new(),
             seed: 42,
             campaign: CampaignInfo {
                 file: "fixture.toml".into(),

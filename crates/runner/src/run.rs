@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub out: Option<PathBuf>,
     /// Stop at the first failed sample.
     pub fail_fast: bool,
+    /// Continue the interrupted run in `out` instead of starting a new one (see [`resume`]).
+    pub resume: bool,
 }
 
 /// Told about progress as the run goes.
@@ -76,7 +78,15 @@ pub fn run(
     let out = options.out.clone().unwrap_or_else(|| {
         PathBuf::from("results").join(format!("{}-{}", campaign.name, host::now_compact()))
     });
-    let dir = RunDir::create(&out)?;
+    let resumed = if options.resume {
+        Some(crate::resume::open(&out)?)
+    } else {
+        None
+    };
+    let dir = match &resumed {
+        Some(r) => r.dir.clone(),
+        None => RunDir::create(&out)?,
+    };
     let ca = certs::Authority::create(&dir.certificates(), &campaign.name)?;
     let emulated = campaign.network.backend == NetworkBackend::Emulated;
     let pins = noise::plan(&noise::allowed_cpus(), campaign.noise.pinning, emulated);
@@ -90,19 +100,35 @@ pub fn run(
 
     let configs = matrix::expand(campaign);
     let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
-    let mut manifest = manifest(prepared, build, &net, slots.len());
+    let fresh = manifest(prepared, build, &net, slots.len());
+    let mut manifest = match &resumed {
+        Some(r) => crate::resume::continue_manifest(&r.manifest, &fresh, &r.done)?,
+        None => fresh,
+    };
     artifacts::write_manifest(&dir.root, &manifest)?;
+    let done = resumed.map(|r| r.done).unwrap_or_default();
 
     let mut writer = SamplesWriter::open(&dir)?;
-    progress.begin(&dir.root, slots.len());
+    let remaining = slots
+        .iter()
+        .filter(|s| !done.contains_key(&sample_id(s, &configs[s.config])))
+        .count();
+    progress.begin(&dir.root, remaining);
     let mut interrupted = false;
-    for (index, slot) in slots.iter().enumerate() {
+    let mut index = 0;
+    for slot in &slots {
         if stop::interrupted() {
             interrupted = true;
             break;
         }
         let config = &configs[slot.config];
         let id = sample_id(slot, config);
+        // A resumed run keeps what was recorded and runs the rest in their scheduled order.
+        if done.contains_key(&id) {
+            continue;
+        }
+        index += 1;
+        let index = index - 1;
         progress.sample_started(index, &id, config);
         let (raw_dir, raw_rel) = dir.raw(&id);
         let place = Place {
@@ -152,6 +178,7 @@ fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: u
         started_at: host::now_rfc3339(),
         finished_at: None,
         interrupted: false,
+        resumed_at: Vec::new(),
         seed: campaign.seed,
         campaign: CampaignInfo {
             file: prepared.source.origin.clone(),
