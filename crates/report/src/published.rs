@@ -27,6 +27,41 @@ pub fn write_headline(out: &mut String, pairs: &[Pair<'_>], repetitions: Option<
     for paragraph in headline::paragraphs(pairs, repetitions) {
         let _ = writeln!(out, "{paragraph}\n");
     }
+    if pairs.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "| Shape | Language | Load | c | Candidate | Reference | candidate ops/s | reference ops/s | ratio | verdict | candidate p99 us | reference p99 us | p99 verdict |"
+    );
+    let _ = writeln!(out, "|---|---|---|--:|---|---|--:|--:|--:|---|--:|--:|---|");
+    for p in pairs {
+        let c = &p.candidate.config;
+        let word = |v: &rpcarena_stats::Comparison| match v.verdict {
+            rpcarena_stats::Verdict::WithinNoise => format!("~ (p = {:.3})", v.mann_whitney.p),
+            rpcarena_stats::Verdict::Significant { change } => {
+                format!("{change} (p = {:.3})", v.mann_whitney.p)
+            }
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.2}x | {} | {:.3} | {:.3} | {} |",
+            c.shape.title(),
+            p.candidate.language(),
+            c.load,
+            c.concurrency,
+            c.cell,
+            p.reference.config.cell,
+            p.throughput.candidate_median,
+            p.throughput.baseline_median,
+            p.throughput.ratio,
+            word(&p.throughput),
+            p.p99.candidate_median,
+            p.p99.baseline_median,
+            word(&p.p99)
+        );
+    }
+    out.push('\n');
 }
 
 /// `## Charts`: Mermaid `xychart-beta` blocks per figure and shape.
