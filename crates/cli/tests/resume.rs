@@ -130,6 +130,21 @@ fn a_run_killed_with_sigkill_and_resumed_has_every_sample_once() {
         String::from_utf8_lossy(&verify.stdout)
     );
 
+    // The two runs compare benchstat-style, configuration by configuration.
+    let compare = Command::new(rpcarena())
+        .arg("compare")
+        .arg(&whole)
+        .arg(&cut)
+        .args(["--metric", "ops,p50"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&compare.stdout);
+    assert!(compare.status.success(), "{text}");
+    assert!(text.starts_with("ops/s"), "{text}");
+    assert!(text.contains("\np50 us"), "{text}");
+    assert_eq!(text.matches("\ngeomean").count(), 2, "{text}");
+    assert_eq!(text.matches("rust-grpc/unary/c1").count(), 2, "{text}");
+
     // A changed campaign is refused, and nothing runs.
     std::fs::write(&file, campaign(&peer()).replace("seed = 7", "seed = 8")).unwrap();
     let refused = Command::new(rpcarena())
