@@ -161,6 +161,21 @@ fn a_run_killed_with_sigkill_and_resumed_has_every_sample_once() {
     );
     assert_eq!(ids(&cut), expected);
     assert!(
+        !cut.join("certificates-before-resume-2").exists(),
+        "a refused resume moves nothing"
+    );
+    // A finished run has nothing to resume.
+    std::fs::write(&file, campaign(&peer())).unwrap();
+    let finished = Command::new(rpcarena())
+        .arg("run")
+        .arg("--resume")
+        .arg(&whole)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&finished.stderr);
+    assert!(!finished.status.success());
+    assert!(stderr.contains("nothing to resume"), "{stderr}");
+    assert!(
         survivors(tmp.path()).is_empty(),
         "{:?}",
         survivors(tmp.path())

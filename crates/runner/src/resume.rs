@@ -12,6 +12,21 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+/// Moves the interrupted run's certificates aside: the resumed run issues its own CA, and the
+/// old one stays for audit as `certificates-before-resume-N`.
+pub fn set_aside_certificates(path: &Path) -> Result<()> {
+    let certificates = path.join(CERTIFICATES);
+    if certificates.exists() {
+        let aside = (1..)
+            .map(|n| path.join(format!("{CERTIFICATES}-before-resume-{n}")))
+            .find(|p| !p.exists())
+            .unwrap_or_else(|| path.join(format!("{CERTIFICATES}-old")));
+        fs::rename(&certificates, &aside)
+            .with_context(|| format!("moving {} aside", certificates.display()))?;
+    }
+    Ok(())
+}
+
 /// An interrupted run, as found on disk.
 pub struct Resumed {
     /// Its directory.
@@ -23,8 +38,7 @@ pub struct Resumed {
 }
 
 /// Opens the run in `path`: reads its manifest and recorded samples, drops a last line that a
-/// kill cut short, removes the raw directories of samples that never got a record, and moves
-/// the old certificates aside (the resumed run issues its own CA; the old one stays for audit).
+/// kill cut short, and removes the raw directories of samples that never got a record.
 pub fn open(path: &Path) -> Result<Resumed> {
     let manifest_path = path.join(MANIFEST);
     let text = fs::read_to_string(&manifest_path).with_context(|| {
@@ -69,15 +83,6 @@ pub fn open(path: &Path) -> Result<Resumed> {
                 })?;
             }
         }
-    }
-    let certificates = path.join(CERTIFICATES);
-    if certificates.exists() {
-        let aside = (1..)
-            .map(|n| path.join(format!("{CERTIFICATES}-before-resume-{n}")))
-            .find(|p| !p.exists())
-            .unwrap_or_else(|| path.join(format!("{CERTIFICATES}-old")));
-        fs::rename(&certificates, &aside)
-            .with_context(|| format!("moving {} aside", certificates.display()))?;
     }
     let root = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     Ok(Resumed {
@@ -215,6 +220,7 @@ mod tests {
         fs::create_dir_all(tmp.path().join("raw/r01-002")).unwrap();
         fs::create_dir_all(tmp.path().join(CERTIFICATES)).unwrap();
         let r = open(tmp.path()).unwrap();
+        set_aside_certificates(tmp.path()).unwrap();
         assert_eq!(r.done.keys().collect::<Vec<_>>(), ["r01-001"]);
         assert_eq!(
             fs::read_to_string(tmp.path().join(SAMPLES)).unwrap(),

@@ -83,8 +83,35 @@ pub fn run(
     } else {
         None
     };
+    let configs = matrix::expand(campaign);
+    let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
     let dir = match &resumed {
-        Some(r) => r.dir.clone(),
+        Some(r) => {
+            if slots
+                .iter()
+                .all(|s| r.done.contains_key(&sample_id(s, &configs[s.config])))
+            {
+                anyhow::bail!(
+                    "--resume {}: nothing to resume, every one of its {} samples is recorded; `rpcarena report {}` regenerates its reports",
+                    out.display(),
+                    slots.len(),
+                    out.display()
+                );
+            }
+            // Refuse a changed campaign or peer before anything in the directory moves.
+            let identity = Manifest {
+                campaign: CampaignInfo {
+                    sha256: host::sha256_hex(prepared.source.text.as_bytes()),
+                    ..CampaignInfo::default()
+                },
+                peers: peer_infos(prepared),
+                only_cells: prepared.only_cells.clone(),
+                ..Manifest::default()
+            };
+            crate::resume::continue_manifest(&r.manifest, &identity, &r.done)?;
+            crate::resume::set_aside_certificates(&out)?;
+            r.dir.clone()
+        }
         None => RunDir::create(&out)?,
     };
     let ca = certs::Authority::create(&dir.certificates(), &campaign.name)?;
@@ -98,8 +125,6 @@ pub fn run(
         &mut |text| progress.warning(text),
     )?;
 
-    let configs = matrix::expand(campaign);
-    let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
     let fresh = manifest(prepared, build, &net, slots.len());
     let mut manifest = match &resumed {
         Some(r) => crate::resume::continue_manifest(&r.manifest, &fresh, &r.done)?,
@@ -187,16 +212,7 @@ fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: u
         },
         host: host::host_info(),
         network: net.description().clone(),
-        peers: prepared
-            .peers
-            .iter()
-            .map(|(id, p)| PeerInfo {
-                id: id.clone(),
-                command: p.command.clone(),
-                sha256: host::sha256_file(Path::new(&p.command[0])).unwrap_or_default(),
-                capabilities: p.capabilities.clone(),
-            })
-            .collect(),
+        peers: peer_infos(prepared),
         only_cells: prepared.only_cells.clone(),
         samples: SampleCounts {
             planned: planned as u32,
@@ -204,6 +220,20 @@ fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: u
         },
         artifacts: BTreeMap::new(),
     }
+}
+
+/// The peers as run, with their executables' hashes.
+fn peer_infos(prepared: &Prepared) -> Vec<PeerInfo> {
+    prepared
+        .peers
+        .iter()
+        .map(|(id, p)| PeerInfo {
+            id: id.clone(),
+            command: p.command.clone(),
+            sha256: host::sha256_file(Path::new(&p.command[0])).unwrap_or_default(),
+            capabilities: p.capabilities.clone(),
+        })
+        .collect()
 }
 
 /// A sample's place in the run: its slot, its index in the schedule, its id and raw directory.
