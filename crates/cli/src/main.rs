@@ -4,7 +4,9 @@
 //! run directory to the report crate, seal the manifest. Process-wide concerns live here too:
 //! the signal handler and the child subreaper.
 
+mod plan;
 mod progress;
+mod tools;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
@@ -57,11 +59,60 @@ enum Cmd {
         /// Stop at the first failed sample.
         #[arg(long)]
         fail_fast: bool,
+        /// Show the expanded plan, its estimated duration and whether this host can run it;
+        /// run no sample.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print the outcome (or the plan) as JSON on stdout.
+        #[arg(long)]
+        json: bool,
+        /// Print only warnings, failed samples and errors.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Finish the interrupted run in DIR: recorded samples stay, the missing ones run in
+        /// their original order and round. Refused if the campaign or a peer changed.
+        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "cells"])]
+        resume: Option<PathBuf>,
     },
     /// Regenerate aggregate.csv and report.md of a run directory from its samples.jsonl.
     Report {
         /// Run directory.
         dir: PathBuf,
+    },
+    /// Recompute every SHA-256 the manifest lists (artifacts, peer executables, campaign text);
+    /// name each mismatch and exit non-zero on any.
+    Verify {
+        /// Run directory.
+        dir: PathBuf,
+        /// Print the checks as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Print mismatches only.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Compare two run directories, benchstat style: medians with intervals, change, p-value,
+    /// `~` when not significant, geomean.
+    Compare {
+        /// The old run directory.
+        old: PathBuf,
+        /// The new run directory.
+        new: PathBuf,
+        /// Metrics to show (repeatable or comma-separated): ops, requests, responses, p50, p99,
+        /// p999, client-cpu, server-cpu, client-rss, server-rss. Default: ops, p99.
+        #[arg(long = "metric", value_name = "NAME")]
+        metrics: Vec<String>,
+        /// Compare even when the runs measured different workloads, timing or networks.
+        #[arg(long)]
+        force: bool,
+        /// Print the comparison as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
     },
     /// Say which network backends this host supports and why not; list leftovers of killed runs.
     Doctor {
@@ -108,8 +159,32 @@ fn real_main() -> Result<ExitCode> {
             out,
             cells,
             fail_fast,
-        } => run(campaign, out, cells, fail_fast),
+            dry_run,
+            json,
+            quiet,
+            resume,
+        } => run(
+            campaign,
+            out,
+            cells,
+            RunFlags {
+                fail_fast,
+                dry_run,
+                json,
+                quiet,
+                resume,
+            },
+        ),
         Cmd::Report { dir } => report(&dir),
+        Cmd::Verify { dir, json, quiet } => tools::verify(&dir, json, quiet),
+        Cmd::Compare {
+            old,
+            new,
+            metrics,
+            force,
+            json,
+        } => tools::compare(&old, &new, &metrics, force, json),
+        Cmd::Completions { shell } => tools::completions::<Cli>(shell),
         Cmd::Doctor { clean } => doctor(clean),
         Cmd::Netcheck {
             profile,
@@ -174,14 +249,35 @@ fn capabilities(path: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The switches of `rpcarena run`.
+struct RunFlags {
+    fail_fast: bool,
+    dry_run: bool,
+    json: bool,
+    quiet: bool,
+    resume: Option<PathBuf>,
+}
+
 fn run(
     campaign: Option<PathBuf>,
     out: Option<PathBuf>,
     cells: Vec<String>,
-    fail_fast: bool,
+    flags: RunFlags,
 ) -> Result<ExitCode> {
+    let RunFlags {
+        fail_fast,
+        dry_run,
+        json,
+        quiet,
+        resume,
+    } = flags;
+    let (campaign, out, cells) = match &resume {
+        Some(dir) => resume_source(dir, campaign)?,
+        None => (campaign.map(Source::File), out, cells),
+    };
     let source = match campaign {
-        Some(path) => CampaignSource::from_file(&path)?,
+        Some(Source::Kept(source)) => source,
+        Some(Source::File(path)) => CampaignSource::from_file(&path)?,
         None => {
             let local = Path::new("campaigns/quick.toml");
             if local.is_file() {
@@ -195,39 +291,68 @@ fn run(
             }
         }
     };
+    if dry_run {
+        return dry_run_plan(source, &cells, json);
+    }
     let prepared = rpcarena_runner::prepare(source, &cells)?;
+    let estimate = plan::Estimate::of(&prepared.campaign);
     stop_on_signals()?;
     let build = BuildInfo {
         version: env!("CARGO_PKG_VERSION").to_string(),
         revision: env!("RPCARENA_SOURCE_REVISION").to_string(),
         dirty: env!("RPCARENA_SOURCE_DIRTY") == "true",
     };
-    let mut printer = progress::Printer::new();
+    let mut printer = progress::Printer::new()
+        .with_estimate(estimate)
+        .quiet(quiet || json);
     let outcome = rpcarena_runner::run(
         &prepared,
-        &RunOptions { out, fail_fast },
+        &RunOptions {
+            out,
+            fail_fast,
+            resume: resume.is_some(),
+        },
         &build,
         &mut printer,
     )?;
     drop(printer);
-    let written = write_reports(&outcome.dir)?;
+    let written = write_reports(&outcome.dir, quiet || json)?;
     rpcarena_runner::seal(&outcome.dir, None)?;
+    let manifest_sha256 =
+        rpcarena_report::sha256_file(&outcome.dir.join(rpcarena_model::files::MANIFEST))?;
     let c = outcome.counts;
-    println!(
-        "{} samples: {} ok, {} failed{}",
-        c.ok + c.failed,
-        c.ok,
-        c.failed,
-        if outcome.interrupted {
-            format!(" ({} not run: stopped early)", c.planned - c.ok - c.failed)
-        } else {
-            String::new()
+    if json {
+        let summary = serde_json::json!({
+            "dir": outcome.dir,
+            "samples": c,
+            "interrupted": outcome.interrupted,
+            "reports": written,
+            "manifest_sha256": manifest_sha256,
+        });
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        if !quiet {
+            println!(
+                "{} samples: {} ok, {} failed{}",
+                c.ok + c.failed,
+                c.ok,
+                c.failed,
+                if outcome.interrupted {
+                    format!(" ({} not run: stopped early)", c.planned - c.ok - c.failed)
+                } else {
+                    String::new()
+                }
+            );
+            for path in &written {
+                println!("wrote {}", path.display());
+            }
+            println!("report: {}", outcome.dir.join(REPORT_MD).display());
         }
-    );
-    for path in written {
-        println!("wrote {}", path.display());
+        println!(
+            "manifest.json SHA-256 {manifest_sha256} (publish it beside the report; `rpcarena verify {}` checks every hash it lists)",
+            outcome.dir.display()
+        );
     }
-    println!("report: {}", outcome.dir.join(REPORT_MD).display());
     if c.failed > 0 || outcome.interrupted {
         if c.failed > 0 {
             eprintln!(
@@ -247,7 +372,7 @@ fn report(dir: &Path) -> Result<ExitCode> {
             dir.display()
         );
     }
-    for path in write_reports(dir)? {
+    for path in write_reports(dir, false)? {
         println!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -255,13 +380,111 @@ fn report(dir: &Path) -> Result<ExitCode> {
 
 /// (Re)writes a run directory's reports; what they note about degraded inputs is also printed
 /// as a warning.
-fn write_reports(dir: &Path) -> Result<Vec<PathBuf>> {
+fn write_reports(dir: &Path, quiet: bool) -> Result<Vec<PathBuf>> {
     let regenerated = rpcarena_report::regenerate(dir)
         .with_context(|| format!("writing reports in {}", dir.display()))?;
     for note in &regenerated.notes {
         eprintln!("rpcarena: warning: {note}");
     }
+    let logs = rpcarena_report::hlog::write_interval_logs(dir)
+        .with_context(|| format!("writing interval logs in {}", dir.display()))?;
+    if !logs.is_empty() && !quiet {
+        eprintln!(
+            "rpcarena: wrote {} HdrHistogram interval logs (raw/<sample>/{})",
+            logs.len(),
+            rpcarena_report::hlog::HLOG
+        );
+    }
     Ok(regenerated.written)
+}
+
+/// Where a run's campaign comes from.
+enum Source {
+    /// A campaign file.
+    File(PathBuf),
+    /// The text kept in an interrupted run's manifest (its file is gone).
+    Kept(CampaignSource),
+}
+
+/// The campaign, output directory and cells of the interrupted run in `dir`: the campaign file
+/// the manifest names when it still exists (a changed file is then refused by its hash), else
+/// the text the manifest kept.
+fn resume_source(
+    dir: &Path,
+    campaign: Option<PathBuf>,
+) -> Result<(Option<Source>, Option<PathBuf>, Vec<String>)> {
+    let manifest = rpcarena_report::read_manifest(dir)
+        .with_context(|| format!("--resume {}: not a run directory", dir.display()))?;
+    let file = PathBuf::from(&manifest.campaign.file);
+    let source = match campaign {
+        Some(path) => Source::File(path),
+        None if file.is_file() => Source::File(file),
+        None => Source::Kept(CampaignSource {
+            text: manifest.campaign.text.clone(),
+            origin: manifest.campaign.file.clone(),
+            dir: PathBuf::from("."),
+        }),
+    };
+    Ok((Some(source), Some(dir.to_path_buf()), manifest.only_cells))
+}
+
+/// `rpcarena run --dry-run`: the plan, its estimate, and whether this host can run it (the
+/// same checks as a run: peers resolved and asked for their capabilities, the network backend
+/// available); no sample runs. Non-zero when the host cannot run it.
+fn dry_run_plan(source: CampaignSource, cells: &[String], json: bool) -> Result<ExitCode> {
+    let mut campaign = rpcarena_runner::load(&source).map_err(|e| anyhow::anyhow!("{e}"))?;
+    if !cells.is_empty() {
+        campaign.cells.retain(|c| cells.contains(&c.id));
+    }
+    let estimate = plan::Estimate::of(&campaign);
+    let root = nix::unistd::geteuid().is_root();
+    let readiness = rpcarena_runner::prepare(source.clone(), cells);
+    let peers: Vec<String> = match &readiness {
+        Ok(p) => p
+            .peers
+            .iter()
+            .map(|(id, peer)| format!("{id}: {}", peer.command.join(" ")))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    if json {
+        let value = serde_json::json!({
+            "campaign": source.origin,
+            "plan": estimate,
+            "configurations": rpcarena_model::matrix::expand(&campaign)
+                .into_iter()
+                .map(|c| c.key)
+                .collect::<Vec<_>>(),
+            "network": campaign.network.backend,
+            "root": root,
+            "ready": readiness.is_ok(),
+            "peers": peers,
+            "problems": readiness.as_ref().err().map(|e| e.to_string()),
+        });
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!("{}: dry run, no sample runs", source.origin);
+        print!("{}", plan::describe(&campaign, &estimate));
+        println!(
+            "network: {:?}; running as root: {}",
+            campaign.network.backend,
+            if root { "yes" } else { "no" }
+        );
+        match &readiness {
+            Ok(_) => {
+                for p in &peers {
+                    println!("peer {p}: built, capabilities checked");
+                }
+                println!("this host can run it");
+            }
+            Err(e) => println!("this host cannot run it:\n{e:#}"),
+        }
+    }
+    Ok(if readiness.is_ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// From here on, SIGINT, SIGTERM and SIGHUP stop the run cleanly: every live peer group is

@@ -11,6 +11,12 @@ use std::path::Path;
 pub struct Printer {
     bar: Option<ProgressBar>,
     total: usize,
+    /// The plan's estimate: the ETA starts from it and follows the samples' measured times.
+    estimate: Option<crate::plan::Estimate>,
+    done: usize,
+    started: Option<std::time::Instant>,
+    /// Only warnings and failures (no bar, no line per good sample).
+    quiet: bool,
 }
 
 impl Printer {
@@ -19,7 +25,39 @@ impl Printer {
         Printer {
             bar: None,
             total: 0,
+            estimate: None,
+            done: 0,
+            started: None,
+            quiet: false,
         }
+    }
+
+    /// Shows an ETA from `estimate`, corrected as samples finish.
+    pub fn with_estimate(mut self, estimate: crate::plan::Estimate) -> Printer {
+        self.estimate = Some(estimate);
+        self
+    }
+
+    /// Prints only warnings and failed samples.
+    pub fn quiet(mut self, quiet: bool) -> Printer {
+        self.quiet = quiet;
+        self
+    }
+
+    /// "eta about 2 min 10 s", from the estimate and what samples took so far.
+    fn eta(&self) -> String {
+        self.estimate
+            .as_ref()
+            .map(|e| {
+                format!(
+                    "eta about {}",
+                    crate::plan::human(e.remaining(
+                        self.done,
+                        self.started.map_or(0.0, |t| t.elapsed().as_secs_f64())
+                    ))
+                )
+            })
+            .unwrap_or_default()
     }
 
     fn line(&self, text: String) {
@@ -33,14 +71,28 @@ impl Printer {
 impl Progress for Printer {
     fn begin(&mut self, dir: &Path, total: usize) {
         self.total = total;
-        eprintln!("rpcarena: writing to {} ({total} samples)", dir.display());
+        self.started = Some(std::time::Instant::now());
+        // A resumed run plans only the samples it still has to run.
+        if let Some(e) = &mut self.estimate {
+            e.samples = total;
+        }
+        if self.quiet {
+            return;
+        }
+        eprintln!(
+            "rpcarena: writing to {} ({total} samples{})",
+            dir.display(),
+            if self.estimate.is_some() {
+                format!(", {}", self.eta())
+            } else {
+                String::new()
+            }
+        );
         if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(total as u64);
             bar.set_style(
-                ProgressStyle::with_template(
-                    "{bar:30} {pos}/{len} {elapsed_precise} eta {eta} {msg}",
-                )
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
             );
             self.bar = Some(bar);
         }
@@ -48,7 +100,7 @@ impl Progress for Printer {
 
     fn sample_started(&mut self, _index: usize, id: &str, _config: &SampleConfig) {
         if let Some(bar) = &self.bar {
-            bar.set_message(id.to_string());
+            bar.set_message(format!("{} {id}", self.eta()));
         }
     }
 
@@ -63,9 +115,16 @@ impl Progress for Printer {
                 )
             })
             .unwrap_or_default();
+        self.done += 1;
+        let eta = if self.estimate.is_some() && self.done < self.total {
+            format!(" ({})", self.eta())
+        } else {
+            String::new()
+        };
         let text = match record.status {
+            SampleStatus::Ok if self.quiet => return,
             SampleStatus::Ok => format!(
-                "[{}/{}] ok     {} {figure}",
+                "[{}/{}] ok     {} {figure}{eta}",
                 index + 1,
                 self.total,
                 record.sample

@@ -340,6 +340,9 @@ pub struct Manifest {
     /// The run stopped early (signal or `--fail-fast`).
     #[serde(default)]
     pub interrupted: bool,
+    /// UTC times at which `rpcarena run --resume` continued this run, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumed_at: Vec<String>,
     /// The campaign's seed.
     pub seed: u64,
     /// The campaign as run.

@@ -77,6 +77,78 @@ pub struct Row {
     pub latency: Histogram<u64>,
     /// Good samples without /proc readings (their CPU and memory are left out).
     pub without_process: usize,
+    /// Each good sample's own figures, in round order (for comparisons of other pairs than
+    /// the baseline's, and for the HTML report's per-sample views).
+    pub samples: Vec<SampleFigures>,
+}
+
+impl Row {
+    /// The peers' language: `rust`, or `go -> rust` when client and server differ.
+    pub fn language(&self) -> String {
+        if self.client_language == self.server_language {
+            self.client_language.clone()
+        } else {
+            format!("{} -> {}", self.client_language, self.server_language)
+        }
+    }
+}
+
+/// One good sample's figures that comparisons and the per-second charts use.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampleFigures {
+    /// Sample id.
+    pub sample: String,
+    /// Round and position in the round.
+    pub order: (u32, u32),
+    /// Operations per second.
+    pub ops_per_s: f64,
+    /// p99 latency, microseconds.
+    pub p99_us: f64,
+    /// Request messages per second.
+    pub requests_per_s: f64,
+    /// Response messages per second.
+    pub responses_per_s: f64,
+    /// Median latency, microseconds.
+    pub p50_us: f64,
+    /// p99.9 latency, microseconds.
+    pub p999_us: f64,
+    /// Client CPU per operation, microseconds (absent without /proc readings).
+    pub client_cpu_us_per_op: Option<f64>,
+    /// Server CPU per operation, microseconds.
+    pub server_cpu_us_per_op: Option<f64>,
+    /// Client peak RSS, MiB.
+    pub client_rss_mib: Option<f64>,
+    /// Server peak RSS, MiB.
+    pub server_rss_mib: Option<f64>,
+    /// The admission window as run, seconds.
+    pub window_s: f64,
+    /// Per-second intervals of the window, as the client reported them (may be empty).
+    pub intervals: Vec<IntervalPoint>,
+}
+
+/// One second of a sample's window.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IntervalPoint {
+    /// Start of the interval from the window's start, seconds.
+    pub offset_s: f64,
+    /// Operations that started in it and completed.
+    pub completed: u64,
+    /// Their p99 latency, microseconds (absent when the histogram does not decode or is empty).
+    pub p99_us: Option<f64>,
+}
+
+impl IntervalPoint {
+    fn of(interval: &rpcarena_model::record::IntervalRecord) -> IntervalPoint {
+        let p99_us = rpcarena_protocol::histogram::decode(&interval.histogram)
+            .ok()
+            .filter(|h| !h.is_empty())
+            .map(|h| h.value_at_quantile(0.99) as f64 / 1e3);
+        IntervalPoint {
+            offset_s: interval.offset_ns as f64 / 1e9,
+            completed: interval.completed,
+            p99_us,
+        }
+    }
 }
 
 /// The aggregated metrics of a row. Latencies in microseconds, memory in MiB.
@@ -128,9 +200,12 @@ pub struct Versus {
 }
 
 /// One good sample reduced to what the report uses.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Figures {
     order: (u32, u32),
+    sample: String,
+    window_s: f64,
+    intervals: Vec<IntervalPoint>,
     ops_per_s: f64,
     requests_per_s: f64,
     responses_per_s: f64,
@@ -158,6 +233,11 @@ impl Figures {
         let client = record.client.as_ref();
         Figures {
             order: (record.round, record.position),
+            sample: record.sample.clone(),
+            window_s: client.map_or(0.0, |c| c.window_ns as f64 / 1e9),
+            intervals: client
+                .map(|c| c.intervals.iter().map(IntervalPoint::of).collect())
+                .unwrap_or_default(),
             ops_per_s: m.ops_per_s,
             requests_per_s: m.requests_per_s,
             responses_per_s: m.responses_per_s,
@@ -406,6 +486,26 @@ fn row(group: &Group) -> Row {
         versus: None,
         latency: group.latency.clone(),
         without_process: group.without_process,
+        samples: group
+            .good
+            .iter()
+            .map(|f| SampleFigures {
+                sample: f.sample.clone(),
+                order: f.order,
+                ops_per_s: f.ops_per_s,
+                p99_us: f.p99_ns as f64 / 1e3,
+                requests_per_s: f.requests_per_s,
+                responses_per_s: f.responses_per_s,
+                p50_us: f.p50_ns as f64 / 1e3,
+                p999_us: f.p999_ns as f64 / 1e3,
+                client_cpu_us_per_op: f.client_cpu_us_per_op,
+                server_cpu_us_per_op: f.server_cpu_us_per_op,
+                client_rss_mib: f.client_rss_mib,
+                server_rss_mib: f.server_rss_mib,
+                window_s: f.window_s,
+                intervals: f.intervals.clone(),
+            })
+            .collect(),
     }
 }
 
@@ -460,20 +560,23 @@ fn versus(baseline: &[Figures], candidate: &[Figures], seed: u64) -> Option<Vers
 }
 
 fn baseline_index(rows: &[Row], row: &Row, baseline_cell: &str) -> Option<usize> {
-    rows.iter().position(|b| {
-        b.config.cell == baseline_cell
-            && b.config.shape == row.config.shape
-            && b.config.concurrency == row.config.concurrency
-            && b.config.request_size == row.config.request_size
-            && b.config.response_size == row.config.response_size
-            && b.config.messages_per_stream == row.config.messages_per_stream
-            && b.config.payload == row.config.payload
-            && b.config.load == row.config.load
-    })
+    rows.iter()
+        .position(|b| b.config.cell == baseline_cell && same_workload(&b.config, &row.config))
+}
+
+/// Whether two configurations run the same workload (everything but the cell).
+pub fn same_workload(a: &SampleConfig, b: &SampleConfig) -> bool {
+    a.shape == b.shape
+        && a.concurrency == b.concurrency
+        && a.request_size == b.request_size
+        && a.response_size == b.response_size
+        && a.messages_per_stream == b.messages_per_stream
+        && a.payload == b.payload
+        && a.load == b.load
 }
 
 /// FNV-1a: a stable hash, so that seeds derived from keys never change between builds.
-fn fnv1a(text: &str) -> u64 {
+pub(crate) fn fnv1a(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })

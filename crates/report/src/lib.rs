@@ -13,13 +13,23 @@
 //! are returned to the caller (the binary prints them as warnings).
 
 pub mod aggregate;
+pub mod charts;
+pub mod compare_runs;
 pub mod csv;
+pub mod headline;
+pub mod hlog;
+pub mod html;
+pub mod limits;
 pub mod markdown;
 mod notes;
+mod published;
+pub mod verify;
 
-use aggregate::Aggregator;
+pub use published::sha256_hex;
+
+use aggregate::{Aggregates, Aggregator};
 use rpcarena_model::campaign::Campaign;
-use rpcarena_model::files::{AGGREGATE, MANIFEST, REPORT_MD, SAMPLES};
+use rpcarena_model::files::{AGGREGATE, MANIFEST, REPORT_HTML, REPORT_MD, SAMPLES};
 use rpcarena_model::matrix;
 use rpcarena_model::record::{Manifest, SampleRecord};
 use std::io::BufRead;
@@ -62,6 +72,8 @@ pub struct Rendered {
     pub aggregate_csv: String,
     /// `report.md`.
     pub report_md: String,
+    /// `report.html`.
+    pub report_html: String,
     /// What the artifacts lacked or no longer say, as `report.md` notes it.
     pub notes: Vec<String>,
 }
@@ -71,6 +83,7 @@ pub struct Report {
     manifest: Manifest,
     campaign: Result<Campaign, String>,
     aggregator: Aggregator,
+    samples_sha256: Option<String>,
 }
 
 impl Report {
@@ -83,7 +96,13 @@ impl Report {
             manifest,
             campaign,
             aggregator: Aggregator::new(),
+            samples_sha256: None,
         }
+    }
+
+    /// Records the SHA-256 of `samples.jsonl` as read, for the report's artifact table.
+    pub fn samples_sha256(&mut self, sha256: String) {
+        self.samples_sha256 = Some(sha256);
     }
 
     /// Adds the next record of `samples.jsonl`.
@@ -91,8 +110,14 @@ impl Report {
         self.aggregator.add(record);
     }
 
-    /// Renders every report.
-    pub fn finish(self) -> Rendered {
+    /// The aggregates in report order, each row compared with the baseline (for `compare` and
+    /// other views), with the manifest.
+    pub fn aggregates(self) -> (Manifest, Aggregates) {
+        let finished = self.aggregate();
+        (finished.manifest, finished.aggregates)
+    }
+
+    fn aggregate(self) -> Finished {
         let campaign = self.campaign.as_ref().ok();
         let order: Vec<String> = campaign
             .map(|c| matrix::expand(c).into_iter().map(|c| c.key).collect())
@@ -105,20 +130,56 @@ impl Report {
         let aggregates = self
             .aggregator
             .finish(&order, &baseline, self.manifest.seed);
-        let notes = notes::notes(&self.manifest, &self.campaign, &aggregates, &baseline);
-        let report_md = markdown::render(&markdown::Inputs {
-            manifest: &self.manifest,
+        Finished {
+            manifest: self.manifest,
+            campaign: self.campaign,
+            aggregates,
+            baseline,
+            samples_sha256: self.samples_sha256,
+        }
+    }
+
+    /// Renders every report.
+    pub fn finish(self) -> Rendered {
+        let Finished {
+            manifest,
+            campaign: parsed,
+            aggregates,
+            baseline,
+            samples_sha256,
+        } = self.aggregate();
+        let campaign = parsed.as_ref().ok();
+        let notes = notes::notes(&manifest, &parsed, &aggregates, &baseline);
+        let aggregate_csv = csv::render(&aggregates.rows);
+        let pairs = headline::pairs(&aggregates.rows, &baseline, manifest.seed);
+        let inputs = markdown::Inputs {
+            manifest: &manifest,
             campaign,
             aggregates: &aggregates,
             baseline: &baseline,
             notes: &notes,
-        });
+            pairs: &pairs,
+            samples_sha256: samples_sha256.as_deref(),
+            aggregate_csv: &aggregate_csv,
+        };
+        let report_md = markdown::render(&inputs);
+        let report_html = html::render(&inputs);
         Rendered {
-            aggregate_csv: csv::render(&aggregates.rows),
+            aggregate_csv,
             report_md,
+            report_html,
             notes,
         }
     }
+}
+
+/// A report's aggregates with what rendering needs beside them.
+struct Finished {
+    manifest: Manifest,
+    campaign: Result<Campaign, String>,
+    aggregates: Aggregates,
+    baseline: String,
+    samples_sha256: Option<String>,
 }
 
 /// Renders every report from artifacts in memory (pure).
@@ -172,6 +233,26 @@ pub fn read_samples(dir: &Path, mut each: impl FnMut(SampleRecord)) -> Result<()
     }
 }
 
+/// SHA-256 of a file, read in chunks.
+pub fn sha256_file(path: &Path) -> Result<String, ReportError> {
+    use sha2::Digest;
+    let io = |source| ReportError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut hasher = sha2::Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(io)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+/// Reads a run directory into its manifest and aggregates (for `compare`).
+pub fn load(dir: &Path) -> Result<(Manifest, Aggregates), ReportError> {
+    let mut report = Report::new(read_manifest(dir)?);
+    read_samples(dir, |record| report.add(&record))?;
+    Ok(report.aggregates())
+}
+
 /// What [`regenerate`] wrote and noted.
 pub struct Regenerated {
     /// `aggregate.csv` and `report.md`.
@@ -184,11 +265,13 @@ pub struct Regenerated {
 pub fn regenerate(dir: &Path) -> Result<Regenerated, ReportError> {
     let mut report = Report::new(read_manifest(dir)?);
     read_samples(dir, |record| report.add(&record))?;
+    report.samples_sha256(sha256_file(&dir.join(SAMPLES))?);
     let rendered = report.finish();
     let mut written = Vec::new();
     for (name, text) in [
         (AGGREGATE, &rendered.aggregate_csv),
         (REPORT_MD, &rendered.report_md),
+        (REPORT_HTML, &rendered.report_html),
     ] {
         let path = dir.join(name);
         std::fs::write(&path, text).map_err(|source| ReportError::Io {

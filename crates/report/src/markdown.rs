@@ -1,6 +1,7 @@
 //! `report.md`: what a person would publish. A pure function of the manifest and the aggregates.
 
 use crate::aggregate::{Aggregates, FailedSample, NoiseSummary, Row, RowMetrics, Stat};
+use crate::published;
 use rpcarena_model::campaign::Campaign;
 use rpcarena_model::load::LoadSpec;
 use rpcarena_model::network::{NetworkBackend, NetworkDescription};
@@ -22,14 +23,16 @@ pub struct Inputs<'a> {
     pub baseline: &'a str,
     /// What the artifacts lacked or no longer say.
     pub notes: &'a [String],
+    /// The comparisons the headline counts.
+    pub pairs: &'a [crate::headline::Pair<'a>],
+    /// SHA-256 of `samples.jsonl` as read (absent when rendered from memory).
+    pub samples_sha256: Option<&'a str>,
+    /// `aggregate.csv` as rendered, for its hash.
+    pub aggregate_csv: &'a str,
 }
 
 fn language(row: &Row) -> String {
-    if row.client_language == row.server_language {
-        row.client_language.clone()
-    } else {
-        format!("{} -> {}", row.client_language, row.server_language)
-    }
+    row.language()
 }
 
 fn us(v: f64) -> String {
@@ -53,9 +56,18 @@ pub fn render(inputs: &Inputs<'_>) -> String {
     }
     write_setup(&mut out, inputs);
     write_notes(&mut out, inputs.notes);
+    published::write_headline(
+        &mut out,
+        inputs.pairs,
+        inputs.campaign.map(|c| c.repetitions),
+    );
+    published::write_charts(&mut out, &inputs.aggregates.rows);
     write_tables(&mut out, inputs);
+    published::write_detail(&mut out, &inputs.aggregates.rows);
+    published::write_network(&mut out, m, &inputs.aggregates.rows);
     write_failures(&mut out, &inputs.aggregates.failures);
     write_noise(&mut out, &inputs.aggregates.noise);
+    published::write_artifacts(&mut out, m, inputs.samples_sha256, inputs.aggregate_csv);
     write_boundaries(&mut out, inputs);
     let _ = writeln!(
         out,
@@ -691,7 +703,7 @@ fn describe_network(network: &NetworkDescription) -> String {
 }
 
 /// "delay 15 ms +- 2 ms (uniform), loss 0.1%, rate 100 Mbit/s, queue 1000 packets".
-fn describe_direction(d: &DirectionSpec) -> String {
+pub(crate) fn describe_direction(d: &DirectionSpec) -> String {
     let ms = |ns: u64| ns as f64 / 1e6;
     let mut parts = Vec::new();
     if d.jitter_ns > 0 {

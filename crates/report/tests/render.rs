@@ -5,8 +5,8 @@ use rpcarena_model::matrix;
 use rpcarena_model::metrics::{Detail, measure};
 use rpcarena_model::network::{Network, NetworkDescription};
 use rpcarena_model::record::{
-    CampaignInfo, ClientResult, HostInfo, Manifest, Noise, ProcessStats, SampleCounts,
-    SampleRecord, SampleStatus,
+    CampaignInfo, ClientResult, HostInfo, IntervalRecord, Manifest, Noise, ProcessStats,
+    SampleCounts, SampleRecord, SampleStatus,
 };
 use rpcarena_netem_core::{
     BackendKind, DirectionSeeds, EmulatorInfo, TimingOptions, TopologyInfo, profile_by_name,
@@ -66,6 +66,17 @@ fn record(config_index: usize, round: u32, ops: f64, p99_ns: u64) -> SampleRecor
         histogram: histogram(completed, 1_000_000, p99_ns),
         uncorrected_histogram: open.then(|| histogram(completed, 900_000, 1_200_000)),
         send_lag_histogram: open.then(|| histogram(completed, 4_000, 20_000)),
+        // Ten one-second intervals; the second half a little slower in round 2.
+        intervals: (0..10u64)
+            .map(|i| {
+                let n = completed / 10 - u64::from(round == 2 && i >= 5) * (completed / 100);
+                IntervalRecord {
+                    offset_ns: i * 1_000_000_000,
+                    completed: n,
+                    histogram: histogram(n.max(50), 1_000_000, p99_ns + i * 10_000),
+                }
+            })
+            .collect(),
         ..ClientResult::default()
     };
     // What the runner stores; the report recomputes it from the histograms and counts.
@@ -136,6 +147,7 @@ fn artifacts() -> Artifacts {
             started_at: "2026-11-30T00:00:00Z".into(),
             finished_at: Some("2026-11-30T00:10:00Z".into()),
             interrupted: false,
+            resumed_at: Vec::new(),
             seed: 42,
             campaign: CampaignInfo {
                 file: "fixture.toml".into(),
@@ -217,6 +229,18 @@ fn emulated() -> Artifacts {
         "emulator": "userspace"
     }))
     .unwrap();
+    // Figures as a 30 ms round trip allows (c / RTT = 133.3 ops/s).
+    let mut records = Vec::new();
+    for round in 1..=6u32 {
+        let jitter = f64::from(round % 3);
+        records.push(record(0, round, 120.0 + jitter, 34_000_000));
+        records.push(record(1, round, 100.0, 36_000_000));
+        records.push(record(2, round, 127.0 + jitter / 10.0, 33_800_000));
+        records.push(record(3, round, 99.0 + jitter / 10.0, 36_000_000));
+    }
+    let failed = artifacts.records.pop().unwrap();
+    records.push(failed);
+    artifacts.records = records;
     let profile = profile_by_name("regional-wan").unwrap();
     let topology = TopologyInfo {
         backend: BackendKind::Userspace,
@@ -390,9 +414,19 @@ fn reports_stream_samples_jsonl_from_a_run_directory() {
         .collect();
     std::fs::write(dir.path().join("samples.jsonl"), lines + "\n").unwrap();
     let regenerated = rpcarena_report::regenerate(dir.path()).unwrap();
-    assert_eq!(regenerated.written.len(), 2);
+    assert_eq!(regenerated.written.len(), 3);
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    assert_eq!(md, render(&artifacts).report_md);
+    let samples_sha256 = rpcarena_report::sha256_file(&dir.path().join("samples.jsonl")).unwrap();
+    assert!(
+        md.contains(&format!("| samples.jsonl | `{samples_sha256}` |")),
+        "the report names the hash of the samples it read"
+    );
+    let mut report = rpcarena_report::Report::new(artifacts.manifest.clone());
+    for record in &artifacts.records {
+        report.add(record);
+    }
+    report.samples_sha256(samples_sha256);
+    assert_eq!(md, report.finish().report_md);
     std::fs::write(dir.path().join("samples.jsonl"), "{}\n").unwrap();
     let err = rpcarena_report::regenerate(dir.path())
         .err()
@@ -423,4 +457,338 @@ fn each_row_keeps_its_good_samples_latencies_merged() {
     let mut sorted = keys.clone();
     sorted.sort();
     assert_eq!(keys, sorted);
+}
+
+#[test]
+fn the_headline_counts_only_significant_differences_as_wins() {
+    let md = render(&artifacts()).report_md;
+    assert!(
+        md.contains("of 2 same-shape comparisons, b had significantly higher median throughput in 1 and lower in 0 (1 within noise)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("The largest throughput gains were b against a on unary c4 closed at 1.20x")
+    );
+    // Three rounds cannot show anything: the same 20% is within noise.
+    let mut three = artifacts();
+    three.records.retain(|r| r.round <= 3);
+    three.manifest.campaign.text = three
+        .manifest
+        .campaign
+        .text
+        .replace("repetitions = 6", "repetitions = 3");
+    let md = render(&three).report_md;
+    assert!(
+        md.contains("higher median throughput in 0 and lower in 0 (2 within noise)"),
+        "{md}"
+    );
+    assert!(md.contains("No throughput gain is significant"));
+    assert!(
+        md.contains("The widest ratio, within noise, was b against a on unary c4 closed at 1.20x")
+    );
+    assert!(
+        md.contains("With 3 repetition(s) per configuration no difference can reach significance")
+    );
+}
+
+#[test]
+fn charts_are_mermaid_xycharts_per_figure() {
+    let md = render(&artifacts()).report_md;
+    assert_eq!(md.matches("```mermaid\n").count(), 3, "{md}");
+    assert!(md.contains("  title \"Unary median throughput at concurrency 4\"\n  x-axis [\"rust\"]\n  y-axis \"operations/s\" 0 --> 1300\n  bar \"grpc\" [1001.0]\n  bar \"quic\" [1201.0]\n"));
+}
+
+/// Writes `artifacts` as a run directory, its reports regenerated and its manifest sealed as
+/// the runner seals it, with one peer executable.
+fn sealed_run(artifacts: &Artifacts) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let mut manifest = artifacts.manifest.clone();
+    manifest.campaign.sha256 = rpcarena_report::sha256_hex(manifest.campaign.text.as_bytes());
+    let peer = dir.path().join("peer-exe");
+    std::fs::write(&peer, b"#!/bin/sh\n").unwrap();
+    manifest.peers.push(rpcarena_model::record::PeerInfo {
+        id: "p".into(),
+        command: vec![peer.display().to_string()],
+        sha256: rpcarena_report::sha256_file(&peer).unwrap(),
+        ..Default::default()
+    });
+    let write_manifest = |m: &Manifest| {
+        std::fs::write(
+            dir.path().join("manifest.json"),
+            serde_json::to_string_pretty(m).unwrap(),
+        )
+        .unwrap()
+    };
+    write_manifest(&manifest);
+    let lines: String = artifacts
+        .records
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    std::fs::write(dir.path().join("samples.jsonl"), lines).unwrap();
+    rpcarena_report::regenerate(dir.path()).unwrap();
+    for name in rpcarena_model::files::SEALED {
+        let path = dir.path().join(name);
+        if path.exists() {
+            manifest.artifacts.insert(
+                name.to_string(),
+                rpcarena_report::sha256_file(&path).unwrap(),
+            );
+        }
+    }
+    write_manifest(&manifest);
+    dir
+}
+
+#[test]
+fn verify_names_a_one_byte_change_in_any_listed_file() {
+    let dir = sealed_run(&artifacts());
+    let clean = rpcarena_report::verify::verify(dir.path()).unwrap();
+    assert!(clean.mismatches().is_empty(), "{:?}", clean.mismatches());
+    assert!(clean.checked.len() >= 4, "{:?}", clean.checked);
+    assert_eq!(
+        clean.manifest_sha256,
+        rpcarena_report::sha256_file(&dir.path().join("manifest.json")).unwrap()
+    );
+    let files: Vec<std::path::PathBuf> = rpcarena_report::verify::plan(
+        &rpcarena_report::read_manifest(dir.path()).unwrap(),
+        dir.path(),
+    )
+    .into_iter()
+    .filter_map(|(_, path)| path)
+    .collect();
+    assert!(files.len() >= 4, "{files:?}");
+    for path in files {
+        let original = std::fs::read(&path).unwrap();
+        let mut changed = original.clone();
+        let middle = changed.len() / 2;
+        changed[middle] ^= 1;
+        std::fs::write(&path, &changed).unwrap();
+        let found = rpcarena_report::verify::verify(dir.path()).unwrap();
+        let mismatches = found.mismatches();
+        assert_eq!(mismatches.len(), 1, "{}: {mismatches:?}", path.display());
+        let file = path.file_name().unwrap().to_str().unwrap();
+        assert!(mismatches[0].listed.name.contains(file), "{mismatches:?}");
+        std::fs::write(&path, &original).unwrap();
+    }
+    std::fs::remove_file(dir.path().join("aggregate.csv")).unwrap();
+    let missing = rpcarena_report::verify::verify(dir.path()).unwrap();
+    assert!(
+        missing.mismatches()[0]
+            .actual
+            .as_ref()
+            .unwrap_err()
+            .contains("cannot read"),
+        "{:?}",
+        missing.mismatches()
+    );
+}
+
+#[test]
+fn compare_finds_a_known_difference_and_refuses_other_workloads() {
+    use rpcarena_report::compare_runs::{Metric, Run, compare_runs, render_text};
+    let old = artifacts();
+    let mut new = artifacts();
+    // The new run's cell `a` closed is 10% faster; nothing else changes.
+    for r in new
+        .records
+        .iter_mut()
+        .filter(|r| r.config.key.starts_with("a/") && r.config.load.model() == "closed")
+    {
+        let c = r.client.as_mut().unwrap();
+        c.completed = c.completed * 11 / 10;
+        c.requests = c.completed;
+        c.responses = c.completed;
+        c.histogram = histogram(c.completed, 1_000_000, 2_000_000);
+    }
+    let load = |a: &Artifacts| {
+        let mut report = rpcarena_report::Report::new(a.manifest.clone());
+        for r in &a.records {
+            report.add(r);
+        }
+        report.aggregates()
+    };
+    let (mo, ao) = load(&old);
+    let (mn, an) = load(&new);
+    let run = |name, manifest, aggregates| Run {
+        name,
+        manifest,
+        aggregates,
+    };
+    let c = compare_runs(
+        &run("old", &mo, &ao),
+        &run("new", &mn, &an),
+        &[Metric::Ops, Metric::P99],
+        1,
+    );
+    assert!(c.differences.is_empty(), "{:?}", c.differences);
+    let ops = &c.tables[0];
+    assert_eq!(ops.lines.len(), 4);
+    let a_closed = &ops.lines[0];
+    assert!(a_closed.key.starts_with("a/unary/c4") && a_closed.key.ends_with("closed"));
+    assert!(
+        a_closed.significant && (a_closed.delta_pct - 10.0).abs() < 0.2,
+        "{a_closed:?}"
+    );
+    assert!(
+        ops.lines[1..].iter().all(|l| !l.significant),
+        "{:?}",
+        ops.lines
+    );
+    let text = render_text(&c, "old", "new");
+    assert!(text.contains("+9.9") || text.contains("+10.0"), "{text}");
+    assert!(text.contains("~"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("geomean")), "{text}");
+    // Another workload is named, not compared silently.
+    let mut other = new.manifest.clone();
+    other.campaign.text = other
+        .campaign
+        .text
+        .replace("concurrency = [4]", "concurrency = [8]");
+    let c = compare_runs(
+        &run("old", &mo, &ao),
+        &run("new", &other, &an),
+        &[Metric::Ops],
+        1,
+    );
+    assert_eq!(c.differences, ["the campaigns' [workload] tables differ"]);
+}
+
+#[test]
+fn html_report_snapshot_is_self_contained_and_deterministic() {
+    let a = render(&emulated()).report_html;
+    assert_eq!(a, render(&emulated()).report_html);
+    for forbidden in ["http://", "https://", "@import", "url(", "<link", "src="] {
+        assert!(
+            !a.contains(forbidden),
+            "report.html must not load anything: {forbidden}"
+        );
+    }
+    // throughput, message rate and p99 per shape; percentiles per shape; one interval chart per
+    // configuration with intervals
+    assert_eq!(a.matches("<svg data-chart=").count(), 3 + 1 + 4, "{a}");
+    insta::assert_snapshot!("report_html_emulated", a);
+}
+
+/// Renders the fixture's report.html in headless Chromium: no console error, every chart drew
+/// marks (the page's own check logs it), and the screenshot is not blank.
+#[test]
+fn html_report_renders_in_headless_chromium() {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find_map(|name| {
+            std::env::var_os("PATH").and_then(|paths| {
+                std::env::split_paths(&paths)
+                    .map(|dir| dir.join(name))
+                    .find(|p| p.is_file())
+            })
+        });
+    let Some(chromium) = chromium else {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("chromium is not installed; CI needs Debian's `chromium` package for this test");
+        }
+        eprintln!("skipped: no chromium on PATH (install Debian's `chromium` to run this test)");
+        return;
+    };
+    let html = render(&emulated()).report_html;
+    let charts = html.matches("<svg data-chart=").count();
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    let shot = dir.path().join("report.png");
+    std::fs::write(&page, &html).unwrap();
+    let output = std::process::Command::new("timeout")
+        .arg("120")
+        .arg(&chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1280,3000",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("profile").display()
+        ))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let console: Vec<&str> = stderr.lines().filter(|l| l.contains(":CONSOLE")).collect();
+    let expected = format!("rpcarena-report-check: ok {charts} charts");
+    assert!(
+        console.iter().any(|l| l.contains(&expected)),
+        "the page's own check did not report {charts} charts drawn: {console:?}\n{stderr}"
+    );
+    assert_eq!(
+        console.len(),
+        1,
+        "console messages besides the check: {console:?}"
+    );
+    let png = std::fs::read(&shot).unwrap_or_default();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 30_000,
+        "the screenshot is missing or blank ({} bytes)",
+        png.len()
+    );
+    if let Ok(keep) = std::env::var("RPCARENA_KEEP_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
+
+#[test]
+fn interval_logs_are_hdrhistogram_logs_of_every_interval() {
+    use hdrhistogram::serialization::Deserializer;
+    use hdrhistogram::serialization::interval_log::{IntervalLogIterator, LogEntry};
+    let artifacts = artifacts();
+    let record = &artifacts.records[0];
+    let text = rpcarena_report::hlog::interval_log(record)
+        .unwrap()
+        .unwrap();
+    assert!(
+        text.contains("#[StartTime: 1795996800.000 (seconds since epoch)]\n"),
+        "{text}"
+    );
+    assert!(text.contains("\n\"StartTimestamp\",\"Interval_Length\",\"Interval_Max\",\"Interval_Compressed_Histogram\"\n"));
+    let mut intervals = 0;
+    let mut total = 0;
+    for entry in IntervalLogIterator::new(text.as_bytes()) {
+        if let LogEntry::Interval(h) = entry.unwrap() {
+            let bytes = base64::Engine::decode(
+                &base64::engine::general_purpose::STANDARD,
+                h.encoded_histogram(),
+            )
+            .unwrap();
+            let histogram: hdrhistogram::Histogram<u64> =
+                Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+            total += histogram.len();
+            intervals += 1;
+        }
+    }
+    let client = record.client.as_ref().unwrap();
+    assert_eq!(intervals, client.intervals.len());
+    let reported: u64 = client.intervals.iter().map(|i| i.completed.max(50)).sum();
+    assert_eq!(total, reported);
+    assert_eq!(
+        text,
+        rpcarena_report::hlog::interval_log(record)
+            .unwrap()
+            .unwrap()
+    );
+    let dir = sealed_run(&artifacts);
+    let written = rpcarena_report::hlog::write_interval_logs(dir.path()).unwrap();
+    assert_eq!(
+        written.len(),
+        25,
+        "every sample with intervals, the failed one too"
+    );
+    assert!(
+        written[0].ends_with("raw/r01-0/latency.hlog"),
+        "{:?}",
+        written[0]
+    );
 }

@@ -23,6 +23,7 @@ mod prepare;
 mod process;
 mod procstat;
 mod resolve;
+mod resume;
 mod run;
 mod sample;
 mod stop;

@@ -36,6 +36,8 @@ pub struct RunOptions {
     pub out: Option<PathBuf>,
     /// Stop at the first failed sample.
     pub fail_fast: bool,
+    /// Continue the interrupted run in `out` instead of starting a new one (see [`resume`]).
+    pub resume: bool,
 }
 
 /// Told about progress as the run goes.
@@ -76,7 +78,42 @@ pub fn run(
     let out = options.out.clone().unwrap_or_else(|| {
         PathBuf::from("results").join(format!("{}-{}", campaign.name, host::now_compact()))
     });
-    let dir = RunDir::create(&out)?;
+    let resumed = if options.resume {
+        Some(crate::resume::open(&out)?)
+    } else {
+        None
+    };
+    let configs = matrix::expand(campaign);
+    let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
+    let dir = match &resumed {
+        Some(r) => {
+            if slots
+                .iter()
+                .all(|s| r.done.contains_key(&sample_id(s, &configs[s.config])))
+            {
+                anyhow::bail!(
+                    "--resume {}: nothing to resume, every one of its {} samples is recorded; `rpcarena report {}` regenerates its reports",
+                    out.display(),
+                    slots.len(),
+                    out.display()
+                );
+            }
+            // Refuse a changed campaign or peer before anything in the directory moves.
+            let identity = Manifest {
+                campaign: CampaignInfo {
+                    sha256: host::sha256_hex(prepared.source.text.as_bytes()),
+                    ..CampaignInfo::default()
+                },
+                peers: peer_infos(prepared),
+                only_cells: prepared.only_cells.clone(),
+                ..Manifest::default()
+            };
+            crate::resume::continue_manifest(&r.manifest, &identity, &r.done)?;
+            crate::resume::set_aside_certificates(&out)?;
+            r.dir.clone()
+        }
+        None => RunDir::create(&out)?,
+    };
     let ca = certs::Authority::create(&dir.certificates(), &campaign.name)?;
     let emulated = campaign.network.backend == NetworkBackend::Emulated;
     let pins = noise::plan(&noise::allowed_cpus(), campaign.noise.pinning, emulated);
@@ -88,21 +125,35 @@ pub fn run(
         &mut |text| progress.warning(text),
     )?;
 
-    let configs = matrix::expand(campaign);
-    let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
-    let mut manifest = manifest(prepared, build, &net, slots.len());
+    let fresh = manifest(prepared, build, &net, slots.len());
+    let mut manifest = match &resumed {
+        Some(r) => crate::resume::continue_manifest(&r.manifest, &fresh, &r.done)?,
+        None => fresh,
+    };
     artifacts::write_manifest(&dir.root, &manifest)?;
+    let done = resumed.map(|r| r.done).unwrap_or_default();
 
     let mut writer = SamplesWriter::open(&dir)?;
-    progress.begin(&dir.root, slots.len());
+    let remaining = slots
+        .iter()
+        .filter(|s| !done.contains_key(&sample_id(s, &configs[s.config])))
+        .count();
+    progress.begin(&dir.root, remaining);
     let mut interrupted = false;
-    for (index, slot) in slots.iter().enumerate() {
+    let mut index = 0;
+    for slot in &slots {
         if stop::interrupted() {
             interrupted = true;
             break;
         }
         let config = &configs[slot.config];
         let id = sample_id(slot, config);
+        // A resumed run keeps what was recorded and runs the rest in their scheduled order.
+        if done.contains_key(&id) {
+            continue;
+        }
+        index += 1;
+        let index = index - 1;
         progress.sample_started(index, &id, config);
         let (raw_dir, raw_rel) = dir.raw(&id);
         let place = Place {
@@ -152,6 +203,7 @@ fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: u
         started_at: host::now_rfc3339(),
         finished_at: None,
         interrupted: false,
+        resumed_at: Vec::new(),
         seed: campaign.seed,
         campaign: CampaignInfo {
             file: prepared.source.origin.clone(),
@@ -160,16 +212,7 @@ fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: u
         },
         host: host::host_info(),
         network: net.description().clone(),
-        peers: prepared
-            .peers
-            .iter()
-            .map(|(id, p)| PeerInfo {
-                id: id.clone(),
-                command: p.command.clone(),
-                sha256: host::sha256_file(Path::new(&p.command[0])).unwrap_or_default(),
-                capabilities: p.capabilities.clone(),
-            })
-            .collect(),
+        peers: peer_infos(prepared),
         only_cells: prepared.only_cells.clone(),
         samples: SampleCounts {
             planned: planned as u32,
@@ -177,6 +220,20 @@ fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: u
         },
         artifacts: BTreeMap::new(),
     }
+}
+
+/// The peers as run, with their executables' hashes.
+fn peer_infos(prepared: &Prepared) -> Vec<PeerInfo> {
+    prepared
+        .peers
+        .iter()
+        .map(|(id, p)| PeerInfo {
+            id: id.clone(),
+            command: p.command.clone(),
+            sha256: host::sha256_file(Path::new(&p.command[0])).unwrap_or_default(),
+            capabilities: p.capabilities.clone(),
+        })
+        .collect()
 }
 
 /// A sample's place in the run: its slot, its index in the schedule, its id and raw directory.
