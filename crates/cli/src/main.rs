@@ -4,6 +4,7 @@
 //! run directory to the report crate, seal the manifest. Process-wide concerns live here too:
 //! the signal handler and the child subreaper.
 
+mod peers_cmd;
 mod progress;
 
 use anyhow::{Context, Result, bail};
@@ -43,6 +44,10 @@ enum Cmd {
     Capabilities {
         /// Campaign TOML file.
         campaign: PathBuf,
+        /// Folder of peers/<id>/peer.toml for peers named by id alone (default: the nearest
+        /// peers/ above the campaign).
+        #[arg(long, value_name = "DIR")]
+        peers: Option<PathBuf>,
     },
     /// Run a campaign (default: campaigns/quick.toml, built in when absent).
     Run {
@@ -57,7 +62,19 @@ enum Cmd {
         /// Stop at the first failed sample.
         #[arg(long)]
         fail_fast: bool,
+        /// Folder of peers/<id>/peer.toml for peers named by id alone (default: the nearest
+        /// peers/ above the campaign).
+        #[arg(long, value_name = "DIR")]
+        peers: Option<PathBuf>,
     },
+    /// Build, or list, the peers of peers/<language>/ (each described by its peer.toml).
+    Peers {
+        #[command(subcommand)]
+        action: peers_cmd::PeersAction,
+    },
+    /// Check peers against docs/peer-protocol.md: a pass/fail table per check; non-zero exit
+    /// when any check fails.
+    Conformance(peers_cmd::ConformanceArgs),
     /// Regenerate aggregate.csv and report.md of a run directory from its samples.jsonl.
     Report {
         /// Run directory.
@@ -102,13 +119,16 @@ fn main() -> ExitCode {
 fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
         Cmd::Validate { campaign } => validate(&campaign),
-        Cmd::Capabilities { campaign } => capabilities(&campaign),
+        Cmd::Capabilities { campaign, peers } => capabilities(&campaign, peers),
         Cmd::Run {
             campaign,
             out,
             cells,
             fail_fast,
-        } => run(campaign, out, cells, fail_fast),
+            peers,
+        } => run(campaign, out, cells, fail_fast, peers),
+        Cmd::Peers { action } => peers_cmd::peers(action),
+        Cmd::Conformance(args) => peers_cmd::conformance(args),
         Cmd::Report { dir } => report(&dir),
         Cmd::Doctor { clean } => doctor(clean),
         Cmd::Netcheck {
@@ -138,8 +158,10 @@ fn validate(path: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn capabilities(path: &Path) -> Result<ExitCode> {
-    let prepared = rpcarena_runner::prepare(CampaignSource::from_file(path)?, &[])?;
+fn capabilities(path: &Path, peers: Option<PathBuf>) -> Result<ExitCode> {
+    let mut source = CampaignSource::from_file(path)?;
+    source.peers_dir = peers;
+    let prepared = rpcarena_runner::prepare(source, &[])?;
     for (id, peer) in &prepared.peers {
         let c = &peer.capabilities;
         println!(
@@ -179,8 +201,9 @@ fn run(
     out: Option<PathBuf>,
     cells: Vec<String>,
     fail_fast: bool,
+    peers: Option<PathBuf>,
 ) -> Result<ExitCode> {
-    let source = match campaign {
+    let mut source = match campaign {
         Some(path) => CampaignSource::from_file(&path)?,
         None => {
             let local = Path::new("campaigns/quick.toml");
@@ -191,10 +214,12 @@ fn run(
                     text: QUICK.to_string(),
                     origin: "built-in campaigns/quick.toml".to_string(),
                     dir: PathBuf::from("."),
+                    peers_dir: None,
                 }
             }
         }
     };
+    source.peers_dir = peers;
     let prepared = rpcarena_runner::prepare(source, &cells)?;
     stop_on_signals()?;
     let build = BuildInfo {

@@ -167,6 +167,16 @@ fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: u
                 id: id.clone(),
                 command: p.command.clone(),
                 sha256: host::sha256_file(Path::new(&p.command[0])).unwrap_or_default(),
+                files: p
+                    .capabilities
+                    .files
+                    .iter()
+                    .map(|f| {
+                        let hash = host::sha256_tree(Path::new(f))
+                            .unwrap_or_else(|e| format!("unreadable: {e:#}"));
+                        (f.clone(), hash)
+                    })
+                    .collect(),
                 capabilities: p.capabilities.clone(),
             })
             .collect(),
