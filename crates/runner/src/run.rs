@@ -167,9 +167,7 @@ fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: u
                 id: id.clone(),
                 command: p.command.clone(),
                 sha256: host::sha256_file(Path::new(&p.command[0])).unwrap_or_default(),
-                files: p
-                    .capabilities
-                    .files
+                files: declared_files(p)
                     .iter()
                     .map(|f| {
                         let hash = host::sha256_tree(Path::new(f))
@@ -187,6 +185,18 @@ fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: u
         },
         artifacts: BTreeMap::new(),
     }
+}
+
+/// The files whose contents the manifest hashes: those the peer declares; for a peer of
+/// `peers/<id>/` that declares none, the folder its command runs from (its build output).
+fn declared_files(peer: &crate::ReadyPeer) -> Vec<String> {
+    if !peer.capabilities.files.is_empty() || peer.folder.is_none() {
+        return peer.capabilities.files.clone();
+    }
+    Path::new(&peer.command[0])
+        .parent()
+        .map(|d| vec![d.display().to_string()])
+        .unwrap_or_default()
 }
 
 /// A sample's place in the run: its slot, its index in the schedule, its id and raw directory.
