@@ -177,7 +177,7 @@ pub(crate) fn run(
         campaigns.push((
             format!("conformance-{stack}-saturation"),
             vec!["client_stream".to_string()],
-            vec!["{ model = \"send-saturation\", streams = 4, settle = \"1s\" }"],
+            vec!["{ model = \"send-saturation\", streams = 4, settle = \"2s\" }"],
         ));
     }
     for (name, shapes, loads) in campaigns {
