@@ -100,7 +100,7 @@ pub(crate) fn peers(action: PeersAction) -> Result<ExitCode> {
                 p.toml.language,
                 command.join(" "),
                 if built {
-                    "built"
+                    "command present"
                 } else {
                     "not built: rpcarena peers build"
                 }
