@@ -73,9 +73,15 @@ fn version_of(argv: &[String]) -> String {
         Ok(out) if out.status.success() => {
             let text = String::from_utf8_lossy(&out.stdout).to_string()
                 + &String::from_utf8_lossy(&out.stderr);
+            // The first line, and further lines that are bare versions (pkg-config
+            // --modversion of several packages); a banner's other lines are left out.
             text.lines()
                 .map(str::trim)
                 .filter(|l| !l.is_empty())
+                .enumerate()
+                .filter(|(i, l)| *i == 0 || l.starts_with(|c: char| c.is_ascii_digit()))
+                .map(|(_, l)| l)
+                .take(6)
                 .collect::<Vec<_>>()
                 .join("; ")
                 .chars()
