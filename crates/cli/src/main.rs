@@ -4,6 +4,7 @@
 //! run directory to the report crate, seal the manifest. Process-wide concerns live here too:
 //! the signal handler and the child subreaper.
 
+mod peers_cmd;
 mod plan;
 mod progress;
 mod tools;
@@ -45,6 +46,10 @@ enum Cmd {
     Capabilities {
         /// Campaign TOML file.
         campaign: PathBuf,
+        /// Folder of peers/<id>/peer.toml for peers named by id alone (default: the nearest
+        /// peers/ above the campaign).
+        #[arg(long, value_name = "DIR")]
+        peers: Option<PathBuf>,
     },
     /// Run a campaign (default: campaigns/quick.toml, built in when absent).
     Run {
@@ -73,7 +78,19 @@ enum Cmd {
         /// their original order and round. Refused if the campaign or a peer changed.
         #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "cells"])]
         resume: Option<PathBuf>,
+        /// Folder of peers/<id>/peer.toml for peers named by id alone (default: the nearest
+        /// peers/ above the campaign).
+        #[arg(long, value_name = "DIR")]
+        peers: Option<PathBuf>,
     },
+    /// Build, or list, the peers of peers/<language>/ (each described by its peer.toml).
+    Peers {
+        #[command(subcommand)]
+        action: peers_cmd::PeersAction,
+    },
+    /// Check peers against docs/peer-protocol.md: a pass/fail table per check; non-zero exit
+    /// when any check fails.
+    Conformance(peers_cmd::ConformanceArgs),
     /// Regenerate aggregate.csv and report.md of a run directory from its samples.jsonl.
     Report {
         /// Run directory.
@@ -153,7 +170,7 @@ fn main() -> ExitCode {
 fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
         Cmd::Validate { campaign } => validate(&campaign),
-        Cmd::Capabilities { campaign } => capabilities(&campaign),
+        Cmd::Capabilities { campaign, peers } => capabilities(&campaign, peers),
         Cmd::Run {
             campaign,
             out,
@@ -163,6 +180,7 @@ fn real_main() -> Result<ExitCode> {
             json,
             quiet,
             resume,
+            peers,
         } => run(
             campaign,
             out,
@@ -173,8 +191,11 @@ fn real_main() -> Result<ExitCode> {
                 json,
                 quiet,
                 resume,
+                peers,
             },
         ),
+        Cmd::Peers { action } => peers_cmd::peers(action),
+        Cmd::Conformance(args) => peers_cmd::conformance(args),
         Cmd::Report { dir } => report(&dir),
         Cmd::Verify { dir, json, quiet } => tools::verify(&dir, json, quiet),
         Cmd::Compare {
@@ -213,8 +234,10 @@ fn validate(path: &Path) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn capabilities(path: &Path) -> Result<ExitCode> {
-    let prepared = rpcarena_runner::prepare(CampaignSource::from_file(path)?, &[])?;
+fn capabilities(path: &Path, peers: Option<PathBuf>) -> Result<ExitCode> {
+    let mut source = CampaignSource::from_file(path)?;
+    source.peers_dir = peers;
+    let prepared = rpcarena_runner::prepare(source, &[])?;
     for (id, peer) in &prepared.peers {
         let c = &peer.capabilities;
         println!(
@@ -256,6 +279,7 @@ struct RunFlags {
     json: bool,
     quiet: bool,
     resume: Option<PathBuf>,
+    peers: Option<PathBuf>,
 }
 
 fn run(
@@ -270,12 +294,13 @@ fn run(
         json,
         quiet,
         resume,
+        peers,
     } = flags;
     let (campaign, out, cells) = match &resume {
         Some(dir) => resume_source(dir, campaign)?,
         None => (campaign.map(Source::File), out, cells),
     };
-    let source = match campaign {
+    let mut source = match campaign {
         Some(Source::Kept(source)) => source,
         Some(Source::File(path)) => CampaignSource::from_file(&path)?,
         None => {
@@ -287,10 +312,12 @@ fn run(
                     text: QUICK.to_string(),
                     origin: "built-in campaigns/quick.toml".to_string(),
                     dir: PathBuf::from("."),
+                    peers_dir: None,
                 }
             }
         }
     };
+    source.peers_dir = peers;
     if dry_run {
         return dry_run_plan(source, &cells, json);
     }
@@ -423,6 +450,7 @@ fn resume_source(
             text: manifest.campaign.text.clone(),
             origin: manifest.campaign.file.clone(),
             dir: PathBuf::from("."),
+            peers_dir: None,
         }),
     };
     Ok((Some(source), Some(dir.to_path_buf()), manifest.only_cells))

@@ -113,7 +113,9 @@ pub struct Peer {
     pub id: String,
     /// Argument vector; the role and its arguments are appended. A bare program name is looked
     /// up next to the `rpcarena` executable first, then on `PATH`; a relative path is relative to
-    /// the campaign file.
+    /// the campaign file. Empty (absent): the peer of `peers/<id>/peer.toml`, or the Rust peer
+    /// for id `rust` (see [`crate::peerdir`]).
+    #[serde(default)]
     pub command: Vec<String>,
 }
 
@@ -433,10 +435,10 @@ impl Campaign {
                     format!("duplicate peer id {:?}", peer.id),
                 );
             }
-            if peer.command.first().is_none_or(|c| c.trim().is_empty()) {
+            if peer.command.first().is_some_and(|c| c.trim().is_empty()) {
                 problems.add(
                     format!("peers[{i}].command"),
-                    "expected a non-empty argument vector, e.g. [\"rpcarena-peer-rust\"]",
+                    "expected a non-empty first element, e.g. [\"rpcarena-peer-rust\"] (or no command: the peer of peers/<id>/)",
                 );
             }
         }

@@ -43,5 +43,6 @@ pub mod load;
 pub mod matrix;
 pub mod metrics;
 pub mod network;
+pub mod peerdir;
 pub mod record;
 pub mod schedule;

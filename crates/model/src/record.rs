@@ -396,6 +396,11 @@ pub struct PeerInfo {
     pub command: Vec<String>,
     /// SHA-256 of the executable file.
     pub sha256: String,
+    /// Revision 1.1: content hash of every file and directory the peer declares in
+    /// `capabilities.files` (a directory: every regular file below it, see
+    /// `runner::host::sha256_tree`), by path; a path that could not be read maps to the reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
     /// Its capabilities event.
     pub capabilities: rpcarena_protocol::event::Capabilities,
 }

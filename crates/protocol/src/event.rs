@@ -482,10 +482,43 @@ pub fn parse_event(line: &str) -> Result<Event, EventError> {
     {
         return Err(EventError::UnknownEvent(name));
     }
+    if let Some(path) = null_path(&value, String::new()) {
+        return Err(EventError::Malformed {
+            event: name,
+            detail: format!(
+                "`{path}` is null; the protocol never uses null (leave a field that does not apply out)"
+            ),
+        });
+    }
     serde_json::from_value(value).map_err(|e| EventError::Malformed {
         event: name,
         detail: e.to_string(),
     })
+}
+
+/// The path of the first `null` in `value` (`intervals[1].histogram`), if any.
+fn null_path(value: &serde_json::Value, path: String) -> Option<String> {
+    use serde_json::Value;
+    match value {
+        Value::Null => Some(if path.is_empty() {
+            "(the event)".into()
+        } else {
+            path
+        }),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| null_path(v, format!("{path}[{i}]"))),
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            let inner = if path.is_empty() {
+                k.clone()
+            } else {
+                format!("{path}.{k}")
+            };
+            null_path(v, inner)
+        }),
+        _ => None,
+    }
 }
 
 /// A command on a peer's stdin, one per line.
@@ -766,6 +799,39 @@ mod tests {
         )
         .unwrap_err();
         assert!(matches!(err, EventError::Malformed { .. }), "{err}");
+    }
+
+    #[test]
+    fn null_is_refused_anywhere_with_its_path() {
+        let base = Event::Sample(open_sample()).to_line();
+        for (from, to, path) in [
+            (
+                r#""histogram":"HISTFAAAA""#,
+                r#""histogram":"HISTFAAAA","first_failure":null"#,
+                "`first_failure` is null",
+            ),
+            (
+                r#""histogram":"HISTFAAAE""#,
+                r#""histogram":null"#,
+                "`intervals[1].histogram` is null",
+            ),
+            (
+                r#""fell_behind":false"#,
+                r#""fell_behind":null"#,
+                "`fell_behind` is null",
+            ),
+            // an unknown field is ignored, but not when it is null
+            (
+                r#""load":"open""#,
+                r#""load":"open","extra":{"a":[1,null]}"#,
+                "`extra.a[1]` is null",
+            ),
+        ] {
+            let line = base.replacen(from, to, 1);
+            assert_ne!(line, base, "{from} not in the line");
+            let err = parse_event(&line).unwrap_err().to_string();
+            assert!(err.contains(path), "{err}");
+        }
     }
 
     #[test]

@@ -22,6 +22,7 @@ pub mod html;
 pub mod limits;
 pub mod markdown;
 mod notes;
+mod peers;
 mod published;
 pub mod verify;
 

@@ -114,7 +114,7 @@ fn write_setup(out: &mut String, inputs: &Inputs<'_>) {
             ""
         }
     );
-    write_peers(out, m);
+    crate::peers::write(out, m, inputs.campaign);
 }
 
 fn write_workload(out: &mut String, c: &Campaign) {
@@ -146,36 +146,6 @@ fn write_workload(out: &mut String, c: &Campaign) {
         rpcarena_model::duration::format(&c.timing.drain),
         c.repetitions
     );
-}
-
-fn write_peers(out: &mut String, m: &Manifest) {
-    let _ = writeln!(
-        out,
-        "\n| Peer | Language | Version | Executable SHA-256 | Libraries |"
-    );
-    let _ = writeln!(out, "|---|---|---|---|---|");
-    for p in &m.peers {
-        let mut libraries: Vec<String> = p
-            .capabilities
-            .roles
-            .client
-            .iter()
-            .chain(&p.capabilities.roles.server)
-            .flat_map(|s| s.libraries.iter().map(|(k, v)| format!("{k} {v}")))
-            .collect();
-        libraries.sort();
-        libraries.dedup();
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | `{}` | {} |",
-            p.id,
-            p.capabilities.language,
-            p.capabilities.version,
-            short(&p.sha256),
-            libraries.join(", ")
-        );
-    }
-    out.push('\n');
 }
 
 /// What the artifacts lacked or no longer say (absent when there is nothing to say).

@@ -8,17 +8,29 @@ use rpcarena_model::metrics::Measured;
 use rpcarena_model::record::ClientResult;
 use rpcarena_protocol::histogram::HistogramError;
 
-/// Problems with a report, in the order the reason lists them; empty when it adds up.
+/// The window and the drain bound the client was given.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Asked {
+    /// `--window-ms` x 1e6.
+    pub window_ns: u64,
+    /// `--drain-ms` x 1e6 (send-saturation: `min(--settle-ms, --drain-ms)` x 1e6).
+    pub drain_ns: u64,
+}
+
+/// Problems with a report, in the order the reason lists them; empty when it adds up. Every
+/// mismatch names the value expected and the value received.
 pub(crate) fn check_report(
     config: &SampleConfig,
-    window_asked_ns: u64,
+    asked: Asked,
     result: &ClientResult,
     measured: &Result<Measured, HistogramError>,
 ) -> Vec<String> {
     let mut problems = check_outcome(config, result);
+    problems.extend(check_window(asked, result));
     if config.load.whole_operations() {
-        problems.extend(check_counts(config, window_asked_ns, result));
+        problems.extend(check_counts(config, result));
     }
+    problems.extend(check_intervals(asked.window_ns, result));
     // Send-saturation counts messages, not whole RPCs: the per-operation message checks do not
     // apply (docs/peer-protocol.md, send-saturation accounting).
     match measured {
@@ -26,7 +38,7 @@ pub(crate) fn check_report(
         Ok(m) => {
             if m.latency.len() != result.completed {
                 problems.push(format!(
-                    "histogram holds {} values but {} operations completed",
+                    "histogram holds {} values but {} expected (completed)",
                     m.latency.len(),
                     result.completed
                 ));
@@ -61,13 +73,20 @@ fn check_outcome(config: &SampleConfig, result: &ClientResult) -> Vec<String> {
                 .unwrap_or_default()
         ));
     }
+    let coded: u64 = result.failures.values().sum();
+    if coded != result.failed {
+        problems.push(format!(
+            "failures add up to {coded} but {} expected (failed)",
+            result.failed
+        ));
+    }
     if result.completed == 0 {
         problems.push("no operation completed in the window".to_string());
     }
     let fixed_lanes = matches!(config.load, LoadSpec::Closed | LoadSpec::Window { .. });
     if fixed_lanes && result.lanes != config.concurrency {
         problems.push(format!(
-            "client armed {} lanes but concurrency {} was asked",
+            "client armed {} lanes but {} expected (concurrency)",
             result.lanes, config.concurrency
         ));
     }
@@ -81,14 +100,13 @@ fn check_outcome(config: &SampleConfig, result: &ClientResult) -> Vec<String> {
     problems
 }
 
-/// Whole operations: messages and bytes are `completed` times the shape's, and the window is
-/// the one asked for.
-fn check_counts(config: &SampleConfig, window_asked_ns: u64, result: &ClientResult) -> Vec<String> {
+/// Whole operations: messages and bytes are `completed` times the shape's.
+fn check_counts(config: &SampleConfig, result: &ClientResult) -> Vec<String> {
     let mut problems = Vec::new();
     let mut expect = |what: &str, got: u64, want: u64| {
         if got != want {
             problems.push(format!(
-                "{what} is {got} but {want} was expected for {} completed {} operations",
+                "{what} is {got} but {want} expected for {} completed {} operations",
                 result.completed, config.shape
             ));
         }
@@ -117,13 +135,66 @@ fn check_counts(config: &SampleConfig, window_asked_ns: u64, result: &ClientResu
             .responses
             .saturating_mul(u64::from(config.response_size)),
     );
-    // The window is the client's to run; a large deviation means it did not follow the protocol.
-    let tolerance = window_asked_ns / 20 + 20_000_000;
-    if result.window_ns.abs_diff(window_asked_ns) > tolerance {
+    problems
+}
+
+/// `window_ns` is exactly the configured window, `drain_ns` at most the drain bound
+/// (docs/peer-protocol.md, "sample").
+fn check_window(asked: Asked, result: &ClientResult) -> Vec<String> {
+    let mut problems = Vec::new();
+    if result.window_ns != asked.window_ns {
         problems.push(format!(
-            "client ran a {:.1} ms window but {:.1} ms was asked",
-            result.window_ns as f64 / 1e6,
-            window_asked_ns as f64 / 1e6
+            "window_ns is {} but {} expected (--window-ms x 1000000)",
+            result.window_ns, asked.window_ns
+        ));
+    }
+    if result.drain_ns > asked.drain_ns {
+        problems.push(format!(
+            "drain_ns is {} but at most {} expected (the drain bound)",
+            result.drain_ns, asked.drain_ns
+        ));
+    }
+    problems
+}
+
+/// Intervals, when present: `ceil(window_ns / 1e9)` entries, offsets 0, 1e9, ..., each
+/// histogram holding its `completed`, and the entries adding up to the sample's `completed`.
+fn check_intervals(window_ns: u64, result: &ClientResult) -> Vec<String> {
+    let intervals = &result.intervals;
+    if intervals.is_empty() {
+        return Vec::new();
+    }
+    let mut problems = Vec::new();
+    let want = window_ns.div_ceil(1_000_000_000);
+    if intervals.len() as u64 != want {
+        problems.push(format!(
+            "intervals has {} entries but {want} expected (ceil(window_ns / 1e9))",
+            intervals.len()
+        ));
+    }
+    for (k, interval) in intervals.iter().enumerate() {
+        let offset = k as u64 * 1_000_000_000;
+        if interval.offset_ns != offset {
+            problems.push(format!(
+                "intervals[{k}].offset_ns is {} but {offset} expected",
+                interval.offset_ns
+            ));
+        }
+        match rpcarena_protocol::histogram::decode(&interval.histogram) {
+            Ok(h) if h.len() != interval.completed => problems.push(format!(
+                "intervals[{k}].histogram holds {} values but {} expected (its completed)",
+                h.len(),
+                interval.completed
+            )),
+            Ok(_) => {}
+            Err(e) => problems.push(format!("intervals[{k}].{e}")),
+        }
+    }
+    let total: u64 = intervals.iter().map(|i| i.completed).sum();
+    if total != result.completed {
+        problems.push(format!(
+            "intervals add up to {total} completed but {} expected (completed)",
+            result.completed
         ));
     }
     problems
@@ -177,7 +248,10 @@ pub(crate) mod tests {
     fn check(config: &SampleConfig, result: &ClientResult) -> Vec<String> {
         check_report(
             config,
-            2_000_000_000,
+            Asked {
+                window_ns: 2_000_000_000,
+                drain_ns: 1_000_000_000,
+            },
             result,
             &measure(result, Detail::Record),
         )
@@ -198,7 +272,7 @@ pub(crate) mod tests {
         // a client stream sends 8 requests and gets one summary per operation
         let problems = check(&config(Shape::ClientStream), &result(100, 800, 800));
         assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(problems[0].starts_with("responses is 800 but 100 was expected"));
+        assert!(problems[0].starts_with("responses is 800 but 100 expected"));
 
         let mut r = result(100, 100, 100);
         r.completed = 101;
@@ -207,7 +281,7 @@ pub(crate) mod tests {
         let text = check(&config(Shape::Unary), &r).join("\n");
         assert!(text.contains("2 operations failed (timeout: 2)"), "{text}");
         assert!(
-            text.contains("histogram holds 100 values but 101 operations completed"),
+            text.contains("histogram holds 100 values but 101 expected (completed)"),
             "{text}"
         );
     }
@@ -218,7 +292,69 @@ pub(crate) mod tests {
         r.window_ns = 1_000_000_000;
         r.histogram = "no!".into();
         let text = check(&config(Shape::Unary), &r).join("\n");
-        assert!(text.contains("1000.0 ms window but 2000.0 ms"), "{text}");
+        assert!(
+            text.contains("window_ns is 1000000000 but 2000000000 expected"),
+            "{text}"
+        );
         assert!(text.contains("not valid base64"), "{text}");
+    }
+
+    fn interval(offset_ns: u64, completed: u64) -> rpcarena_model::record::IntervalRecord {
+        let mut h = histogram::new_latency_histogram();
+        for i in 0..completed {
+            h.record(1_000 + i).unwrap();
+        }
+        rpcarena_model::record::IntervalRecord {
+            offset_ns,
+            completed,
+            histogram: histogram::encode(&h).unwrap(),
+        }
+    }
+
+    #[test]
+    fn intervals_are_counted_and_added_up() {
+        let mut r = result(10, 10, 10);
+        r.intervals = vec![interval(0, 6), interval(1_000_000_000, 4)];
+        assert!(check(&config(Shape::Unary), &r).is_empty());
+        // one entry too many (a 2 s window has 2)
+        r.intervals.push(interval(2_000_000_000, 0));
+        let text = check(&config(Shape::Unary), &r).join("\n");
+        assert!(
+            text.contains("intervals has 3 entries but 2 expected"),
+            "{text}"
+        );
+        // wrong offsets, a histogram that does not hold its count, a wrong total
+        r.intervals = vec![interval(0, 6), interval(999, 3)];
+        r.intervals[1].completed = 5;
+        let text = check(&config(Shape::Unary), &r).join("\n");
+        assert!(
+            text.contains("intervals[1].offset_ns is 999 but 1000000000 expected"),
+            "{text}"
+        );
+        assert!(
+            text.contains("intervals[1].histogram holds 3 values but 5 expected"),
+            "{text}"
+        );
+        assert!(
+            text.contains("intervals add up to 11 completed but 10 expected"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn drain_failures_and_lanes_name_both_values() {
+        let mut r = result(10, 10, 10);
+        r.drain_ns = 1_000_000_001;
+        r.failed = 3;
+        r.failures.insert("timeout".into(), 2);
+        r.lanes = 3;
+        let text = check(&config(Shape::Unary), &r).join("\n");
+        for part in [
+            "drain_ns is 1000000001 but at most 1000000000 expected",
+            "failures add up to 2 but 3 expected (failed)",
+            "client armed 3 lanes but 4 expected (concurrency)",
+        ] {
+            assert!(text.contains(part), "{part} missing in {text}");
+        }
     }
 }

@@ -40,6 +40,39 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Content hash of a file or a directory tree: a file's SHA-256; for a directory, the SHA-256
+/// of one line per regular file below it, `<sha256>  <relative path>\n`, sorted by path
+/// (symbolic links are followed; other special files are left out). A change to any file's
+/// contents or name changes it.
+pub fn sha256_tree(path: &Path) -> Result<String> {
+    let meta = std::fs::metadata(path)
+        .with_context(|| format!("reading {} to hash it", path.display()))?;
+    if !meta.is_dir() {
+        return sha256_file(path);
+    }
+    let mut lines = Vec::new();
+    let mut pending = vec![path.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))?
+        {
+            let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+            let child = entry.path();
+            let Ok(meta) = std::fs::metadata(&child) else {
+                continue; // a dangling link
+            };
+            if meta.is_dir() {
+                pending.push(child);
+            } else if meta.is_file() {
+                let rel = child.strip_prefix(path).unwrap_or(&child);
+                lines.push(format!("{}  {}\n", sha256_file(&child)?, rel.display()));
+            }
+        }
+    }
+    lines.sort_by(|a, b| a[66..].cmp(&b[66..]));
+    Ok(sha256_hex(lines.concat().as_bytes()))
+}
+
 /// Lower-case hex SHA-256 of a file, streamed.
 pub fn sha256_file(path: &Path) -> Result<String> {
     let mut file = std::fs::File::open(path)
@@ -102,5 +135,30 @@ mod tests {
         assert!(now.ends_with('Z') && now.len() == "2026-11-30T16:15:00.123456789Z".len());
         assert_eq!(now_compact().len(), "20261130-161500".len());
         assert_eq!(compact("2026-11-30T16:15:00Z"), "20261130-161500");
+    }
+
+    #[test]
+    fn a_tree_hash_sees_contents_and_names() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("lib")).unwrap();
+        std::fs::write(dir.path().join("run.sh"), "exec node main.js\n").unwrap();
+        std::fs::write(dir.path().join("lib/main.js"), "1").unwrap();
+        let first = sha256_tree(dir.path()).unwrap();
+        assert_eq!(first, sha256_tree(dir.path()).unwrap());
+        std::fs::write(dir.path().join("lib/main.js"), "2").unwrap();
+        let second = sha256_tree(dir.path()).unwrap();
+        assert_ne!(first, second);
+        std::fs::rename(
+            dir.path().join("lib/main.js"),
+            dir.path().join("lib/other.js"),
+        )
+        .unwrap();
+        assert_ne!(second, sha256_tree(dir.path()).unwrap());
+        // a file hashes as itself
+        assert_eq!(
+            sha256_tree(&dir.path().join("run.sh")).unwrap(),
+            sha256_hex(b"exec node main.js\n")
+        );
+        assert!(sha256_tree(&dir.path().join("missing")).is_err());
     }
 }

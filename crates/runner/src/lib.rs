@@ -19,6 +19,7 @@ mod host;
 mod launcher;
 mod network;
 mod noise;
+pub mod peerbuild;
 mod prepare;
 mod process;
 mod procstat;
@@ -29,6 +30,10 @@ mod sample;
 mod stop;
 
 pub use artifacts::seal_manifest as seal;
+pub use capabilities::query as query_capabilities;
+pub use certs::{Authority, ServerIdentity};
 pub use prepare::{CampaignSource, Prepared, ReadyPeer, load, prepare};
+pub use process::{Line, Message, PeerProcess, describe_exit};
+pub use resolve::{resolve_command, resolve_peer_id};
 pub use run::{BuildInfo, Progress, RunOptions, RunOutcome, run};
 pub use stop::interrupt;

@@ -5,6 +5,7 @@
 use crate::{capabilities, network, resolve};
 use anyhow::{Context, Result, bail};
 use rpcarena_model::campaign::{Campaign, CampaignError};
+use rpcarena_model::peerdir;
 use rpcarena_protocol::event::Capabilities;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +23,9 @@ pub struct CampaignSource {
     pub origin: String,
     /// Directory relative peer paths are resolved against.
     pub dir: PathBuf,
+    /// `--peers DIR`: where peers named by id alone are found (default: `peers/` in the
+    /// campaign's directory or the nearest ancestor that has it).
+    pub peers_dir: Option<PathBuf>,
 }
 
 impl CampaignSource {
@@ -37,6 +41,7 @@ impl CampaignSource {
             text,
             origin: path.display().to_string(),
             dir,
+            peers_dir: None,
         })
     }
 }
@@ -48,6 +53,8 @@ pub struct ReadyPeer {
     pub command: Vec<String>,
     /// What it offers.
     pub capabilities: Capabilities,
+    /// Its `peers/<id>/` folder, when it was named by id alone.
+    pub folder: Option<PathBuf>,
 }
 
 /// A campaign that passed every check that can be made without running a sample.
@@ -140,8 +147,15 @@ fn ready_peers(
         if !used {
             continue;
         }
-        let command = match resolve::resolve_command(&peer.command, &source.dir, exe_dir.as_deref())
-        {
+        let resolved = if peer.command.is_empty() {
+            let canonical = source.dir.canonicalize().unwrap_or(source.dir.clone());
+            let roots = peerdir::search_roots(source.peers_dir.as_deref(), &canonical);
+            resolve::resolve_peer_id(&peer.id, &roots, exe_dir.as_deref())
+        } else {
+            resolve::resolve_command(&peer.command, &source.dir, exe_dir.as_deref())
+                .map(|c| (c, None))
+        };
+        let (command, folder) = match resolved {
             Ok(c) => c,
             Err(e) => {
                 problems.push(format!("{}: peers[{i}].command: {e}", source.origin));
@@ -155,6 +169,7 @@ fn ready_peers(
                     ReadyPeer {
                         command,
                         capabilities,
+                        folder,
                     },
                 );
             }

@@ -129,6 +129,17 @@ impl PeerProcess {
             .with_context(|| format!("sending {} to the {} peer", command.as_str(), self.role))
     }
 
+    /// Writes any line to the peer's stdin (the conformance kit's unknown commands).
+    pub fn send_text(&mut self, line: &str) -> Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .with_context(|| format!("{} stdin is already closed", self.role))?;
+        writeln!(stdin, "{line}")
+            .and_then(|_| stdin.flush())
+            .with_context(|| format!("sending {line:?} to the {} peer", self.role))
+    }
+
     /// Closes stdin (end of stdin means SHUTDOWN to a peer).
     pub fn close_stdin(&mut self) {
         self.stdin = None;

@@ -231,9 +231,29 @@ fn peer_infos(prepared: &Prepared) -> Vec<PeerInfo> {
             id: id.clone(),
             command: p.command.clone(),
             sha256: host::sha256_file(Path::new(&p.command[0])).unwrap_or_default(),
+            files: declared_files(p)
+                .iter()
+                .map(|f| {
+                    let hash = host::sha256_tree(Path::new(f))
+                        .unwrap_or_else(|e| format!("unreadable: {e:#}"));
+                    (f.clone(), hash)
+                })
+                .collect(),
             capabilities: p.capabilities.clone(),
         })
         .collect()
+}
+
+/// The files whose contents the manifest hashes: those the peer declares; for a peer of
+/// `peers/<id>/` that declares none, the folder its command runs from (its build output).
+fn declared_files(peer: &crate::ReadyPeer) -> Vec<String> {
+    if !peer.capabilities.files.is_empty() || peer.folder.is_none() {
+        return peer.capabilities.files.clone();
+    }
+    Path::new(&peer.command[0])
+        .parent()
+        .map(|d| vec![d.display().to_string()])
+        .unwrap_or_default()
 }
 
 /// A sample's place in the run: its slot, its index in the schedule, its id and raw directory.

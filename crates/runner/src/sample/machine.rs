@@ -31,6 +31,7 @@ use crate::procstat::WindowUsage;
 use rpcarena_model::campaign::{Timeouts, Timing};
 use rpcarena_model::duration;
 use rpcarena_model::invocation::{self, ServerTarget};
+use rpcarena_model::load::LoadSpec;
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{Noise, SampleRecord, SampleStatus};
 use rpcarena_model::schedule::Slot;
@@ -262,8 +263,9 @@ enum Stage {
     Readings,
     /// A peer's output ended after `stopped`; its exit status comes next.
     Exiting(Role),
-    /// A peer's output ended unexpectedly during `phase`; its exit status comes next.
-    UnexpectedExit(Role, &'static str),
+    /// A peer's output ended unexpectedly while the machine waited for `Wait`; its exit status
+    /// comes next.
+    UnexpectedExit(Role, Wait),
     /// The sample failed; listening until the deadline for what else the peers say.
     Aftermath,
     /// The same, waiting for the exit status of a peer whose output ended.
@@ -459,8 +461,10 @@ impl SampleMachine {
             Stage::Waiting(wait) => self.on_line_while_waiting(now, wait, from, line),
             Stage::Aftermath => match line {
                 Line::Event(Event::Error(e)) => self.problems.push(format!(
-                    "{from} then reported a {} error during {}: {}",
-                    e.code, e.phase, e.message
+                    "{from} then reported {} error during {}: {}",
+                    with_article(&e.code),
+                    e.phase,
+                    e.message
                 )),
                 Line::Malformed { text, .. } => self
                     .problems
@@ -498,8 +502,10 @@ impl SampleMachine {
             Line::Event(Event::Error(e)) => self.fail(
                 now,
                 format!(
-                    "{from} reported a {} error during {}: {}",
-                    e.code, e.phase, e.message
+                    "{from} reported {} error during {}: {}",
+                    with_article(&e.code),
+                    e.phase,
+                    e.message
                 ),
             ),
             Line::Event(event) => self.fail(
@@ -516,7 +522,7 @@ impl SampleMachine {
             ),
             Line::Closed => {
                 // The reason says how it ended: wait a moment for its exit status.
-                self.stage = Stage::UnexpectedExit(from, phase);
+                self.stage = Stage::UnexpectedExit(from, wait);
                 self.deadline = None;
                 self.actions.push_back(Action::AwaitExit {
                     role: from,
@@ -584,6 +590,10 @@ impl SampleMachine {
         };
         let context = Context {
             window: self.spec.timing.window,
+            drain: match self.spec.config.load {
+                LoadSpec::SendSaturation { settle, .. } => settle.min(self.spec.timing.drain),
+                _ => self.spec.timing.drain,
+            },
             pins: &self.spec.pins,
             cpus: self.spec.cpus,
             drift_threshold: self.spec.drift_threshold,
@@ -631,14 +641,19 @@ impl SampleMachine {
                     ),
                 ),
             },
-            Stage::UnexpectedExit(exited, phase) if exited == role => {
+            Stage::UnexpectedExit(exited, wait) if exited == role => {
                 let note = status.map_or("still running".to_string(), describe_exit);
-                self.fail(
-                    now,
+                let reason = if wait == Wait::Stopped(role) {
                     format!(
-                        "{role} exited unexpectedly during {phase} ({note}); see {role}.stderr"
-                    ),
-                );
+                        "{role} ended its output without printing `stopped` after SHUTDOWN ({note}); `stopped` expected before the exit; see {role}.stderr"
+                    )
+                } else {
+                    format!(
+                        "{role} exited unexpectedly during {} ({note}); see {role}.stderr",
+                        wait.phase()
+                    )
+                };
+                self.fail(now, reason);
             }
             Stage::AftermathExit(exited) if exited == role => {
                 let note = status.map_or("still running".to_string(), describe_exit);
@@ -688,6 +703,15 @@ impl SampleMachine {
         self.deadline = None;
         self.actions.push_back(Action::Record(Box::new(record)));
     }
+}
+
+/// "an invalid", "a timeout": the code with its article, for reasons read as sentences.
+fn with_article(code: &str) -> String {
+    let vowel = code
+        .chars()
+        .next()
+        .is_some_and(|c| "aeiouAEIOU".contains(c));
+    format!("{} {code}", if vowel { "an" } else { "a" })
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! client's result, its figures (`rpcarena_model::metrics`), the checks, CPU and memory of both
 //! peers, and the noise flags. Pure: the state machine calls it with what the shell gathered.
 
-use crate::checks::check_report;
+use crate::checks::{Asked, check_report};
 use crate::noise::{self, Observed, PinPlan};
 use crate::procstat::{GroupUsage, WindowUsage};
 use rpcarena_model::metrics::{self, Detail, measure};
@@ -14,6 +14,8 @@ use std::time::Duration;
 pub(crate) struct Context<'a> {
     /// The window asked for.
     pub window: Duration,
+    /// The drain bound the client was given (send-saturation: the settle bound when shorter).
+    pub drain: Duration,
     /// Where the peers were pinned.
     pub pins: &'a PinPlan,
     /// CPUs this process may use (the peers' share when not pinned).
@@ -36,12 +38,11 @@ pub(crate) fn apply(
 ) -> (Vec<String>, Vec<String>) {
     let result = ClientResult::from((armed, report));
     let measured = measure(&result, Detail::Record);
-    let problems = check_report(
-        &record.config,
-        context.window.as_nanos() as u64,
-        &result,
-        &measured,
-    );
+    let asked = Asked {
+        window_ns: context.window.as_nanos() as u64,
+        drain_ns: context.drain.as_nanos() as u64,
+    };
+    let problems = check_report(&record.config, asked, &result, &measured);
     record.metrics = measured.ok().map(|m| m.metrics);
     let mut warnings = Vec::new();
     let usage = match usage {

@@ -384,6 +384,30 @@ fn an_error_event_names_its_code_and_phase() {
         run.reason(),
         "server reported a config error during listen: address in use"
     );
+    // the article follows the code: "an invalid error"
+    let mut run = Run::new();
+    run.ready().feed(Input::Spawned(Role::Client)).event(
+        Role::Client,
+        Event::Error(PeerError {
+            phase: "validate".into(),
+            code: "invalid".into(),
+            message: "seq 2, expected 1".into(),
+        }),
+    );
+    assert_eq!(
+        run.reason(),
+        "client reported an invalid error during validate: seq 2, expected 1"
+    );
+}
+
+#[test]
+fn an_exit_without_stopped_says_stopped_was_missing() {
+    let mut run = Run::new();
+    run.measured(report()).ended(Role::Client, exit(0));
+    assert_eq!(
+        run.reason(),
+        "client ended its output without printing `stopped` after SHUTDOWN (exit status 0); `stopped` expected before the exit; see client.stderr"
+    );
 }
 
 #[test]
@@ -509,7 +533,7 @@ fn failed_checks_fail_the_sample_once_the_peers_shut_down_cleanly() {
     assert_eq!(
         record.reason.as_deref(),
         Some(
-            "2 operations failed (timeout: 2); responses is 99 but 100 was expected for 100 completed unary operations; response_bytes is 2000 but 1980 was expected for 100 completed unary operations"
+            "2 operations failed (timeout: 2); responses is 99 but 100 expected for 100 completed unary operations; response_bytes is 2000 but 1980 expected for 100 completed unary operations"
         )
     );
     assert!(

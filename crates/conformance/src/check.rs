@@ -1,0 +1,457 @@
+//! Pure check definitions: what each check expects and how a transcript (the events a peer
+//! printed and how it exited) is judged. No process is started here.
+
+use rpcarena_protocol::event::{Capabilities, Event, StackCapability, code, load};
+use serde::Serialize;
+
+/// One row of the conformance table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CheckResult {
+    /// The group: `capabilities`, `arguments`, `sample`, `lifecycle`, `tls`,
+    /// `client-validation`, `server-validation`.
+    pub group: &'static str,
+    /// What was checked, e.g. `client grpc unary: SHUTDOWN while armed`.
+    pub name: String,
+    /// Whether the peer did what the page says.
+    pub passed: bool,
+    /// What the page expects.
+    pub expected: String,
+    /// What the peer did.
+    pub received: String,
+}
+
+impl CheckResult {
+    /// A row from a verdict.
+    pub fn new(
+        group: &'static str,
+        name: impl Into<String>,
+        expected: impl Into<String>,
+        received: Result<String, String>,
+    ) -> CheckResult {
+        let (passed, received) = match received {
+            Ok(r) => (true, r),
+            Err(r) => (false, r),
+        };
+        CheckResult {
+            group,
+            name: name.into(),
+            passed,
+            expected: expected.into(),
+            received,
+        }
+    }
+}
+
+/// What a peer process did: its events in order, and its exit.
+#[derive(Debug, Clone, Default)]
+pub struct Transcript {
+    /// Every valid event, in order.
+    pub events: Vec<Event>,
+    /// Lines that were not valid events (with why).
+    pub malformed: Vec<String>,
+    /// The exit code; `None`: killed by a signal or still running at the bound.
+    pub exit: Option<i32>,
+    /// The peer had to be killed: it did not exit within the bound.
+    pub hung: bool,
+}
+
+impl Transcript {
+    /// "armed, sample, stopped; exit 0".
+    pub fn describe(&self) -> String {
+        let mut parts: Vec<String> = self
+            .events
+            .iter()
+            .map(|e| match e {
+                Event::Error(err) => format!(
+                    "error phase {} code {} ({})",
+                    err.phase,
+                    err.code,
+                    err.message.chars().take(160).collect::<String>()
+                ),
+                other => other.name().to_string(),
+            })
+            .collect();
+        parts.extend(
+            self.malformed
+                .iter()
+                .map(|m| format!("malformed line: {m}")),
+        );
+        let events = if parts.is_empty() {
+            "no event".to_string()
+        } else {
+            parts.join(", ")
+        };
+        let exit = match (self.hung, self.exit) {
+            (true, _) => "still running at the bound (killed)".to_string(),
+            (false, Some(c)) => format!("exit {c}"),
+            (false, None) => "killed by a signal".to_string(),
+        };
+        format!("{events}; {exit}")
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.events.iter().any(|e| e.name() == name)
+    }
+}
+
+/// `error` with `phase` (any of `phases`) and `code`, then exit `exit`; nothing malformed.
+pub fn expect_error(
+    t: &Transcript,
+    phases: &[&str],
+    code: &str,
+    exit: i32,
+) -> Result<String, String> {
+    let error = t.events.iter().find_map(|e| match e {
+        Event::Error(err) => Some(err),
+        _ => None,
+    });
+    let ok = matches!(error, Some(err) if phases.contains(&err.phase.as_str()) && err.code == code)
+        && t.exit == Some(exit)
+        && !t.hung
+        && t.malformed.is_empty()
+        && !t.has("stopped")
+        && !t.has("sample");
+    if ok {
+        Ok(t.describe())
+    } else {
+        Err(t.describe())
+    }
+}
+
+/// The text of [`expect_error`]'s expectation.
+pub fn error_expectation(phases: &[&str], code: &str, exit: i32) -> String {
+    format!("error phase {} code {code}; exit {exit}", phases.join("|"))
+}
+
+/// `stopped` (no `sample` when `sample` is false), exit 0, within the bound.
+pub fn expect_stopped(t: &Transcript, sample: bool) -> Result<String, String> {
+    let ok = t.has("stopped")
+        && t.exit == Some(0)
+        && !t.hung
+        && t.malformed.is_empty()
+        && !t.has("error")
+        && t.has("sample") == sample
+        && matches!(t.events.last(), Some(Event::Stopped(_)));
+    if ok {
+        Ok(t.describe())
+    } else {
+        Err(t.describe())
+    }
+}
+
+/// The capabilities event: revision 1.1, every field typed (parsing did that), every name one
+/// the page knows, each stack once per role, and the 1.1 declarations present.
+pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
+    let mut rows = Vec::new();
+    let row = |name: &str, expected: &str, got: Result<String, String>| {
+        CheckResult::new("capabilities", name, expected, got)
+    };
+    rows.push(row(
+        "revision",
+        "\"1.1\"",
+        match caps.revision.as_deref() {
+            Some("1.1") => Ok("\"1.1\"".into()),
+            Some(other) => Err(format!("{other:?}")),
+            None => Err("absent (1.0)".into()),
+        },
+    ));
+    let named = |what: &str, v: &str| {
+        if v.trim().is_empty() {
+            Err(format!("empty {what}"))
+        } else {
+            Ok(v.to_string())
+        }
+    };
+    rows.push(row("peer", "a name", named("peer", &caps.peer)));
+    rows.push(row(
+        "language",
+        "a language",
+        named("language", &caps.language),
+    ));
+    rows.push(row("version", "a version", named("version", &caps.version)));
+    rows.push(row(
+        "build",
+        "at least one entry (toolchain, flags, runtime)",
+        if caps.build.is_empty() {
+            Err("absent".into())
+        } else {
+            Ok(caps.build.keys().cloned().collect::<Vec<_>>().join(", "))
+        },
+    ));
+    rows.push(row(
+        "files",
+        "absolute paths that exist",
+        files(&caps.files),
+    ));
+    for (role, list) in [
+        ("client", &caps.roles.client),
+        ("server", &caps.roles.server),
+    ] {
+        for entry in list {
+            rows.push(row(
+                &format!("{role} {}", entry.stack),
+                "known stack, shapes, load models (clients; [] for servers), payloads; libraries, settings and deviations declared",
+                stack_entry(role, entry, list),
+            ));
+        }
+    }
+    if caps.roles.client.is_empty() && caps.roles.server.is_empty() {
+        rows.push(row(
+            "roles",
+            "at least one stack in a role",
+            Err("none".into()),
+        ));
+    }
+    rows
+}
+
+fn files(files: &[String]) -> Result<String, String> {
+    if files.is_empty() {
+        return Err("none declared".into());
+    }
+    let bad: Vec<&String> = files
+        .iter()
+        .filter(|f| !f.starts_with('/') || !std::path::Path::new(f).exists())
+        .collect();
+    if bad.is_empty() {
+        Ok(files.join(", "))
+    } else {
+        Err(format!(
+            "not absolute or missing: {}",
+            bad.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))
+    }
+}
+
+fn stack_entry(
+    role: &str,
+    entry: &StackCapability,
+    list: &[StackCapability],
+) -> Result<String, String> {
+    let mut problems = Vec::new();
+    if !["grpc", "quic", "tcp"].contains(&entry.stack.as_str()) {
+        problems.push(format!("unknown stack {:?}", entry.stack));
+    }
+    if list.iter().filter(|e| e.stack == entry.stack).count() > 1 {
+        problems.push("listed more than once".to_string());
+    }
+    for shape in &entry.shapes {
+        if !["unary", "client_stream", "server_stream", "bidi"].contains(&shape.as_str()) {
+            problems.push(format!("unknown shape {shape:?}"));
+        }
+    }
+    if entry.shapes.is_empty() {
+        problems.push("no shape".to_string());
+    }
+    match role {
+        "client" => {
+            for model in &entry.load_models {
+                if !load::ALL.contains(&model.as_str()) {
+                    problems.push(format!("unknown load model {model:?}"));
+                }
+            }
+            if entry.load_models.is_empty() {
+                problems.push("no load model".to_string());
+            }
+        }
+        _ => {
+            if !entry.load_models.is_empty() {
+                problems.push(format!(
+                    "load_models {:?} but [] expected for a server",
+                    entry.load_models
+                ));
+            }
+        }
+    }
+    for payload in &entry.payloads {
+        if !["zeros", "structured"].contains(&payload.as_str()) {
+            problems.push(format!("unknown payload {payload:?}"));
+        }
+    }
+    if entry.libraries.is_empty() {
+        problems.push("no libraries".to_string());
+    }
+    if entry.settings.is_empty() {
+        problems.push("no settings (1.1)".to_string());
+    }
+    if entry.deviations.is_none() {
+        problems.push("no deviations list (1.1; [] when none)".to_string());
+    }
+    if problems.is_empty() {
+        Ok(format!(
+            "shapes {}; load {}; payloads {}",
+            entry.shapes.join(","),
+            if entry.load_models.is_empty() {
+                "[]".to_string()
+            } else {
+                entry.load_models.join(",")
+            },
+            if entry.payloads.is_empty() {
+                "zeros".to_string()
+            } else {
+                entry.payloads.join(",")
+            }
+        ))
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// The Rust server's fault modes and the code the client under test must fail with, for the
+/// shapes each applies to (crates/peer/src/fault.rs).
+pub fn server_faults(
+    shapes: &[String],
+    structured: bool,
+) -> Vec<(&'static str, String, &'static str)> {
+    let mut out = Vec::new();
+    for shape in shapes {
+        for (mode, code) in [
+            ("wrong-seq", code::INVALID),
+            ("short-payload", code::INVALID),
+            ("nonzero-byte", code::INVALID),
+            ("missing-message", code::INVALID),
+            ("extra-message", code::INVALID),
+            ("early-status", code::INVALID),
+            ("error-status", code::RPC),
+            ("corrupt-structured", code::INVALID),
+        ] {
+            out.push((mode, shape.clone(), code));
+        }
+        if shape == "client_stream" {
+            out.push(("wrong-summary", shape.clone(), code::INVALID));
+        }
+    }
+    let _ = structured;
+    out
+}
+
+/// The Rust client's fault modes that apply to `shape` (crates/peer/src/fault.rs); the
+/// structured one only when the server takes structured payloads.
+pub fn client_faults(shape: &str, structured: bool) -> Vec<&'static str> {
+    let mut modes = vec!["nonzero-byte", "response-size-too-large"];
+    if structured {
+        modes.push("corrupt-structured");
+    }
+    match shape {
+        "client_stream" | "bidi" => modes.extend(["seq-order", "length-change", "empty-stream"]),
+        "server_stream" => modes.push("response-messages-zero"),
+        _ => {}
+    }
+    modes
+}
+
+/// The conformance table: one row per check, failures with expected and received.
+pub fn table(rows: &[CheckResult]) -> String {
+    let mut out =
+        String::from("| group | check | result | expected | received |\n|---|---|---|---|---|\n");
+    for r in rows {
+        let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.group,
+            cell(&r.name),
+            if r.passed { "pass" } else { "**FAIL**" },
+            if r.passed {
+                String::new()
+            } else {
+                cell(&r.expected)
+            },
+            if r.passed {
+                String::new()
+            } else {
+                cell(&r.received)
+            },
+        ));
+    }
+    let failed = rows.iter().filter(|r| !r.passed).count();
+    out.push_str(&format!(
+        "\n{} checks: {} passed, {failed} failed.\n",
+        rows.len(),
+        rows.len() - failed
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcarena_protocol::event::{PeerError, Stopped};
+
+    fn error(phase: &str, code: &str) -> Event {
+        Event::Error(PeerError {
+            phase: phase.into(),
+            code: code.into(),
+            message: "m".into(),
+        })
+    }
+
+    #[test]
+    fn an_error_must_have_its_phase_code_and_exit() {
+        let t = Transcript {
+            events: vec![error("startup", "config")],
+            exit: Some(2),
+            ..Transcript::default()
+        };
+        assert!(expect_error(&t, &["startup"], "config", 2).is_ok());
+        assert!(expect_error(&t, &["startup"], "config", 1).is_err());
+        assert!(expect_error(&t, &["connect"], "config", 2).is_err());
+        let hung = Transcript {
+            hung: true,
+            ..t.clone()
+        };
+        let err = expect_error(&hung, &["startup"], "config", 2).unwrap_err();
+        assert!(err.contains("still running at the bound"), "{err}");
+    }
+
+    #[test]
+    fn stopped_must_be_last_with_exit_zero_and_no_sample_unless_asked() {
+        let stopped = Event::Stopped(Stopped::default());
+        let t = Transcript {
+            events: vec![stopped.clone()],
+            exit: Some(0),
+            ..Transcript::default()
+        };
+        assert!(expect_stopped(&t, false).is_ok());
+        assert!(expect_stopped(&t, true).is_err());
+        let none = Transcript {
+            exit: Some(0),
+            ..Transcript::default()
+        };
+        assert_eq!(
+            expect_stopped(&none, false).unwrap_err(),
+            "no event; exit 0"
+        );
+    }
+
+    #[test]
+    fn capabilities_of_a_1_0_peer_fail_the_1_1_rows() {
+        let caps = Capabilities {
+            peer: "p".into(),
+            language: "x".into(),
+            version: "1".into(),
+            roles: rpcarena_protocol::event::Roles {
+                client: vec![StackCapability {
+                    stack: "grpc".into(),
+                    shapes: vec!["unary".into()],
+                    load_models: vec!["closed".into()],
+                    ..StackCapability::default()
+                }],
+                server: vec![],
+            },
+            ..Capabilities::default()
+        };
+        let rows = capabilities(&caps);
+        let failed: Vec<&str> = rows
+            .iter()
+            .filter(|r| !r.passed)
+            .map(|r| r.name.as_str())
+            .collect();
+        assert_eq!(failed, ["revision", "build", "files", "client grpc"]);
+        let grpc = rows.iter().find(|r| r.name == "client grpc").unwrap();
+        assert!(grpc.received.contains("no settings (1.1)"), "{grpc:?}");
+        assert!(table(&rows).contains("4 failed"));
+    }
+}

@@ -1,0 +1,534 @@
+//! The checks, group by group, in the order of docs/peer-protocol.md "Conformance". Each runs
+//! on loopback with short windows and judges what the peers printed with `check`.
+
+use crate::check::{
+    self, CheckResult, Transcript, error_expectation, expect_error, expect_stopped,
+};
+use crate::shell::{Bench, ClientSpec, Proc, SERVER_NAME};
+use rpcarena_protocol::event::{Capabilities, Command, Event, Role, code, phase};
+use rpcarena_protocol::workload::{Payload, Shape};
+use std::time::Duration;
+
+/// "Stop at once" is within 1 s; the kit waits 2 s.
+const AT_ONCE: Duration = Duration::from_secs(2);
+/// How long an `error` and exit may take after a bad command.
+const PROMPTLY: Duration = Duration::from_secs(5);
+/// The bound on a whole short client run (connect, validate, warmup, window, drain).
+const CLIENT_RUN: Duration = Duration::from_secs(30);
+
+/// Argument refusal: each malformed command line gives `error` startup/config and exit 2.
+pub(crate) fn arguments(bench: &Bench, caps: &Capabilities) -> Vec<CheckResult> {
+    let mut rows = Vec::new();
+    let expected = error_expectation(&[phase::STARTUP], code::CONFIG, 2);
+    if let Some(entry) = caps.roles.client.first() {
+        let base = ClientSpec::short(&entry.stack).args("127.0.0.1:9", SERVER_NAME, &bench.ca);
+        let mut cases: Vec<(&str, Vec<String>)> = Vec::new();
+        let mut unknown = base.clone();
+        unknown.extend(["--bogus".into(), "1".into()]);
+        cases.push(("an unknown argument", unknown));
+        let missing = drop_pair(&base, "--shape");
+        cases.push(("a missing argument (--shape)", missing));
+        let mut repeated = base.clone();
+        repeated.extend(["--concurrency".into(), "2".into()]);
+        cases.push(("a repeated argument (--concurrency)", repeated));
+        cases.push((
+            "an out-of-range value (--concurrency 0)",
+            replace(&base, "--concurrency", "0"),
+        ));
+        cases.push((
+            "an out-of-range value (--window-ms 0)",
+            replace(&base, "--window-ms", "0"),
+        ));
+        cases.push((
+            "a model argument of another model (--rate with closed)",
+            [base.clone(), vec!["--rate".into(), "10".into()]].concat(),
+        ));
+        cases.push((
+            "an unreadable --ca",
+            replace(&base, "--ca", "/nonexistent/rpcarena-ca.pem"),
+        ));
+        for (what, args) in cases {
+            let t = run_to_end(bench, Role::Client, &args, what);
+            rows.push(CheckResult::new(
+                "arguments",
+                format!("client: {what}"),
+                &expected,
+                expect_error(&t, &[phase::STARTUP], code::CONFIG, 2),
+            ));
+        }
+    }
+    if let Some(entry) = caps.roles.server.first() {
+        let base = bench.server_argv(&[], &entry.stack, &[]);
+        for (what, args) in [
+            (
+                "an unknown argument",
+                [base.clone(), vec!["--bogus".into(), "1".into()]].concat(),
+            ),
+            ("a missing argument (--key)", drop_pair(&base, "--key")),
+            (
+                "an unknown stack",
+                replace(&base, "--stack", "carrier-pigeon"),
+            ),
+            (
+                "an unreadable --cert",
+                replace(&base, "--cert", "/nonexistent/cert.pem"),
+            ),
+        ] {
+            let t = run_to_end(bench, Role::Server, &args, what);
+            rows.push(CheckResult::new(
+                "arguments",
+                format!("server: {what}"),
+                &expected,
+                expect_error(&t, &[phase::STARTUP], code::CONFIG, 2),
+            ));
+        }
+    }
+    rows
+}
+
+fn drop_pair(args: &[String], name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args {
+        if skip {
+            skip = false;
+        } else if a == name {
+            skip = true;
+        } else {
+            out.push(a.clone());
+        }
+    }
+    out
+}
+
+fn replace(args: &[String], name: &str, value: &str) -> Vec<String> {
+    let mut out = args.to_vec();
+    if let Some(i) = out.iter().position(|a| a == name)
+        && i + 1 < out.len()
+    {
+        out[i + 1] = value.to_string();
+    }
+    out
+}
+
+/// Runs the peer under test with `args`, stdin open, until it exits (bounded).
+fn run_to_end(bench: &Bench, role: Role, args: &[String], what: &str) -> Transcript {
+    let argv = [bench.peer.clone(), args.to_vec()].concat();
+    match Proc::spawn(role, &argv, &bench.raw(what)) {
+        Ok(p) => p.finish(PROMPTLY),
+        Err(e) => could_not_start(e),
+    }
+}
+
+fn could_not_start(e: anyhow::Error) -> Transcript {
+    Transcript {
+        malformed: vec![format!("could not start: {e:#}")],
+        ..Transcript::default()
+    }
+}
+
+/// What the kit does to a client under test, and when.
+#[derive(Debug, Clone, Copy)]
+enum Poke {
+    /// A command (or end of stdin, `None`) while it connects and warms up (a 3 s warmup).
+    BeforeArmed(Option<Command>),
+    /// A line once it printed `armed`.
+    Armed(Option<&'static str>),
+    /// SHUTDOWN or end of stdin 300 ms into a 3 s window.
+    MidWindow(Option<Command>),
+    /// A second START after `sample`.
+    SecondStart,
+}
+
+/// Client lifecycle against a Rust server of `stack`.
+pub(crate) fn client_lifecycle(bench: &Bench, stack: &str) -> Vec<CheckResult> {
+    let stopped = "stopped within 2 s, no sample; exit 0".to_string();
+    let cases: Vec<(&str, Poke, String)> = vec![
+        (
+            "SHUTDOWN while connecting or warming up",
+            Poke::BeforeArmed(Some(Command::Shutdown)),
+            stopped.clone(),
+        ),
+        (
+            "end of stdin while connecting or warming up",
+            Poke::BeforeArmed(None),
+            stopped.clone(),
+        ),
+        (
+            "SHUTDOWN while armed",
+            Poke::Armed(Some("SHUTDOWN")),
+            stopped.clone(),
+        ),
+        (
+            "end of stdin while armed",
+            Poke::Armed(None),
+            stopped.clone(),
+        ),
+        (
+            "SHUTDOWN mid-window",
+            Poke::MidWindow(Some(Command::Shutdown)),
+            stopped.clone(),
+        ),
+        (
+            "end of stdin mid-window",
+            Poke::MidWindow(None),
+            stopped.clone(),
+        ),
+        (
+            "START before armed",
+            Poke::BeforeArmed(Some(Command::Start)),
+            error_expectation(&["connect", "validate", "warmup"], code::PROTOCOL, 1),
+        ),
+        (
+            "an unknown command while armed",
+            Poke::Armed(Some("HELLO")),
+            error_expectation(&[phase::ARMED], code::PROTOCOL, 1),
+        ),
+        (
+            "a second START after the sample",
+            Poke::SecondStart,
+            error_expectation(&[phase::SHUTDOWN], code::PROTOCOL, 1),
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (what, poke, expected) in cases {
+        let name = format!("client {stack}: {what}");
+        let received = match client_poke(bench, stack, poke, &name) {
+            Err(t) => Err(format!("the Rust server did not start: {}", t.describe())),
+            Ok(t) => match poke {
+                Poke::BeforeArmed(Some(Command::Start)) => {
+                    expect_error(&t, &["connect", "validate", "warmup"], code::PROTOCOL, 1)
+                }
+                Poke::Armed(Some("HELLO")) => expect_error(&t, &[phase::ARMED], code::PROTOCOL, 1),
+                Poke::SecondStart => expect_error_after_sample(&t),
+                _ => expect_stopped(&t, false),
+            },
+        };
+        rows.push(CheckResult::new("lifecycle", name, expected, received));
+    }
+    rows
+}
+
+/// The second START: `sample`, then `error` phase shutdown code protocol, exit 1.
+fn expect_error_after_sample(t: &Transcript) -> Result<String, String> {
+    let sample_at = t.events.iter().position(|e| matches!(e, Event::Sample(_)));
+    let rest = Transcript {
+        events: sample_at.map_or(Vec::new(), |i| t.events[i + 1..].to_vec()),
+        ..t.clone()
+    };
+    match sample_at {
+        Some(_) => {
+            expect_error(&rest, &[phase::SHUTDOWN], code::PROTOCOL, 1).map_err(|_| t.describe())
+        }
+        None => Err(t.describe()),
+    }
+}
+
+fn client_poke(
+    bench: &Bench,
+    stack: &str,
+    poke: Poke,
+    name: &str,
+) -> Result<Transcript, Transcript> {
+    let raw = bench.raw(name);
+    let (server, address) = bench.start_server(&bench.rust, stack, &[], &raw)?;
+    let mut spec = ClientSpec::short(stack);
+    match poke {
+        Poke::BeforeArmed(_) => spec.warmup = Duration::from_secs(3),
+        Poke::MidWindow(_) => spec.window = Duration::from_secs(3),
+        _ => {}
+    }
+    let argv = [
+        bench.peer.clone(),
+        spec.args(&address, SERVER_NAME, &bench.ca),
+    ]
+    .concat();
+    let mut client = match Proc::spawn(Role::Client, &argv, &raw) {
+        Ok(c) => c,
+        Err(e) => {
+            server.finish(Duration::ZERO);
+            return Ok(could_not_start(e));
+        }
+    };
+    let bound = match poke {
+        Poke::BeforeArmed(command) => {
+            // The client reads stdin from the moment it starts connecting; give it a moment.
+            std::thread::sleep(Duration::from_millis(700));
+            match command {
+                Some(c) => client.send(c),
+                None => client.close_stdin(),
+            }
+            if matches!(command, Some(Command::Start)) {
+                PROMPTLY
+            } else {
+                AT_ONCE
+            }
+        }
+        Poke::Armed(line) => {
+            if client
+                .until(CLIENT_RUN, |e| matches!(e, Event::Armed(_)))
+                .is_some()
+            {
+                match line {
+                    Some(l) => {
+                        let _ = client.send_line(l);
+                    }
+                    None => client.close_stdin(),
+                }
+            }
+            if line == Some("HELLO") {
+                PROMPTLY
+            } else {
+                AT_ONCE
+            }
+        }
+        Poke::MidWindow(command) => {
+            if client
+                .until(CLIENT_RUN, |e| matches!(e, Event::Armed(_)))
+                .is_some()
+            {
+                client.send(Command::Start);
+                std::thread::sleep(Duration::from_millis(300));
+                match command {
+                    Some(c) => client.send(c),
+                    None => client.close_stdin(),
+                }
+            }
+            AT_ONCE
+        }
+        Poke::SecondStart => {
+            if client
+                .until(CLIENT_RUN, |e| matches!(e, Event::Armed(_)))
+                .is_some()
+            {
+                client.send(Command::Start);
+                if client
+                    .until(CLIENT_RUN, |e| matches!(e, Event::Sample(_)))
+                    .is_some()
+                {
+                    client.send(Command::Start);
+                }
+            }
+            PROMPTLY
+        }
+    };
+    let t = client.finish(bound);
+    server.finish(Duration::ZERO);
+    Ok(t)
+}
+
+/// Server lifecycle: SHUTDOWN, end of stdin, START, an unknown command.
+pub(crate) fn server_lifecycle(bench: &Bench, stack: &str) -> Vec<CheckResult> {
+    let mut rows = Vec::new();
+    let cases: [(&str, Option<&str>, bool); 4] = [
+        ("SHUTDOWN", Some("SHUTDOWN"), true),
+        ("end of stdin", None, true),
+        ("START", Some("START"), false),
+        ("an unknown command", Some("HELLO"), false),
+    ];
+    for (what, line, stops) in cases {
+        let name = format!("server {stack}: {what} while serving");
+        let raw = bench.raw(&name);
+        let received = match bench.start_server(&bench.peer, stack, &[], &raw) {
+            Err(t) => Err(format!("no ready: {}", t.describe())),
+            Ok((mut server, _)) => {
+                match line {
+                    Some(l) => {
+                        let _ = server.send_line(l);
+                    }
+                    None => server.close_stdin(),
+                }
+                let t = server.finish(if stops { AT_ONCE } else { PROMPTLY });
+                let t = without_ready(t);
+                if stops {
+                    expect_stopped(&t, false)
+                } else {
+                    expect_error(&t, &[phase::SERVE], code::PROTOCOL, 1)
+                }
+            }
+        };
+        let expected = if stops {
+            "stopped within 2 s; exit 0".to_string()
+        } else {
+            error_expectation(&[phase::SERVE], code::PROTOCOL, 1)
+        };
+        rows.push(CheckResult::new("lifecycle", name, expected, received));
+    }
+    rows
+}
+
+fn without_ready(mut t: Transcript) -> Transcript {
+    t.events.retain(|e| !matches!(e, Event::Ready(_)));
+    t
+}
+
+/// TLS: a wrong CA and a wrong server name fail as `tls` in phase connect.
+pub(crate) fn tls(bench: &Bench, stack: &str) -> Vec<CheckResult> {
+    let mut rows = Vec::new();
+    for (what, ca, name) in [
+        (
+            "a CA that did not sign the server's certificate",
+            &bench.other_ca,
+            SERVER_NAME,
+        ),
+        (
+            "a --server-name the certificate does not carry",
+            &bench.ca,
+            "127.0.0.2",
+        ),
+    ] {
+        let check = format!("client {stack}: {what}");
+        let raw = bench.raw(&check);
+        let received = match bench.start_server(&bench.rust, stack, &[], &raw) {
+            Err(t) => Err(format!("the Rust server did not start: {}", t.describe())),
+            Ok((server, address)) => {
+                let args = ClientSpec::short(stack).args(&address, name, ca);
+                let t = match Proc::spawn(Role::Client, &[bench.peer.clone(), args].concat(), &raw)
+                {
+                    Ok(c) => c.finish(CLIENT_RUN),
+                    Err(e) => could_not_start(e),
+                };
+                server.finish(Duration::ZERO);
+                expect_error(&t, &[phase::CONNECT], code::TLS, 1)
+            }
+        };
+        rows.push(CheckResult::new(
+            "tls",
+            check,
+            error_expectation(&[phase::CONNECT], code::TLS, 1),
+            received,
+        ));
+    }
+    rows
+}
+
+fn shape_of(name: &str) -> Shape {
+    name.parse().unwrap_or(Shape::Unary)
+}
+
+/// The client's validation duty: against a Rust server that misbehaves in one way, the client
+/// under test fails its validation operation with the code the page gives.
+pub(crate) fn client_validation(
+    bench: &Bench,
+    stack: &str,
+    shapes: &[String],
+    structured: bool,
+) -> Vec<CheckResult> {
+    let mut rows = Vec::new();
+    for (mode, shape, want) in check::server_faults(shapes, structured) {
+        let payload = if mode == "corrupt-structured" && structured {
+            Payload::Structured
+        } else {
+            Payload::Zeros
+        };
+        let name = format!("client {stack} {shape} {}: server {mode}", payload.as_str());
+        let raw = bench.raw(&name);
+        let expected = error_expectation(&[phase::VALIDATE], want, 1);
+        let received =
+            match bench.start_server(&bench.rust, stack, &["--conformance-fault", mode], &raw) {
+                Err(t) => Err(format!("the Rust server did not start: {}", t.describe())),
+                Ok((server, address)) => {
+                    let spec = ClientSpec {
+                        shape: shape_of(&shape),
+                        payload,
+                        ..ClientSpec::short(stack)
+                    };
+                    let args = spec.args(&address, SERVER_NAME, &bench.ca);
+                    let t =
+                        match Proc::spawn(Role::Client, &[bench.peer.clone(), args].concat(), &raw)
+                        {
+                            Ok(mut c) => {
+                                // A client that does not fail arms; stop it there.
+                                if c.until(CLIENT_RUN, |e| {
+                                    matches!(e, Event::Armed(_) | Event::Error(_))
+                                })
+                                .is_some_and(|e| matches!(e, Event::Armed(_)))
+                                {
+                                    c.send(Command::Shutdown);
+                                }
+                                c.finish(PROMPTLY)
+                            }
+                            Err(e) => could_not_start(e),
+                        };
+                    server.finish(Duration::ZERO);
+                    expect_error(&t, &[phase::VALIDATE], want, 1)
+                }
+            };
+        rows.push(CheckResult::new(
+            "client-validation",
+            name,
+            expected,
+            received,
+        ));
+    }
+    rows
+}
+
+/// The server's validation duty: a Rust client sends one malformed call; the server under test
+/// must answer INVALID_ARGUMENT and then serve a well-formed call (the Rust client then prints
+/// `stopped` and exits 0; otherwise its `error` says what the server did).
+pub(crate) fn server_validation(
+    bench: &Bench,
+    stack: &str,
+    shapes: &[String],
+    structured: bool,
+) -> Vec<CheckResult> {
+    let mut rows = Vec::new();
+    for shape in shapes {
+        for mode in check::client_faults(shape, structured) {
+            let payload = if mode == "corrupt-structured" {
+                Payload::Structured
+            } else {
+                Payload::Zeros
+            };
+            let name = format!("server {stack} {shape} {}: client {mode}", payload.as_str());
+            let raw = bench.raw(&name);
+            let received = match bench.start_server(&bench.peer, stack, &[], &raw) {
+                Err(t) => Err(format!("no ready: {}", t.describe())),
+                Ok((server, address)) => {
+                    let spec = ClientSpec {
+                        shape: shape_of(shape),
+                        payload,
+                        ..ClientSpec::short(stack)
+                    };
+                    let mut argv = bench.rust.clone();
+                    argv.extend(spec.args(&address, SERVER_NAME, &bench.ca));
+                    argv.extend(["--conformance-fault".to_string(), mode.to_string()]);
+                    let t = match Proc::spawn(Role::Client, &argv, &raw) {
+                        Ok(c) => c.finish(CLIENT_RUN),
+                        Err(e) => could_not_start(e),
+                    };
+                    let server_t = server.finish(Duration::ZERO);
+                    match expect_stopped(&t, false) {
+                        Ok(r) => Ok(r),
+                        Err(_) => Err(format!(
+                            "the Rust client saw: {}{}",
+                            t.describe(),
+                            server_error(&server_t)
+                        )),
+                    }
+                }
+            };
+            rows.push(CheckResult::new(
+                "server-validation",
+                name,
+                "INVALID_ARGUMENT to the malformed call, then a well-formed call served (the Rust client: stopped, exit 0)",
+                received,
+            ));
+        }
+    }
+    rows
+}
+
+fn server_error(t: &Transcript) -> String {
+    t.events
+        .iter()
+        .find_map(|e| match e {
+            Event::Error(err) => Some(format!(
+                "; the server: error phase {} code {}: {}",
+                err.phase, err.code, err.message
+            )),
+            _ => None,
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,136 @@
+//! The kit passes the Rust peer and fails deliberately broken variants of it, each on the
+//! check that names its fault: a wrong histogram cookie, a server that skips its validation
+//! duty, a peer that ignores SHUTDOWN. The variants are small shell wrappers around the real
+//! Rust peer, so the kit sees exactly one thing wrong.
+//!
+//! Needs `rpcarena-peer-rust` built next to the test binary's target directory
+//! (`cargo build -p rpcarena-peer-rust`; `cargo test --workspace` builds it).
+
+use rpcarena_conformance::{CheckResult, Options, run};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn rust_peer() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(Path::parent).unwrap();
+    let peer = dir.join("rpcarena-peer-rust");
+    assert!(
+        peer.is_file(),
+        "{} is missing: build it first (cargo build -p rpcarena-peer-rust)",
+        peer.display()
+    );
+    peer
+}
+
+/// A wrapper script around the Rust peer.
+fn wrapper(dir: &Path, name: &str, body: &str) -> Vec<String> {
+    let path = dir.join(name);
+    let text = format!(
+        "#!/bin/bash\nset -o pipefail\nPEER={}\n{body}\n",
+        rust_peer().display()
+    );
+    std::fs::write(&path, text).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    vec![path.display().to_string()]
+}
+
+fn check(peer: Vec<String>, groups: &[&str]) -> Vec<CheckResult> {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let options = Options {
+        peer,
+        rust: vec![rust_peer().display().to_string()],
+        stacks: vec!["tcp".to_string()],
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+        out: None,
+    };
+    let outcome = run(&options, &mut |line| eprintln!("{line}")).unwrap();
+    eprintln!("{}", rpcarena_conformance::check::table(&outcome.rows));
+    outcome.rows
+}
+
+fn row<'a>(rows: &'a [CheckResult], name: &str) -> &'a CheckResult {
+    rows.iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no check {name:?}"))
+}
+
+#[test]
+fn the_rust_peer_passes_every_check() {
+    let rows = check(vec![rust_peer().display().to_string()], &[]);
+    let failed: Vec<&CheckResult> = rows.iter().filter(|r| !r.passed).collect();
+    // every group ran
+    for group in rpcarena_conformance::GROUPS {
+        assert!(rows.iter().any(|r| r.group == group), "no {group} row");
+    }
+    // Known: the Rust peer's send-saturation drain_ns can pass its bound by a few ms when a
+    // stream misses the settle bound (reported to the integrator); nothing else may fail.
+    assert!(
+        failed.iter().all(|r| r.name.contains("send-saturation")),
+        "{failed:#?}"
+    );
+}
+
+#[test]
+fn a_wrong_histogram_cookie_fails_the_client_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    // 0x1c849314 -> 0x1c849304 in every histogram (base64 HISTFAAA -> HISTBAAA)
+    let peer = wrapper(
+        dir.path(),
+        "wrong-cookie",
+        r#""$PEER" "$@" | sed -u 's/"HISTFAAA/"HISTBAAA/g'"#,
+    );
+    let rows = check(peer, &["sample"]);
+    let r = row(&rows, "client tcp unary closed zeros");
+    assert!(!r.passed, "{r:?}");
+    assert!(
+        r.received
+            .contains("cookie 0x1c849304 received, 0x1c849314 expected"),
+        "{r:?}"
+    );
+    // as a server it prints no histogram: those samples pass
+    assert!(row(&rows, "server tcp unary closed zeros").passed);
+}
+
+#[test]
+fn a_server_that_skips_validation_fails_the_server_validation_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = wrapper(
+        dir.path(),
+        "skips-validation",
+        r#"if [ "$1" = server ]; then exec "$PEER" "$@" --conformance-fault skip-validation; fi
+exec "$PEER" "$@""#,
+    );
+    let rows = check(peer, &["server-validation"]);
+    let r = row(&rows, "server tcp unary zeros: client nonzero-byte");
+    assert!(!r.passed, "{r:?}");
+    assert!(r.received.contains("code invalid"), "{r:?}");
+    assert!(
+        rows.iter().all(|r| !r.passed),
+        "every malformed call must be caught"
+    );
+}
+
+#[test]
+fn a_peer_that_ignores_shutdown_fails_the_shutdown_checks() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = wrapper(
+        dir.path(),
+        "ignores-shutdown",
+        r#"{ grep --line-buffered -v '^SHUTDOWN$' || true; } | "$PEER" "$@""#,
+    );
+    let rows = check(peer, &["lifecycle"]);
+    for name in [
+        "client tcp: SHUTDOWN while armed",
+        "client tcp: SHUTDOWN mid-window",
+        "server tcp: SHUTDOWN while serving",
+    ] {
+        let r = row(&rows, name);
+        assert!(!r.passed, "{r:?}");
+    }
+    // end of stdin still reaches it: those checks pass, so the failures are specific
+    assert!(row(&rows, "client tcp: end of stdin while armed").passed);
+    assert!(row(&rows, "server tcp: end of stdin while serving").passed);
+}
