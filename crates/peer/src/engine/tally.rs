@@ -334,9 +334,12 @@ impl Totals {
             request_bytes: tally.request_bytes,
             response_bytes: tally.response_bytes,
             window_ns,
-            drain_ns: tally
-                .last_end
-                .map_or(0, |end| end.saturating_sub(window.deadline)),
+            // An operation that missed the bound ends at the bound (docs/peer-protocol.md,
+            // `drain_ns`), however late the timer that noticed it fired.
+            drain_ns: tally.last_end.map_or(0, |end| {
+                end.min(window.hard_deadline)
+                    .saturating_sub(window.deadline)
+            }),
             histogram: histogram::encode(&tally.histogram)?,
             failures: tally
                 .failures
@@ -421,6 +424,18 @@ mod tests {
             .report(&Window::new(0, 200, 10))
             .unwrap();
         assert_eq!(report.drain_ns, 0);
+    }
+
+    #[test]
+    fn a_timeout_noticed_late_ends_at_the_drain_bound() {
+        let mut a = LaneTally::new();
+        a.handle_started(150);
+        // the timer fired 5 ns after the bound (deadline 200 + drain 10 = 210)
+        a.handle_drain_expired(215, "the drain");
+        let report = Totals::merge([a], None)
+            .report(&Window::new(0, 200, 10))
+            .unwrap();
+        assert_eq!(report.drain_ns, 10);
     }
 
     #[test]
