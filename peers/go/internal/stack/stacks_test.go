@@ -17,8 +17,6 @@ import (
 	"rpcarena/peers/go/internal/workload"
 )
 
-
-
 // stacks lists each stack's server and client constructors.
 var stacks = map[string]struct {
 	alpn    string

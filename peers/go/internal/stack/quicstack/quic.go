@@ -54,13 +54,33 @@ func isTLSError(err error) bool {
 	return errors.As(err, &transport) && transport.ErrorCode.IsCryptoError()
 }
 
+// finishSend sends FIN. A server that read the whole request up to END may stop reading before
+// the FIN arrives (STOP_SENDING, as quinn does when it drops a finished call's receive side):
+// the request is complete, so that is not a failure of the call; its answer decides.
+func finishSend(stream *quic.Stream) error {
+	err := stream.Close()
+	if err == nil {
+		return nil
+	}
+	if stopped(context.Cause(stream.Context())) {
+		return nil
+	}
+	return err
+}
+
+// stopped says whether cause is the peer's STOP_SENDING.
+func stopped(cause error) bool {
+	var streamErr *quic.StreamError
+	return errors.As(cause, &streamErr) && streamErr.Remote
+}
+
 // streamConn is the native framing over one stream.
 func streamConn(stream *quic.Stream, reader *native.Reader, writer *native.Writer) native.Conn {
 	reader.Reset(stream)
 	writer.Reset(stream)
 	return native.Conn{
 		R: reader, W: writer,
-		FinishSend: stream.Close,
+		FinishSend: func() error { return finishSend(stream) },
 		OneCall:    true,
 		Abort: func() {
 			stream.CancelWrite(0)
