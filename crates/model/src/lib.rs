@@ -45,3 +45,4 @@ pub mod metrics;
 pub mod network;
 pub mod record;
 pub mod schedule;
+pub mod transport;

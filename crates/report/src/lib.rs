@@ -16,6 +16,7 @@ pub mod aggregate;
 pub mod csv;
 pub mod markdown;
 mod notes;
+pub mod transport;
 
 use aggregate::Aggregator;
 use rpcarena_model::campaign::Campaign;

@@ -322,6 +322,7 @@ impl SampleMachine {
                 ..Noise::default()
             }),
             network: None,
+            network_window: None,
             raw: spec.raw_rel.clone(),
         };
         SampleMachine {
