@@ -151,6 +151,9 @@ enum Cmd {
         /// Master seed of the emulator's random generators.
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Loss granularity: packet (every wire packet) or offload (GSO bundles as one unit).
+        #[arg(long, default_value = "packet", value_parser = parse_granularity)]
+        granularity: rpcarena_netem_core::Granularity,
         /// Also write the full report as JSON to this file.
         #[arg(long)]
         json: Option<PathBuf>,
@@ -212,8 +215,16 @@ fn real_main() -> Result<ExitCode> {
             quick,
             emulator,
             seed,
+            granularity,
             json,
-        } => netcheck(&profile, quick, emulator, seed, json.as_deref()),
+        } => netcheck(
+            &profile,
+            quick,
+            emulator,
+            seed,
+            granularity,
+            json.as_deref(),
+        ),
     }
 }
 
@@ -567,14 +578,25 @@ fn doctor(clean: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--granularity packet|offload`.
+fn parse_granularity(text: &str) -> Result<rpcarena_netem_core::Granularity, String> {
+    match text {
+        "packet" => Ok(rpcarena_netem_core::Granularity::Packet),
+        "offload" => Ok(rpcarena_netem_core::Granularity::Offload),
+        other => Err(format!("expected packet or offload, got {other:?}")),
+    }
+}
+
 fn netcheck(
     profile: &str,
     quick: bool,
     emulator: EmulatorChoice,
     seed: u64,
+    granularity: rpcarena_netem_core::Granularity,
     json: Option<&Path>,
 ) -> Result<ExitCode> {
-    let profile = rpcarena_netem_core::profile_by_name(profile)?;
+    let mut profile = rpcarena_netem_core::profile_by_name(profile)?;
+    profile.granularity = granularity;
     let mut options = if quick {
         NetcheckOptions::quick()
     } else {

@@ -46,3 +46,4 @@ pub mod network;
 pub mod peerdir;
 pub mod record;
 pub mod schedule;
+pub mod transport;

@@ -5,7 +5,8 @@
 
 use crate::matrix::SampleConfig;
 use crate::network::NetworkDescription;
-use rpcarena_netem_core::SampleCheck;
+use crate::transport::TransportRecord;
+use rpcarena_netem_core::{LinkWindow, SampleCheck};
 use rpcarena_protocol::event::{Armed, Interval, SampleReport};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -66,6 +67,9 @@ pub struct SampleRecord {
     /// campaign uses namespaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<SampleCheck>,
+    /// The emulator's counters of both directions over the window (userspace emulator only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_window: Option<LinkWindow>,
     /// Directory holding the peers' stdout and stderr, relative to the run directory.
     pub raw: String,
 }
@@ -137,6 +141,9 @@ pub struct ClientResult {
     /// Per-second intervals of the window, by operation start time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<IntervalRecord>,
+    /// The client's transport statistics over the window, when its peer reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<TransportRecord>,
 }
 
 /// The client's `armed` and `sample` events, with counters as numbers. Every field of the
@@ -172,6 +179,7 @@ impl From<(Armed, SampleReport)> for ClientResult {
             sent,
             received,
             intervals,
+            transport,
         } = report;
         ClientResult {
             lanes,
@@ -199,6 +207,7 @@ impl From<(Armed, SampleReport)> for ClientResult {
             sent,
             received,
             intervals: intervals.into_iter().map(IntervalRecord::from).collect(),
+            transport: transport.map(|t| TransportRecord::from(*t)),
         }
     }
 }

@@ -90,7 +90,12 @@ pub(crate) fn fmt_value(v: Option<f64>) -> String {
 
 impl fmt::Display for NetcheckReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "netcheck {}", self.profile)?;
+        writeln!(
+            f,
+            "netcheck {} (loss granularity: {})",
+            self.profile,
+            self.profile.granularity.as_str()
+        )?;
         writeln!(
             f,
             "backend {} ({}), linux {}, {} CPUs, load {:.2} -> {:.2}, seed {}, {:.1} s{}",

@@ -237,6 +237,34 @@ pub struct LinkStats {
     pub server_to_client: DirectionStats,
 }
 
+impl LinkStats {
+    /// What both directions did between `earlier` and `self`: the emulator's counters over a
+    /// sample's window.
+    pub fn since(&self, earlier: &LinkStats) -> LinkWindow {
+        LinkWindow {
+            client_to_server: self
+                .client_to_server
+                .counters
+                .since(&earlier.client_to_server.counters),
+            server_to_client: self
+                .server_to_client
+                .counters
+                .since(&earlier.server_to_client.counters),
+        }
+    }
+}
+
+/// The emulator's counters of both directions over one sample's window (from `START` to the
+/// client's `sample` event). Packets and bytes arrived, lost by the model, dropped at the queue
+/// limit, released, and the summed queueing delay ([`Counters::mean_queue_wait_ns`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkWindow {
+    /// Client to server.
+    pub client_to_server: Counters,
+    /// Server to client.
+    pub server_to_client: Counters,
+}
+
 /// Drop and error counters of one device, as deltas since the previous check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DeviceCounters {

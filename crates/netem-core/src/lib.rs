@@ -41,15 +41,16 @@ pub mod error;
 pub mod info;
 pub mod lateness;
 pub mod profile;
+pub mod vnet;
 
 pub use emulator::{Counters, DelaySampler, LinkEmulator, Released, Verdict};
 pub use error::ProfileError;
 pub use info::{
     BackendKind, DeviceCounters, DirectionSeeds, DirectionStats, EmulatorChoice, EmulatorInfo,
-    LinkStats, SampleCheck, ThreadPriority, TimingOptions, TopologyInfo,
+    LinkStats, LinkWindow, SampleCheck, ThreadPriority, TimingOptions, TopologyInfo,
 };
 pub use lateness::LatencyHistogram;
 pub use profile::{
-    DelayDistribution, Direction, DirectionOverrides, DirectionSpec, LinkProfile, LossModel,
-    PROFILE_NAMES, Reorder, profile_by_name,
+    DelayDistribution, Direction, DirectionOverrides, DirectionSpec, Granularity, LinkProfile,
+    LossModel, PROFILE_NAMES, Reorder, profile_by_name,
 };

@@ -564,6 +564,40 @@ pub struct LinkProfile {
     pub client_to_server: DirectionSpec,
     /// What happens to packets from server to client.
     pub server_to_client: DirectionSpec,
+    /// What the emulator loses, delays and queues as one unit: every wire packet (default), or
+    /// every offload bundle the kernel hands over, as kernel netem does on a veth with TSO/GSO.
+    #[serde(default, skip_serializing_if = "Granularity::is_packet")]
+    pub granularity: Granularity,
+}
+
+/// The unit the emulator decides on (docs/network-emulation.md, "Granularity").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Granularity {
+    /// Every wire packet on its own, as on a physical link: the TUN devices take no offloads,
+    /// so TCP segments and UDP datagrams arrive at most one MTU each.
+    #[default]
+    Packet,
+    /// Every offload bundle as one unit: the TUN devices take TSO/USO and checksum offloads
+    /// (`IFF_VNET_HDR`, `TUNSETOFFLOAD`), the kernel hands over GSO bundles of up to 64 KiB, and
+    /// a bundle is lost, delayed, rate-limited and queued whole, the way kernel netem treats a
+    /// GSO packet on a veth with offloads on. The rate still charges every segment's bytes.
+    Offload,
+}
+
+impl Granularity {
+    /// Whether this is the default, [`Granularity::Packet`].
+    pub fn is_packet(&self) -> bool {
+        *self == Granularity::Packet
+    }
+
+    /// The name used in campaigns, manifests and reports.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Granularity::Packet => "packet",
+            Granularity::Offload => "offload",
+        }
+    }
 }
 
 /// Names accepted by [`profile_by_name`], in the order they are documented.
@@ -657,6 +691,7 @@ impl LinkProfile {
             mtu,
             client_to_server: spec.clone(),
             server_to_client: spec,
+            granularity: Granularity::Packet,
         }
     }
 

@@ -17,6 +17,7 @@ use nix::poll::{PollFd, PollFlags, ppoll};
 use nix::sys::time::TimeSpec;
 use tun_rs::SyncDevice;
 
+use rpcarena_netem_core::vnet::{Bundle, VNET_HDR_LEN};
 use rpcarena_netem_core::{
     Direction, DirectionStats, LatencyHistogram, LinkEmulator, TimingOptions, Verdict,
 };
@@ -28,8 +29,9 @@ use crate::timing::{mono_ns, set_precise_timer_slack};
 /// Packets read per loop turn before checking for due releases, so that a flood of arrivals
 /// cannot delay releases by more than a few microseconds.
 const READ_BATCH: usize = 64;
-/// Publish counters at least this often while busy (and whenever the link goes idle).
-const PUBLISH_EVERY_NS: u64 = 100_000_000;
+/// Publish counters at least this often while busy (and whenever the link goes idle): a
+/// sample's window counters are read at START and at its end, so they are this stale at most.
+const PUBLISH_EVERY_NS: u64 = 10_000_000;
 /// Spare packet buffers kept for reuse.
 const POOL_MAX: usize = 4096;
 /// Consecutive read errors after which the thread gives up (the device is gone).
@@ -56,6 +58,8 @@ struct Loop {
     output: Arc<SyncDevice>,
     emulator: LinkEmulator<Vec<u8>>,
     buf_len: usize,
+    /// Frames carry a virtio-net header and may be GSO bundles (granularity "offload").
+    offload: bool,
     timing: TimingOptions,
     stop: Arc<AtomicBool>,
     wake_rx: OwnedFd,
@@ -76,6 +80,7 @@ impl Forwarder {
         output: Arc<SyncDevice>,
         emulator: LinkEmulator<Vec<u8>>,
         mtu: u32,
+        offload: bool,
         timing: TimingOptions,
     ) -> Result<(Forwarder, Option<String>), NetemError> {
         let (wake_rx, wake_tx) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
@@ -90,7 +95,13 @@ impl Forwarder {
             output,
             emulator,
             // Without offloads a TUN read never exceeds the MTU; the slack detects surprises.
-            buf_len: mtu as usize + 256,
+            // With them a read is a virtio-net header and a GSO bundle of up to 64 KiB.
+            buf_len: if offload {
+                VNET_HDR_LEN + 65_536 + 256
+            } else {
+                mtu as usize + 256
+            },
+            offload,
             timing,
             stop: stop.clone(),
             wake_rx,
@@ -235,7 +246,21 @@ impl Loop {
                             self.recycle(buf);
                             continue;
                         }
-                        match self.emulator.handle_packet(mono_ns(), n, buf) {
+                        // The rate charges what the bundle's segments take on the wire; loss,
+                        // delay and the limit act on the bundle (granularity "offload").
+                        let wire_len = if self.offload {
+                            match Bundle::parse(&buf[..n]) {
+                                Ok(bundle) => bundle.wire_len,
+                                Err(e) => {
+                                    self.last_error = Some(format!("an offload frame: {e}"));
+                                    n.saturating_sub(VNET_HDR_LEN)
+                                }
+                            }
+                        } else {
+                            n
+                        };
+                        buf.truncate(n);
+                        match self.emulator.handle_packet(mono_ns(), wire_len, buf) {
                             Verdict::Queued { .. } => {}
                             Verdict::Lost(b) | Verdict::QueueFull(b) => self.recycle(b),
                         }
@@ -267,7 +292,7 @@ impl Loop {
             let now = mono_ns();
             while let Some(packet) = self.emulator.poll_release(now) {
                 let sent_at = mono_ns();
-                if let Err(e) = self.output.send(&packet.payload[..packet.len]) {
+                if let Err(e) = self.output.send(&packet.payload) {
                     self.write_errors += 1;
                     self.last_error = Some(format!("writing the output TUN: {e}"));
                 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use rpcarena_netem_core::{
     BackendKind, DeviceCounters, Direction, DirectionSeeds, EmulatorChoice, EmulatorInfo,
-    LatencyHistogram, LinkEmulator, LinkProfile, LinkStats, ProfileError, SampleCheck,
+    Granularity, LatencyHistogram, LinkEmulator, LinkProfile, LinkStats, ProfileError, SampleCheck,
     TimingOptions, TopologyInfo,
 };
 use serde::{Deserialize, Serialize};
@@ -492,7 +492,11 @@ fn kernel_netem(
             &profile.server_to_client,
         ),
     ] {
-        kernel::disable_offloads(ns, dev)?;
+        // Granularity "packet": offloads off, netem sees wire packets; "offload": the veth
+        // keeps its default TSO/GSO/GRO, so netem sees the bundles.
+        if profile.granularity == Granularity::Packet {
+            kernel::disable_offloads(ns, dev)?;
+        }
         kernel::add_netem(ns, dev, spec)?;
         qdisc.push(format!("{ns}: {}", kernel::qdisc_text(ns, dev, false)));
     }
@@ -514,12 +518,14 @@ fn userspace(
     info: &mut TopologyInfo,
 ) -> Result<Link, NetemError> {
     let (mtu, qlen) = (info.mtu, config.timing.tun_tx_queue_len);
+    let offload = profile.granularity == Granularity::Offload;
     let client_tun = Arc::new(tun::create_tun(
         client_ns.name(),
         mtu,
         qlen,
         CLIENT_ADDR,
         SERVER_ADDR,
+        offload,
     )?);
     let server_tun = Arc::new(tun::create_tun(
         server_ns.name(),
@@ -527,6 +533,7 @@ fn userspace(
         qlen,
         SERVER_ADDR,
         CLIENT_ADDR,
+        offload,
     )?);
     let seeds = DirectionSeeds::derive(config.seed);
     let mut link = Link {
@@ -546,6 +553,7 @@ fn userspace(
             output,
             emulator,
             mtu,
+            offload,
             config.timing.clone(),
         )?;
         link.forwarders.push(forwarder);

@@ -19,6 +19,7 @@ use crate::stacks::quic::QuicClient;
 use crate::stacks::tcp::TcpClient;
 use crate::stacks::{ClientSettings, ClientStack, RawCall, Workload};
 use crate::tls;
+use crate::transport::Poller;
 use rpcarena_protocol::event::{Armed, Command, Event, Stopped, code, phase};
 use std::sync::Arc;
 use std::time::Duration;
@@ -216,6 +217,8 @@ async fn sample<S: ClientStack>(
         Input::Unknown(line) => return Err(unknown_command(phase::ARMED, &line)),
     }
 
+    // Transport statistics: read at START, polled through the window, read at its end.
+    let poller = stack.transport_probe().map(Poller::start);
     let window = Window::new(
         clock.now(),
         args.window_ms.saturating_mul(1_000_000),
@@ -235,9 +238,10 @@ async fn sample<S: ClientStack>(
         stop_early("the window");
         return Ok(());
     };
-    let report = totals
+    let mut report = totals
         .report(&window)
         .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, e))?;
+    report.transport = poller.and_then(Poller::finish).map(Box::new);
     emit(&Event::Sample(report));
 
     match commands.next().await {

@@ -28,3 +28,4 @@ pub mod service {
     tonic::include_proto!("rpcarena.bench.v1");
 }
 pub mod tls;
+pub mod transport;

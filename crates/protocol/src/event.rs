@@ -307,6 +307,154 @@ pub struct SampleReport {
     /// One entry per second of the window (the last may be partial), by operation start time.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub intervals: Vec<Interval>,
+    /// Transport statistics of the client's connections over the window (optional: peers that
+    /// cannot read them omit the field; see docs/peer-protocol.md, "Transport statistics").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Box<TransportStats>>,
+}
+
+/// What the client's transport did during the window, summed over its connections: counters
+/// are differences between the window's end and its start, gauges are read at the end (or
+/// polled through the window, where the name says so). Every figure but `transport` and
+/// `connections` is optional; a peer reports those its transport library or kernel gives.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct TransportStats {
+    /// Where the figures come from: `tcp` (Linux `TCP_INFO`) or `quic` (the QUIC library's
+    /// connection statistics).
+    pub transport: String,
+    /// Connections summed over.
+    #[serde(with = "counter")]
+    pub connections: u64,
+    /// How many times the gauges were polled during the window (`cwnd_min_bytes`,
+    /// `cwnd_mean_bytes`, and TCP's `congestion_events`).
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub polls: Option<u64>,
+    /// Packets sent (TCP segments, QUIC packets), retransmissions included.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub packets_sent: Option<u64>,
+    /// Bytes sent (TCP payload bytes including retransmissions; QUIC UDP payload bytes).
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub bytes_sent: Option<u64>,
+    /// TCP: segments retransmitted (`tcpi_total_retrans`).
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub retransmitted: Option<u64>,
+    /// QUIC: packets declared lost.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub lost: Option<u64>,
+    /// TCP: retransmission timeouts (`tcpi_total_rto`, Linux 6.7 and later).
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeouts: Option<u64>,
+    /// Congestion window reductions: QUIC's congestion events; TCP: entries into loss recovery
+    /// or the loss state seen by the polls (a recovery shorter than the poll interval can be
+    /// missed).
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub congestion_events: Option<u64>,
+    /// Congestion window at the end, bytes (TCP: `snd_cwnd x snd_mss`).
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cwnd_bytes: Option<u64>,
+    /// Smallest congestion window seen by the polls, bytes.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cwnd_min_bytes: Option<u64>,
+    /// Mean congestion window over the polls, bytes.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub cwnd_mean_bytes: Option<u64>,
+    /// Smoothed round-trip time at the end, nanoseconds (mean over connections).
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub srtt_ns: Option<u64>,
+    /// Smallest round-trip time the transport saw, nanoseconds (mean over connections).
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub min_rtt_ns: Option<u64>,
+    /// TCP: the kernel's latest delivery-rate estimate at the end, bits per second.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub delivery_rate_bps: Option<u64>,
+    /// TCP: time with data in flight (`tcpi_busy_time`), nanoseconds; the rest of the window
+    /// the sender was application-limited (idle).
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub busy_ns: Option<u64>,
+    /// TCP: time limited by the receiver's window (`tcpi_rwnd_limited`), nanoseconds.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub rwnd_limited_ns: Option<u64>,
+    /// TCP: time limited by the send buffer (`tcpi_sndbuf_limited`), nanoseconds.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub sndbuf_limited_ns: Option<u64>,
+    /// QUIC: UDP datagrams sent.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub datagrams_sent: Option<u64>,
+    /// QUIC: send system calls (`datagrams_sent / send_calls` is the GSO batch size).
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub send_calls: Option<u64>,
 }
 
 /// The operations of a sample that started in one second of its window.

@@ -8,6 +8,7 @@
 //! figure. Figures enter the statistics in round order, so the seeded bootstrap gives the same
 //! interval every time the report is made.
 
+use crate::transport::{TransportFigures, TransportSummary, summarize};
 use hdrhistogram::Histogram;
 use rpcarena_model::load::LoadSpec;
 use rpcarena_model::matrix::SampleConfig;
@@ -77,6 +78,8 @@ pub struct Row {
     pub latency: Histogram<u64>,
     /// Good samples without /proc readings (their CPU and memory are left out).
     pub without_process: usize,
+    /// Transport and emulator figures, medians over good samples that have them.
+    pub transport: Option<TransportSummary>,
     /// Each good sample's own figures, in round order (for comparisons of other pairs than
     /// the baseline's, and for the HTML report's per-sample views).
     pub samples: Vec<SampleFigures>,
@@ -222,6 +225,7 @@ struct Figures {
     send_lag_p99_ns: Option<u64>,
     received_per_s: Option<f64>,
     max_in_flight: Option<u64>,
+    transport: TransportFigures,
 }
 
 impl Figures {
@@ -254,6 +258,7 @@ impl Figures {
             send_lag_p99_ns: m.send_lag_p99_ns,
             received_per_s: m.received_per_s,
             max_in_flight: client.and_then(|c| c.max_in_flight),
+            transport: TransportFigures::of(record),
         }
     }
 }
@@ -506,6 +511,7 @@ fn row(group: &Group) -> Row {
                 intervals: f.intervals.clone(),
             })
             .collect(),
+        transport: summarize(&group.good.iter().map(|f| f.transport).collect::<Vec<_>>()),
     }
 }
 

@@ -24,6 +24,7 @@ pub mod markdown;
 mod notes;
 mod peers;
 mod published;
+pub mod transport;
 pub mod verify;
 
 pub use published::sha256_hex;

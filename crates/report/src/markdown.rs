@@ -191,6 +191,7 @@ fn write_tables(out: &mut String, inputs: &Inputs<'_>) {
     }
     write_messages(out, rows);
     write_connect(out, rows);
+    crate::transport::write_section(out, rows);
     write_open_loop(out, rows);
     write_saturation(out, rows);
 }
@@ -660,11 +661,17 @@ fn describe_network(network: &NetworkDescription) -> String {
                     .unwrap_or_default()
             };
             format!(
-                "client and server in separate network namespaces joined by an emulated link ({} {}), profile {}, MTU {}; client to server: {}; server to client: {}",
+                "client and server in separate network namespaces joined by an emulated link ({} {}), profile {}, MTU {}, loss granularity {}; client to server: {}; server to client: {}",
                 emulator.map_or("unknown", |e| e.kind.as_str()),
                 emulator.map_or("unknown", |e| e.version.as_str()),
                 profile.and_then(|p| p.name.as_deref()).unwrap_or("custom"),
                 profile.map_or(0, |p| p.mtu),
+                profile.map_or("packet", |p| match p.granularity {
+                    rpcarena_netem_core::Granularity::Packet =>
+                        "packet (every wire packet decided on its own)",
+                    rpcarena_netem_core::Granularity::Offload =>
+                        "offload (GSO bundles decided as one unit)",
+                }),
                 direction(|p| &p.client_to_server),
                 direction(|p| &p.server_to_client)
             )

@@ -121,6 +121,7 @@ fn record(config_index: usize, round: u32, ops: f64, p99_ns: u64) -> SampleRecor
         }),
         server_counters: Default::default(),
         network: None,
+        network_window: None,
         raw: "raw/x".into(),
     }
 }

@@ -121,6 +121,11 @@ impl RunNetwork {
         &self.description
     }
 
+    /// The emulator's counters now (userspace emulator only), to take a sample's window apart.
+    pub fn link_stats(&self) -> Option<rpcarena_netem_core::LinkStats> {
+        self.topology.as_ref().and_then(Topology::stats)
+    }
+
     /// After a sample: the devices dropped nothing on their own and the emulator is alive.
     /// Returns the counters to keep in the sample record, or why the sample is invalid.
     pub fn after_sample(&mut self) -> Result<Option<SampleCheck>, String> {

@@ -208,6 +208,7 @@ mod tests {
             server_counters: Default::default(),
             noise: None,
             network: None,
+            network_window: None,
             raw: "raw/r01-001".into(),
         };
         let line = serde_json::to_string(&record).unwrap();

@@ -8,6 +8,7 @@
 //! profile = "regional-wan"   # emulated: lan, regional-wan, continental, lossy-mobile, satellite
 //! emulator = "auto"          # auto (kernel netem where present, else userspace) | userspace | kernel
 //! mtu = 1500                 # optional, netns and emulated
+//! granularity = "packet"     # emulated: packet (default) | offload (GSO bundles as one unit)
 //! [network.both]             # optional overrides of the profile, both directions
 //! loss = "0%"
 //! [network.client_to_server] # then per direction
@@ -23,7 +24,7 @@ mod description;
 use crate::campaign::Problem;
 pub use description::{NETWORK_DESCRIPTION_VERSION, NetworkDescription};
 use rpcarena_netem_core::{
-    BackendKind, DirectionOverrides, LinkProfile, LossModel, profile_by_name,
+    BackendKind, DirectionOverrides, Granularity, LinkProfile, LossModel, profile_by_name,
 };
 pub use rpcarena_netem_core::{DelayDistribution, EmulatorChoice};
 use serde::de::{self, MapAccess, Visitor};
@@ -53,6 +54,9 @@ pub struct Network {
     /// Overrides for packets from server to client (applied after `both`).
     #[serde(skip_serializing_if = "LinkOverrides::is_empty")]
     pub server_to_client: LinkOverrides,
+    /// What the emulator decides on: wire packets (default) or offload bundles (emulated only).
+    #[serde(skip_serializing_if = "Granularity::is_packet")]
+    pub granularity: Granularity,
 }
 
 /// Network backends.
@@ -287,6 +291,8 @@ struct NetworkTable {
     client_to_server: LinkOverrides,
     #[serde(default)]
     server_to_client: LinkOverrides,
+    #[serde(default)]
+    granularity: Granularity,
 }
 
 impl<'de> Deserialize<'de> for Network {
@@ -316,6 +322,7 @@ impl<'de> Deserialize<'de> for Network {
                     both: t.both,
                     client_to_server: t.client_to_server,
                     server_to_client: t.server_to_client,
+                    granularity: t.granularity,
                 })
             }
         }
@@ -371,6 +378,14 @@ impl Network {
                         ),
                     );
                 }
+                if !self.granularity.is_packet() {
+                    problem(
+                        "granularity",
+                        format!(
+                            "a loss granularity only applies to backend \"emulated\", not {backend:?}"
+                        ),
+                    );
+                }
                 if self.backend == NetworkBackend::Loopback && self.mtu.is_some() {
                     problem(
                         "mtu",
@@ -423,6 +438,7 @@ impl Network {
         if let Some(mtu) = self.mtu {
             profile.mtu = mtu;
         }
+        profile.granularity = self.granularity;
         profile
             .validate()
             .map_err(|e| format!("network (profile {name} with overrides): {e}"))?;
@@ -446,6 +462,29 @@ impl Network {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn granularity_reaches_the_profile_and_only_applies_to_emulated_links() {
+        let n: Network = toml::from_str(
+            "backend = \"emulated\"\nprofile = \"regional-wan\"\ngranularity = \"offload\"\n",
+        )
+        .unwrap();
+        assert!(n.validate().is_empty());
+        let profile = n.link_profile().unwrap().unwrap();
+        assert_eq!(profile.granularity, Granularity::Offload);
+        let default: Network =
+            toml::from_str("backend = \"emulated\"\nprofile = \"regional-wan\"\n").unwrap();
+        assert_eq!(
+            default.link_profile().unwrap().unwrap().granularity,
+            Granularity::Packet
+        );
+        let netns: Network =
+            toml::from_str("backend = \"netns\"\ngranularity = \"offload\"\n").unwrap();
+        assert_eq!(netns.validate()[0].path, "network.granularity");
+        assert!(
+            toml::from_str::<Network>("backend = \"emulated\"\ngranularity = \"gso\"\n").is_err()
+        );
+    }
 
     #[test]
     fn parses_rates_and_fractions() {

@@ -186,6 +186,7 @@ fn path_overhead(
         mtu: profile.mtu,
         client_to_server: fixed(there),
         server_to_client: fixed(back),
+        granularity: profile.granularity,
     };
     let floor_topo = ctx.topology(&floor_profile)?;
     let floor_count = (ctx.options.rtt_echoes / 10).clamp(100, 2000);

@@ -82,6 +82,44 @@ pub struct Counters {
     pub released: u64,
     /// Packets sent ahead by `reorder` (a subset of the admitted ones).
     pub reordered: u64,
+    /// Bytes handed in (the lengths given to [`LinkEmulator::handle_packet`]).
+    #[serde(default)]
+    pub bytes: u64,
+    /// Bytes lost by the loss model.
+    #[serde(default)]
+    pub lost_bytes: u64,
+    /// Queueing delay summed over admitted packets, nanoseconds: how long each waits beyond its
+    /// drawn delay for the packets ahead of it and its own serialization at the rate (0 without
+    /// a rate, and for reordered packets).
+    #[serde(default)]
+    pub queue_wait_ns: u64,
+}
+
+impl Counters {
+    /// Packets admitted to the queue (neither lost nor dropped at the limit).
+    pub fn admitted(&self) -> u64 {
+        self.arrived - self.lost - self.queue_dropped
+    }
+
+    /// Mean queueing delay of admitted packets, nanoseconds; `None` when none was admitted.
+    pub fn mean_queue_wait_ns(&self) -> Option<f64> {
+        let admitted = self.admitted();
+        (admitted > 0).then(|| self.queue_wait_ns as f64 / admitted as f64)
+    }
+
+    /// What happened between `earlier` and `self` (counters only grow).
+    pub fn since(&self, earlier: &Counters) -> Counters {
+        Counters {
+            arrived: self.arrived.saturating_sub(earlier.arrived),
+            lost: self.lost.saturating_sub(earlier.lost),
+            queue_dropped: self.queue_dropped.saturating_sub(earlier.queue_dropped),
+            released: self.released.saturating_sub(earlier.released),
+            reordered: self.reordered.saturating_sub(earlier.reordered),
+            bytes: self.bytes.saturating_sub(earlier.bytes),
+            lost_bytes: self.lost_bytes.saturating_sub(earlier.lost_bytes),
+            queue_wait_ns: self.queue_wait_ns.saturating_sub(earlier.queue_wait_ns),
+        }
+    }
 }
 
 struct Held<T> {
@@ -196,9 +234,11 @@ impl<T> LinkEmulator<T> {
     /// arrives at `now_ns`.
     pub fn handle_packet(&mut self, now_ns: u64, len: usize, payload: T) -> Verdict<T> {
         self.counters.arrived += 1;
+        self.counters.bytes += len as u64;
 
         if self.loss.lose(&mut self.rng) {
             self.counters.lost += 1;
+            self.counters.lost_bytes += len as u64;
             return Verdict::Lost(payload);
         }
 
@@ -231,6 +271,7 @@ impl<T> LinkEmulator<T> {
         }
 
         let mut delay = self.delay.sample(&mut self.rng) as i128;
+        let drawn = delay;
         let mut reference = now_ns as i128;
         if self.spec.rate_bps.is_some() {
             // The last held packet is the reference point: its tts, if later than now + delay,
@@ -244,6 +285,8 @@ impl<T> LinkEmulator<T> {
             delay += self.spec.serialization_ns(len).unwrap_or(0) as i128;
         }
         let tts = (reference + delay).clamp(0, u64::MAX as i128) as u64;
+        let wait = tts as i128 - (now_ns as i128 + drawn);
+        self.counters.queue_wait_ns += wait.max(0) as u64;
         self.counter = self.counter.wrapping_add(1);
         if self.tfifo.is_empty() || tts > self.tfifo_max {
             self.tfifo_max = tts;

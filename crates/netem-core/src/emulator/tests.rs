@@ -526,3 +526,105 @@ fn drain_returns_everything_held() {
     assert_eq!(em.drain(), vec![0, 1, 2, 3, 4]);
     assert_eq!(em.held(), 0);
 }
+
+#[test]
+fn queue_wait_counts_serialization_and_the_packets_ahead_only() {
+    // 1000-byte packets at 8 Mbit/s: 1 ms each on the wire, 10 ms of delay.
+    let s = DirectionSpec {
+        delay_ns: 10 * MS,
+        rate_bps: Some(8_000_000),
+        ..spec()
+    };
+    let mut em = LinkEmulator::new(&s, 1).unwrap();
+    for _ in 0..3 {
+        em.handle_packet(0, 1000, ());
+    }
+    // Waits of 1, 2 and 3 ms beyond the 10 ms delay.
+    let c = em.counters();
+    assert_eq!((c.arrived, c.bytes, c.queue_wait_ns), (3, 3000, 6 * MS));
+    assert_eq!(c.mean_queue_wait_ns(), Some(2.0 * MS as f64));
+    // Alone on an idle link later: its own serialization only.
+    em.handle_packet(100 * MS, 1000, ());
+    assert_eq!(em.counters().since(&c).queue_wait_ns, MS);
+    // Without a rate nothing waits.
+    let mut plain = LinkEmulator::new(
+        &DirectionSpec {
+            delay_ns: 10 * MS,
+            ..spec()
+        },
+        1,
+    )
+    .unwrap();
+    plain.handle_packet(0, 1000, ());
+    plain.handle_packet(0, 1000, ());
+    assert_eq!(plain.counters().queue_wait_ns, 0);
+}
+
+#[test]
+fn window_counters_are_differences_and_lost_bytes_are_counted() {
+    let s = DirectionSpec {
+        loss: LossModel::Random { probability: 1.0 },
+        ..spec()
+    };
+    let mut em = LinkEmulator::new(&s, 1).unwrap();
+    em.handle_packet(0, 100, ());
+    let start = em.counters();
+    em.handle_packet(1, 200, ());
+    em.handle_packet(2, 300, ());
+    let window = em.counters().since(&start);
+    assert_eq!(
+        (window.arrived, window.lost, window.bytes, window.lost_bytes),
+        (2, 2, 500, 500)
+    );
+    assert_eq!(window.admitted(), 0);
+    assert_eq!(window.mean_queue_wait_ns(), None);
+}
+
+#[test]
+fn offload_bundles_are_lost_and_serialized_as_one_unit() {
+    use crate::vnet::Bundle;
+    // A TSO bundle of 10 segments of 1448 bytes behind 52 header bytes each, as the kernel hands
+    // it over with IFF_VNET_HDR.
+    let mut frame = vec![0u8; crate::vnet::VNET_HDR_LEN];
+    frame[1] = 1; // GSO_TCPV4
+    frame[4..6].copy_from_slice(&1448u16.to_le_bytes());
+    let mut ip = vec![0u8; 52 + 14_480];
+    ip[0] = 0x45;
+    ip[32] = 8 << 4;
+    frame.extend_from_slice(&ip);
+    let bundle = Bundle::parse(&frame).unwrap();
+    assert_eq!((bundle.segments, bundle.wire_len), (10, 15_000));
+
+    // The rate charges all ten segments' bytes (plus one overhead, as netem charges per skb).
+    let s = DirectionSpec {
+        rate_bps: Some(100_000_000),
+        overhead_bytes: 14,
+        ..spec()
+    };
+    let mut em = LinkEmulator::new(&s, 1).unwrap();
+    let due = queued_at(em.handle_packet(0, bundle.wire_len, ()));
+    assert_eq!(due, (15_000 + 14) * 8 * 1_000_000_000 / 100_000_000);
+
+    // At 0.1 % per unit, the same bytes sent as bundles of 10 meet ~10x fewer loss events,
+    // while the share of bytes lost stays 0.1 %.
+    let lossy = DirectionSpec {
+        loss: LossModel::Random { probability: 0.001 },
+        ..spec()
+    };
+    let mut per_packet = LinkEmulator::new(&lossy, 7).unwrap();
+    let mut per_bundle = LinkEmulator::new(&lossy, 7).unwrap();
+    for i in 0..1_000_000u64 {
+        per_packet.handle_packet(i, 1500, ());
+        if i % 10 == 0 {
+            per_bundle.handle_packet(i, 15_000, ());
+        }
+    }
+    let (p, b) = (per_packet.counters(), per_bundle.counters());
+    assert_eq!((p.bytes, b.bytes), (1_500_000_000, 1_500_000_000));
+    // Expected 1000 and 100 events; 5 standard errors.
+    assert!((850..=1150).contains(&p.lost), "{p:?}");
+    assert!((50..=150).contains(&b.lost), "{b:?}");
+    let share = |c: &Counters| c.lost_bytes as f64 / c.bytes as f64;
+    assert!((share(&p) - 0.001).abs() < 0.00016, "{}", share(&p));
+    assert!((share(&b) - 0.001).abs() < 0.0005, "{}", share(&b));
+}

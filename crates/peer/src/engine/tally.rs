@@ -357,6 +357,8 @@ impl Totals {
             sent: model.sent,
             received: model.received,
             intervals: self.intervals.report(window_ns)?,
+            // Filled by the client from its transport probe (crate::transport).
+            transport: None,
         })
     }
 }

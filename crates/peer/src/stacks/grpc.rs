@@ -18,6 +18,7 @@ use crate::engine::saturation::StreamSender;
 use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::Failure;
 use crate::service::bench_service_server::{BenchService, BenchServiceServer};
+use crate::transport::{Probe, TcpSockets};
 use anyhow::Context as _;
 use futures::{Stream, StreamExt, stream};
 use hyper_util::rt::TokioIo;
@@ -74,6 +75,7 @@ pub fn declared() -> Vec<(&'static str, Setting)> {
 /// The client: one channel (one HTTP/2 connection).
 pub struct GrpcClient {
     channel: Channel,
+    sockets: TcpSockets,
 }
 
 /// A lane: a gRPC client on a clone of the channel (a cheap handle on the shared connection).
@@ -93,6 +95,8 @@ pub struct GrpcLane {
 struct TlsTcpConnector {
     addr: SocketAddr,
     settings: Arc<ClientSettings>,
+    /// Every connection it opens, for the transport statistics.
+    sockets: TcpSockets,
 }
 
 impl tower::Service<http::Uri> for TlsTcpConnector {
@@ -107,9 +111,9 @@ impl tower::Service<http::Uri> for TlsTcpConnector {
     fn call(&mut self, _uri: http::Uri) -> Self::Future {
         let connector = self.clone();
         Box::pin(async move {
-            connect_tls(connector.addr, &connector.settings)
-                .await
-                .map(TokioIo::new)
+            let stream = connect_tls(connector.addr, &connector.settings).await?;
+            connector.sockets.register(stream.get_ref().0);
+            Ok(TokioIo::new(stream))
         })
     }
 }
@@ -178,9 +182,11 @@ impl ClientStack for GrpcClient {
             .tcp_nodelay(TCP_NODELAY)
             // The channel's request queue must hold every lane's request, or lanes queue in tonic.
             .buffer_size(settings.lanes.max(1024) as usize);
+        let sockets = TcpSockets::default();
         let connector = TlsTcpConnector {
             addr,
             settings: Arc::new(settings.clone()),
+            sockets: sockets.clone(),
         };
         let channel = endpoint
             .connect_with_connector(connector)
@@ -200,14 +206,20 @@ impl ClientStack for GrpcClient {
                 workload: settings.workload,
             })
             .collect();
-        Ok((GrpcClient { channel }, lanes))
+        Ok((GrpcClient { channel, sockets }, lanes))
     }
 
     fn connections(&self) -> u32 {
         CONNECTIONS
     }
 
+    fn transport_probe(&self) -> Option<Probe> {
+        Some(Probe::Tcp(self.sockets.clone()))
+    }
+
     async fn close(self, lanes: Vec<GrpcLane>) {
+        // The duplicates would keep the socket open.
+        self.sockets.clear();
         // The connection closes when the last handle on the channel is dropped.
         drop(lanes);
         drop(self);

@@ -196,6 +196,12 @@ pub trait ClientStack: Sized + Send + 'static {
     /// Transport connections opened.
     fn connections(&self) -> u32;
 
+    /// Reads the transport statistics of every connection (crate::transport); `None` where the
+    /// stack cannot.
+    fn transport_probe(&self) -> Option<crate::transport::Probe> {
+        None
+    }
+
     /// Closes every connection (bounded in time).
     fn close(self, lanes: Vec<Self::Lane>) -> impl Future<Output = ()> + Send;
 }

@@ -264,6 +264,10 @@ impl ClientStack for QuicClient {
         CONNECTIONS
     }
 
+    fn transport_probe(&self) -> Option<crate::transport::Probe> {
+        Some(crate::transport::Probe::Quic(self.connection.clone()))
+    }
+
     async fn close(self, lanes: Vec<QuicLane>) {
         drop(lanes);
         self.connection.close(VarInt::from_u32(0), b"done");

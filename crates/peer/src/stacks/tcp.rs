@@ -10,6 +10,7 @@ use crate::engine::pool::LanePool;
 use crate::engine::saturation::StreamSender;
 use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::Failure;
+use crate::transport::{Probe, TcpSockets};
 use rpcarena_protocol::event::{Setting, code};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -71,6 +72,7 @@ pub async fn connect_tls(
 /// The client: nothing shared, every lane owns its connection.
 pub struct TcpClient {
     connections: u32,
+    sockets: TcpSockets,
 }
 
 /// A lane: its own TLS connection, split into frame reader and writer.
@@ -102,9 +104,11 @@ impl ClientStack for TcpClient {
         let streams =
             futures::future::try_join_all((0..settings.lanes).map(|_| connect_tls(addr, settings)))
                 .await?;
+        let sockets = TcpSockets::default();
         let lanes = streams
             .into_iter()
             .map(|stream| {
+                sockets.register(stream.get_ref().0);
                 let (read, write) = tokio::io::split(stream);
                 TcpLane {
                     reader: native::reader(read),
@@ -116,6 +120,7 @@ impl ClientStack for TcpClient {
         Ok((
             TcpClient {
                 connections: settings.lanes,
+                sockets,
             },
             lanes,
         ))
@@ -125,7 +130,13 @@ impl ClientStack for TcpClient {
         self.connections
     }
 
+    fn transport_probe(&self) -> Option<Probe> {
+        Some(Probe::Tcp(self.sockets.clone()))
+    }
+
     async fn close(self, lanes: Vec<TcpLane>) {
+        // The duplicates would keep the sockets open.
+        self.sockets.clear();
         // close_notify and FIN on every connection, concurrently and bounded.
         let closing = lanes.into_iter().map(|mut lane| async move {
             let _ = tokio::time::timeout(CLOSE_GRACE, native::close(&mut lane.writer)).await;

@@ -324,6 +324,7 @@ impl SampleMachine {
                 ..Noise::default()
             }),
             network: None,
+            network_window: None,
             raw: spec.raw_rel.clone(),
         };
         SampleMachine {
