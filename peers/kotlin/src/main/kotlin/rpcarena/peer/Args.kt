@@ -6,7 +6,7 @@ package rpcarena.peer
 
 class ArgError(message: String) : Exception(message)
 
-val STACKS = listOf("grpc")
+val STACKS = listOf("grpc", "quic")
 val ALL_STACKS = listOf("grpc", "quic", "tcp")
 val SHAPES = listOf("unary", "client_stream", "server_stream", "bidi")
 val LOAD_MODELS = listOf("closed", "window", "backpressure", "send-saturation", "open")

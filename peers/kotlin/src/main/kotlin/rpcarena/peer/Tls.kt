@@ -8,6 +8,9 @@ import java.security.cert.CertificateFactory
 import java.security.cert.X509Certificate
 import javax.net.ssl.TrustManagerFactory
 import javax.net.ssl.X509TrustManager
+import javax.net.ssl.X509ExtendedTrustManager
+import javax.net.ssl.SSLEngine
+import java.net.Socket
 
 // The one TLS policy of both stacks (docs/stacks.md "TLS"): TLS 1.3 only, X25519 only, the
 // client preferring AES-256-GCM, trust only --ca, verify --server-name (DNS or IP SAN) here,
@@ -37,7 +40,7 @@ fun loadCa(path: String): List<X509Certificate> {
 }
 
 /** Trusts only the campaign's CA and checks the leaf against --server-name. */
-class CampaignTrust(ca: List<X509Certificate>, private val serverName: String) : X509TrustManager {
+class CampaignTrust(ca: List<X509Certificate>, private val serverName: String) : X509ExtendedTrustManager() {
     private val delegate: X509TrustManager
 
     init {
@@ -52,12 +55,36 @@ class CampaignTrust(ca: List<X509Certificate>, private val serverName: String) :
     override fun checkClientTrusted(chain: Array<out X509Certificate>, authType: String) =
         throw CertificateException("client certificates are not used")
 
+    /** The last verification failure, so a handshake error can name its reason. */
+    @Volatile
+    var failure: Exception? = null
+
     override fun checkServerTrusted(chain: Array<out X509Certificate>, authType: String) {
-        delegate.checkServerTrusted(chain, authType)
+        try {
+            delegate.checkServerTrusted(chain, authType)
+        } catch (e: CertificateException) {
+            failure = CertificateException("invalid peer certificate: UnknownIssuer (${e.message})")
+            throw failure!!
+        }
         if (!matchesName(chain[0], serverName)) {
-            throw CertificateException("certificate does not match --server-name $serverName (NotValidForName)")
+            failure = CertificateException("invalid peer certificate: NotValidForName (--server-name $serverName)")
+            throw failure!!
         }
     }
+
+    // The name is checked here against --server-name, whatever endpoint identification the
+    // library asks for: one rule for both stacks (IP SANs included).
+    override fun checkServerTrusted(chain: Array<out X509Certificate>, authType: String, socket: Socket?) =
+        checkServerTrusted(chain, authType)
+
+    override fun checkServerTrusted(chain: Array<out X509Certificate>, authType: String, engine: SSLEngine?) =
+        checkServerTrusted(chain, authType)
+
+    override fun checkClientTrusted(chain: Array<out X509Certificate>, authType: String, socket: Socket?) =
+        checkClientTrusted(chain, authType)
+
+    override fun checkClientTrusted(chain: Array<out X509Certificate>, authType: String, engine: SSLEngine?) =
+        checkClientTrusted(chain, authType)
 
     override fun getAcceptedIssuers(): Array<X509Certificate> = delegate.acceptedIssuers
 
