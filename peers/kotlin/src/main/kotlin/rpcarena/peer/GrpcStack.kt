@@ -39,6 +39,10 @@ fun grpcFailure(e: Throwable, tlsPhase: Boolean = false): OpFailure {
     val cause = status.cause
     val code = when {
         status.code == Status.Code.DEADLINE_EXCEEDED -> "timeout"
+        // grpc-kotlin's own check of a unary or client-stream answer (no message, or two): the
+        // library made this status from what the server sent, so it is a count failure.
+        status.code == Status.Code.INTERNAL && cause == null &&
+            (status.description ?: "").startsWith("Expected one ") -> "invalid"
         status.code == Status.Code.CANCELLED && cause != null -> "connect"
         cause != null && isTlsFailure(cause) -> if (tlsPhase) "tls" else "connect"
         cause != null -> "connect"
