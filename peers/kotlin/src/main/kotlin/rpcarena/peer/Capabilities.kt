@@ -45,7 +45,7 @@ object Capabilities {
         put("congestion_control", "cubic")
         put("udp_buffer_bytes", UDP_BUFFER)
         put("idle_timeout_ms", 30_000)
-        put("keep_alive_ms", 10_000)
+        put("tls_ciphers", listOf("TLS13_AES_128_GCM_SHA256", "TLS13_AES_256_GCM_SHA384", "TLS13_CHACHA20_POLY1305_SHA256"))
         put("runtime", "$runtime; one Netty NIO event loop")
     }
 
@@ -56,6 +56,8 @@ object Capabilities {
     private val quicDeviations = listOf(
         "QUIC send window: 16777216 required, quiche has no separate send window (the peer's receive windows bound what is in flight)",
         "UDP socket buffers: 8388608 asked with SO_RCVBUF/SO_SNDBUF, capped by net.core.rmem_max/wmem_max (the JVM cannot use SO_RCVBUFFORCE)",
+        "QUIC keep-alive: a PING every 10 s required, Netty's QUIC codec has no keep-alive timer, so this peer sends none (30 s idle timeout)",
+        "TLS cipher suites: AES-256-GCM first required, BoringSSL's TLS 1.3 order is fixed (AES-128-GCM first on CPUs with AES instructions), so a client of this peer negotiates AES-128-GCM",
     )
 
     private fun libraries(stack: String): Map<String, String> = if (stack == "grpc") {
