@@ -7,6 +7,7 @@ import io.netty.buffer.ByteBufOutputStream
 import io.netty.buffer.Unpooled
 import io.netty.channel.Channel
 import io.netty.channel.ChannelFuture
+import io.netty.channel.ChannelHandler
 import io.netty.channel.ChannelHandlerContext
 import io.netty.channel.ChannelInboundHandlerAdapter
 import io.netty.channel.ChannelInitializer
@@ -527,6 +528,21 @@ private class ServerCall : ChannelInboundHandlerAdapter() {
     }
 }
 
+/** Tracks the server's connections so that SHUTDOWN can close each; one instance for all. */
+@ChannelHandler.Sharable
+private class ConnectionTracker(val connections: MutableSet<QuicChannel>) : ChannelInboundHandlerAdapter() {
+    override fun channelActive(ctx: ChannelHandlerContext) {
+        val q = ctx.channel() as QuicChannel
+        connections.add(q)
+        q.closeFuture().addListener { connections.remove(q) }
+        ctx.fireChannelActive()
+    }
+
+    override fun exceptionCaught(ctx: ChannelHandlerContext, cause: Throwable) {
+        log("connection: ${causeText(cause)}")
+    }
+}
+
 class QuicServer(private val cfg: ServerConfig) {
     private val group = MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory())
     private val connections = ConcurrentHashMap.newKeySet<QuicChannel>()
@@ -556,17 +572,7 @@ class QuicServer(private val cfg: ServerConfig) {
             .initialMaxStreamsBidirectional(10_000)
             .initialMaxStreamsUnidirectional(0)
             .congestionControlAlgorithm(QuicCongestionControlAlgorithm.CUBIC)
-            .handler(object : ChannelInboundHandlerAdapter() {
-                override fun channelActive(ctx: ChannelHandlerContext) {
-                    val q = ctx.channel() as QuicChannel
-                    connections.add(q)
-                    q.closeFuture().addListener { connections.remove(q) }
-                }
-
-                override fun exceptionCaught(ctx: ChannelHandlerContext, cause: Throwable) {
-                    log("connection: ${causeText(cause)}")
-                }
-            })
+            .handler(ConnectionTracker(connections))
             .streamOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
             .streamHandler(object : ChannelInitializer<QuicStreamChannel>() {
                 override fun initChannel(ch: QuicStreamChannel) {
