@@ -17,14 +17,26 @@ trap 'rm -rf "$tmp"' EXIT
 pass=0
 fail=0
 
-# serve STACK CMD [ARGS...]: starts a server whose stdin closes after 40 s; sets ADDR.
+# serve STACK CMD [ARGS...]: starts a server reading its stdin from a fifo; sets ADDR.
 serve() {
   local stack=$1 cmd=$2
   shift 2
   : >"$tmp/server.out"
-  (sleep 40 | timeout 60 "$cmd" server --stack "$stack" --listen 127.0.0.1:0 --cert "$F/ip.pem" --key "$F/ip.key" "$@" >"$tmp/server.out" 2>"$tmp/server.err" &)
+  rm -f "$tmp/ctl"
+  mkfifo "$tmp/ctl"
+  timeout 60 "$cmd" server --stack "$stack" --listen 127.0.0.1:0 --cert "$F/ip.pem" --key "$F/ip.key" "$@" \
+    <"$tmp/ctl" >"$tmp/server.out" 2>"$tmp/server.err" &
+  SERVER=$!
+  exec 4>"$tmp/ctl"
   for _ in $(seq 150); do grep -q '"ready"' "$tmp/server.out" && break; sleep 0.2; done
   ADDR=$(grep -o '"address":"[^"]*"' "$tmp/server.out" | cut -d'"' -f4)
+}
+
+# stop_server: SHUTDOWN, then waits for the server to exit.
+stop_server() {
+  echo SHUTDOWN >&4
+  exec 4>&-
+  wait "$SERVER" 2>/dev/null
 }
 
 check() {
@@ -51,8 +63,9 @@ for stack in grpc quic; do
     "corrupt-structured unary structured invalid" "corrupt-structured server_stream structured invalid" "corrupt-structured unary zeros invalid"; do
     read -r mode shape payload code <<<"$spec"
     serve "$stack" "$R" --conformance-fault "$mode"
-    out=$(sleep 30 | timeout 40 "$K" client --stack "$stack" --server "$ADDR" --server-name 127.0.0.1 --ca "$F/ca.pem" \
-      --shape "$shape" --payload "$payload" "${common[@]}" 2>>"$tmp/client.err")
+    out=$(timeout 40 "$K" client --stack "$stack" --server "$ADDR" --server-name 127.0.0.1 --ca "$F/ca.pem" \
+      --shape "$shape" --payload "$payload" "${common[@]}" 2>>"$tmp/client.err" < <(sleep 30))
+    stop_server
     check "client $stack $mode $shape $payload" "$out" "\"phase\":\"validate\",\"code\":\"$code\""
   done
   for spec in "nonzero-byte unary zeros" "nonzero-byte client_stream structured" "corrupt-structured unary structured" "corrupt-structured bidi structured" \
@@ -61,8 +74,9 @@ for stack in grpc quic; do
     "empty-stream client_stream zeros" "empty-stream bidi zeros"; do
     read -r mode shape payload <<<"$spec"
     serve "$stack" "$K"
-    out=$(sleep 30 | timeout 40 "$R" client --stack "$stack" --server "$ADDR" --server-name 127.0.0.1 --ca "$F/ca.pem" \
-      --shape "$shape" --payload "$payload" "${common[@]}" --conformance-fault "$mode" 2>>"$tmp/client.err")
+    out=$(timeout 40 "$R" client --stack "$stack" --server "$ADDR" --server-name 127.0.0.1 --ca "$F/ca.pem" \
+      --shape "$shape" --payload "$payload" "${common[@]}" --conformance-fault "$mode" 2>>"$tmp/client.err" < <(sleep 30))
+    stop_server
     check "server $stack $mode $shape $payload" "$out" '"event":"stopped"'
   done
 done
