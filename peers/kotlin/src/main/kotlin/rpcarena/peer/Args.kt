@@ -1,0 +1,202 @@
+package rpcarena.peer
+
+// Command-line arguments (docs/peer-protocol.md "Commands"): `--name value` pairs in any order;
+// an unknown, missing, repeated or out-of-range argument is refused with a message that names it.
+// Pure: returns a configuration or throws ArgError; reading files is the caller's job.
+
+class ArgError(message: String) : Exception(message)
+
+val STACKS = listOf("grpc", "quic")
+val ALL_STACKS = listOf("grpc", "quic", "tcp")
+val SHAPES = listOf("unary", "client_stream", "server_stream", "bidi")
+val LOAD_MODELS = listOf("closed", "window", "backpressure", "send-saturation", "open")
+val PAYLOADS = listOf("zeros", "structured")
+const val MAX_PAYLOAD = 16_777_216
+const val MAX_MESSAGES = 1_000_000
+const val MAX_STREAMS = 1000
+private const val MAX_MS = 4_294_967_295L
+
+data class HostPort(val host: String, val port: Int) {
+    override fun toString() = if (host.contains(':')) "[$host]:$port" else "$host:$port"
+}
+
+data class ServerConfig(val stack: String, val listen: HostPort, val cert: String, val key: String)
+
+data class ClientConfig(
+    val stack: String,
+    val server: HostPort,
+    val serverName: String,
+    val ca: String,
+    val shape: String,
+    val concurrency: Int,
+    val requestSize: Int,
+    val responseSize: Int,
+    val messagesPerStream: Int,
+    val load: String,
+    val payload: String,
+    val warmupMs: Long,
+    val windowMs: Long,
+    val drainMs: Long,
+    val inFlight: Int = 0,
+    val maxInFlight: Int = 0,
+    val streams: Int = 0,
+    val settleMs: Long = 0,
+    val rate: Double = 0.0,
+    val arrival: String = "constant",
+    val seed: ULong = 0u,
+) {
+    /** The model's lanes: --in-flight (window), --streams (send-saturation), else --concurrency. */
+    val lanes: Int
+        get() = when (load) {
+            "window" -> inFlight
+            "send-saturation" -> streams
+            else -> concurrency
+        }
+    val structured: Boolean get() = payload == "structured"
+}
+
+private val DIGITS = Regex("^[0-9]+$")
+
+private fun integer(name: String, text: String, min: Long, max: Long): Long {
+    if (!DIGITS.matches(text) || text.length > 19) {
+        throw ArgError("$name \"$text\": expected a whole decimal number from $min to $max")
+    }
+    val v = text.toLong()
+    if (v < min || v > max) throw ArgError("$name $text is out of range: expected $min to $max")
+    return v
+}
+
+private fun oneOf(name: String, text: String, choices: List<String>): String {
+    if (text !in choices) throw ArgError("$name \"$text\": expected one of ${choices.joinToString(", ")}")
+    return text
+}
+
+private fun rate(name: String, text: String): Double {
+    val v = if (Regex("^[0-9]+(\\.[0-9]+)?$").matches(text)) text.toDouble() else Double.NaN
+    if (!(v > 0 && v <= 10_000_000)) {
+        throw ArgError("$name \"$text\": expected a decimal number above 0 and at most 10000000")
+    }
+    return v
+}
+
+private fun seed(name: String, text: String): ULong {
+    if (!DIGITS.matches(text)) throw ArgError("$name \"$text\": expected a whole decimal number from 0 to 2^64-1")
+    return text.toULongOrNull() ?: throw ArgError("$name \"$text\": expected a whole decimal number from 0 to 2^64-1")
+}
+
+fun hostPort(name: String, text: String, minPort: Int): HostPort {
+    val m = Regex("^(?:\\[([^\\]]+)\\]|([^:\\[\\]]+)):([0-9]+)$").find(text)
+        ?: throw ArgError("$name \"$text\": expected HOST:PORT (IPv6 as [ADDRESS]:PORT)")
+    val host = m.groupValues[1].ifEmpty { m.groupValues[2] }
+    val port = integer("$name port", m.groupValues[3], minPort.toLong(), 65535).toInt()
+    return HostPort(host, port)
+}
+
+private fun nonEmpty(name: String, text: String): String {
+    if (text.isEmpty()) throw ArgError("$name: expected a value, got an empty string")
+    return text
+}
+
+private class Spec(val roles: Set<String>, val model: String? = null, val optional: Boolean = false)
+
+private val SPEC = linkedMapOf(
+    "--stack" to Spec(setOf("server", "client")),
+    "--listen" to Spec(setOf("server")),
+    "--cert" to Spec(setOf("server")),
+    "--key" to Spec(setOf("server")),
+    "--server" to Spec(setOf("client")),
+    "--server-name" to Spec(setOf("client")),
+    "--ca" to Spec(setOf("client")),
+    "--shape" to Spec(setOf("client")),
+    "--concurrency" to Spec(setOf("client")),
+    "--request-size" to Spec(setOf("client")),
+    "--response-size" to Spec(setOf("client")),
+    "--messages-per-stream" to Spec(setOf("client")),
+    "--load" to Spec(setOf("client")),
+    "--payload" to Spec(setOf("client"), optional = true),
+    "--warmup-ms" to Spec(setOf("client")),
+    "--window-ms" to Spec(setOf("client")),
+    "--drain-ms" to Spec(setOf("client")),
+    "--in-flight" to Spec(setOf("client"), model = "window"),
+    "--max-in-flight" to Spec(setOf("client"), model = "backpressure"),
+    "--streams" to Spec(setOf("client"), model = "send-saturation"),
+    "--settle-ms" to Spec(setOf("client"), model = "send-saturation"),
+    "--rate" to Spec(setOf("client"), model = "open"),
+    "--arrival" to Spec(setOf("client"), model = "open", optional = true),
+    "--seed" to Spec(setOf("client"), model = "open", optional = true),
+)
+
+/** Collects `--name value` pairs: unknown, repeated and valueless arguments are refused. */
+private fun collect(role: String, argv: List<String>): Map<String, String> {
+    val values = LinkedHashMap<String, String>()
+    var i = 0
+    while (i < argv.size) {
+        val name = argv[i]
+        val spec = SPEC[name]
+        if (spec == null || role !in spec.roles) throw ArgError("unknown argument \"$name\" for the $role role")
+        if (values.containsKey(name)) throw ArgError("$name is given twice")
+        if (i + 1 >= argv.size) throw ArgError("$name needs a value")
+        values[name] = argv[i + 1]
+        i += 2
+    }
+    val load = values["--load"]
+    for ((name, spec) in SPEC) {
+        if (role !in spec.roles) continue
+        val applies = spec.model == null || spec.model == load
+        if (!applies && values.containsKey(name)) {
+            throw ArgError("$name does not apply to --load ${load ?: "(missing)"}")
+        }
+        if (applies && !spec.optional && !values.containsKey(name)) throw ArgError("$name is missing")
+    }
+    return values
+}
+
+fun parseServer(argv: List<String>): ServerConfig {
+    val v = collect("server", argv)
+    return ServerConfig(
+        stack = oneOf("--stack", v["--stack"]!!, ALL_STACKS),
+        listen = hostPort("--listen", v["--listen"]!!, 0),
+        cert = nonEmpty("--cert", v["--cert"]!!),
+        key = nonEmpty("--key", v["--key"]!!),
+    )
+}
+
+fun parseClient(argv: List<String>): ClientConfig {
+    val v = collect("client", argv)
+    fun ms(n: String, min: Long = 0) = integer(n, v[n]!!, min, MAX_MS)
+    val load = oneOf("--load", v["--load"]!!, LOAD_MODELS)
+    val c = ClientConfig(
+        stack = oneOf("--stack", v["--stack"]!!, ALL_STACKS),
+        server = hostPort("--server", v["--server"]!!, 1),
+        serverName = nonEmpty("--server-name", v["--server-name"]!!),
+        ca = nonEmpty("--ca", v["--ca"]!!),
+        shape = oneOf("--shape", v["--shape"]!!, SHAPES),
+        concurrency = integer("--concurrency", v["--concurrency"]!!, 1, 10_000).toInt(),
+        requestSize = integer("--request-size", v["--request-size"]!!, 0, MAX_PAYLOAD.toLong()).toInt(),
+        responseSize = integer("--response-size", v["--response-size"]!!, 0, MAX_PAYLOAD.toLong()).toInt(),
+        messagesPerStream = integer("--messages-per-stream", v["--messages-per-stream"]!!, 1, MAX_MESSAGES.toLong()).toInt(),
+        load = load,
+        payload = v["--payload"]?.let { oneOf("--payload", it, PAYLOADS) } ?: "zeros",
+        warmupMs = ms("--warmup-ms"),
+        windowMs = ms("--window-ms", 1),
+        drainMs = ms("--drain-ms"),
+        inFlight = v["--in-flight"]?.let { integer("--in-flight", it, 1, 100_000).toInt() } ?: 0,
+        maxInFlight = v["--max-in-flight"]?.let { integer("--max-in-flight", it, 1, 1_000_000).toInt() } ?: 0,
+        streams = v["--streams"]?.let { integer("--streams", it, 1, MAX_STREAMS.toLong()).toInt() } ?: 0,
+        settleMs = v["--settle-ms"]?.let { integer("--settle-ms", it, 0, MAX_MS) } ?: 0,
+        rate = v["--rate"]?.let { rate("--rate", it) } ?: 0.0,
+        arrival = v["--arrival"]?.let { oneOf("--arrival", it, listOf("constant", "poisson")) } ?: "constant",
+        seed = v["--seed"]?.let { seed("--seed", it) } ?: 0u,
+    )
+    if (c.load == "send-saturation" && c.shape != "client_stream") {
+        throw ArgError("--load send-saturation needs --shape client_stream, not ${c.shape}")
+    }
+    if (c.structured) {
+        for ((flag, size) in listOf("--request-size" to c.requestSize, "--response-size" to c.responseSize)) {
+            if (size == 1 || size == 2) {
+                throw ArgError("$flag $size cannot be built as a structured payload: use 0 or at least 3")
+            }
+        }
+    }
+    return c
+}

@@ -1,0 +1,163 @@
+package rpcarena.peer
+
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.runBlocking
+import kotlinx.coroutines.withTimeout
+
+// The client role: connect, validate one operation, warm up, arm, wait for START, measure, print
+// the sample, wait for SHUTDOWN.
+
+private const val CONNECT_BOUND_MS = 30_000L
+private const val VALIDATE_BOUND_MS = 120_000L
+
+object ClientRole {
+    @Volatile
+    private var phase = "connect"
+    private val lock = Any()
+
+    private fun onLine(cmd: Cmd, text: String): Boolean = synchronized(lock) {
+        when (phase) {
+            "armed" -> false
+            "sampled" -> {
+                if (cmd == Cmd.SHUTDOWN) Exit.stopped()
+                Exit.error("shutdown", "protocol", "${describe(cmd, text)} after the sample (one sample per client)")
+            }
+            else -> {
+                if (cmd == Cmd.SHUTDOWN) Exit.stopped()
+                Exit.error(phase, "protocol", "${describe(cmd, text)} during $phase")
+            }
+        }
+    }
+
+    private fun enter(p: String) = synchronized(lock) { phase = p }
+
+    fun run(cfg: ClientConfig) {
+        val stdin = Stdin(::onLine)
+        stdin.start()
+        val connectStart = System.nanoTime()
+        val stack: ClientStack = try {
+            when (cfg.stack) {
+                "grpc" -> GrpcClient(cfg).also { c -> runBlocking(Dispatchers.Default) { c.connect(CONNECT_BOUND_MS) } }
+                "quic" -> QuicClient.connect(cfg, CONNECT_BOUND_MS)
+                else -> Exit.error("connect", "config", "the kotlin peer does not offer the ${cfg.stack} stack as a client")
+            }
+        } catch (e: OpFailure) {
+            Exit.error("connect", e.code, e.message ?: "")
+        } catch (e: kotlinx.coroutines.TimeoutCancellationException) {
+            Exit.error("connect", "timeout", "connecting to ${cfg.server} took longer than $CONNECT_BOUND_MS ms")
+        } catch (e: ArgError) {
+            Exit.error("startup", "config", e.message ?: "")
+        } catch (e: Throwable) {
+            val code = if (isTlsFailure(e)) "tls" else "connect"
+            Exit.error("connect", code, "connecting to ${cfg.server} failed: ${causeText(e)}")
+        }
+        val connectNs = System.nanoTime() - connectStart
+        val engine = Engine(cfg, stack)
+
+        enter("validate")
+        try {
+            runBlocking(Dispatchers.Default) {
+                withTimeout(VALIDATE_BOUND_MS) {
+                    stack.operation(0)
+                }
+            }
+        } catch (e: OpFailure) {
+            Exit.error("validate", e.code, "validation operation: ${e.message}")
+        } catch (e: kotlinx.coroutines.TimeoutCancellationException) {
+            Exit.error("validate", "timeout", "the validation operation took longer than $VALIDATE_BOUND_MS ms")
+        } catch (e: Throwable) {
+            Exit.error("validate", "internal", "validation operation: ${causeText(e)}")
+        }
+
+        enter("warmup")
+        var warmupCompleted = 0L
+        if (cfg.warmupMs > 0) {
+            val r = runBlocking(Dispatchers.Default) {
+                engine.run(System.nanoTime(), cfg.warmupMs * 1_000_000L, cfg.drainMs * 1_000_000L)
+            }
+            val t = r.tally
+            if (t.failed > 0) {
+                val code = t.failures.keys.first()
+                Exit.error("warmup", code, "warmup: ${t.firstFailure}")
+            }
+            warmupCompleted = t.completed
+        }
+
+        enter("armed")
+        Events.emit(
+            "armed",
+            mapOf(
+                "lanes" to cfg.lanes,
+                "connections" to stack.connections,
+                "connect_ns" to Counter(connectNs),
+                "warmup_completed" to Counter(warmupCompleted),
+            ),
+        )
+        val (cmd, text) = stdin.next()
+        when (cmd) {
+            Cmd.START -> {}
+            Cmd.SHUTDOWN -> {
+                stack.close()
+                Exit.stopped()
+            }
+            Cmd.OTHER -> Exit.error("armed", "protocol", "${describe(cmd, text)} while armed")
+        }
+        enter("measure")
+        val t0 = System.nanoTime()
+        val windowNs = cfg.windowMs * 1_000_000L
+        val drainNs = cfg.drainMs * 1_000_000L
+        val r = runBlocking(Dispatchers.Default) { engine.run(t0, windowNs, drainNs) }
+        val sample = sampleFields(cfg, r, windowNs, drainNs, t0)
+        synchronized(lock) {
+            Events.emit("sample", sample)
+            phase = "sampled"
+        }
+        // stdin's thread ends the process on the next command.
+        while (true) Thread.sleep(60_000)
+    }
+
+    private fun sampleFields(cfg: ClientConfig, r: PhaseResult, windowNs: Long, drainNs: Long, t0: Long): Map<String, Any?> {
+        val t = r.tally
+        val deadline = t0 + windowNs
+        val bound = if (cfg.load == "send-saturation") minOf(drainNs, cfg.settleMs * 1_000_000L) else drainNs
+        val drain = (t.lastEnd - deadline).coerceIn(0, bound)
+        val m = LinkedHashMap<String, Any?>()
+        synchronized(t) {
+            m["completed"] = Counter(t.completed)
+            m["failed"] = Counter(t.failed)
+            m["requests"] = Counter(t.requests)
+            m["responses"] = Counter(t.responses)
+            m["request_bytes"] = Counter(t.requestBytes)
+            m["response_bytes"] = Counter(t.responseBytes)
+            m["window_ns"] = Counter(windowNs)
+            m["drain_ns"] = Counter(drain)
+            m["histogram"] = encodeHistogram(t.histogram)
+            if (t.failed > 0) {
+                m["failures"] = t.failures.mapValues { Counter(it.value) }
+                m["first_failure"] = t.firstFailure ?: "unknown"
+            }
+            m["load"] = cfg.load
+        }
+        m["intervals"] = t.intervalsJson()
+        when (cfg.load) {
+            "window", "backpressure" -> m["max_in_flight"] = Counter(r.maxInFlight)
+            "send-saturation" -> {
+                m["max_in_flight"] = Counter(r.maxInFlight)
+                m["sent"] = Counter(r.sent)
+                m["received"] = Counter(r.received)
+            }
+            "open" -> {
+                m["max_in_flight"] = Counter(r.maxInFlight)
+                m["offered"] = Counter(r.offered)
+                m["target_rate"] = cfg.rate
+                val lag = t.sendLag!!
+                val behind = t.completed + t.failed < r.offered || (lag.totalCount > 0 && lag.getValueAtPercentile(99.0) > 1_000_000L)
+                m["fell_behind"] = behind
+                m["uncorrected_histogram"] = encodeHistogram(t.uncorrected!!)
+                m["send_lag_histogram"] = encodeHistogram(lag)
+            }
+        }
+        return m
+    }
+}
+

@@ -1,0 +1,288 @@
+package rpcarena.peer
+
+import io.grpc.ConnectivityState
+import io.grpc.ManagedChannel
+import io.grpc.Server
+import io.grpc.Status
+import io.grpc.StatusException
+import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts
+import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder
+import io.grpc.netty.shaded.io.netty.channel.ChannelOption
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslContextBuilder
+import io.grpc.netty.shaded.io.netty.handler.ssl.SslProvider
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.asExecutor
+import kotlinx.coroutines.flow.Flow
+import kotlinx.coroutines.flow.flow
+import kotlinx.coroutines.suspendCancellableCoroutine
+import kotlinx.coroutines.withTimeout
+import rpcarena.bench.v1.Bench.Request
+import rpcarena.bench.v1.Bench.Response
+import rpcarena.bench.v1.Bench.Summary
+import rpcarena.bench.v1.BenchServiceGrpcKt
+import java.net.InetSocketAddress
+import java.util.concurrent.TimeUnit
+import kotlin.coroutines.resume
+
+// The grpc stack: grpc-kotlin coroutine stubs on grpc-java's Netty transport (grpc-netty-shaded),
+// TLS by the JDK's provider (TLS 1.3, X25519 through jdk.tls.namedGroups), ALPN h2, 16 MiB
+// windows with BDP probing off (flowControlWindow), 10,000 concurrent streams on the server,
+// 16 MiB + 1 KiB message limits, TCP_NODELAY.
+
+const val WINDOW = 16 * 1024 * 1024
+
+/** Maps a failed call to a protocol error code (docs/peer-protocol.md "Error codes"). */
+fun grpcFailure(e: Throwable, tlsPhase: Boolean = false): OpFailure {
+    if (e is OpFailure) return e
+    val status = Status.fromThrowable(e)
+    val cause = status.cause
+    val code = when {
+        status.code == Status.Code.DEADLINE_EXCEEDED -> "timeout"
+        // grpc-kotlin's own check of a unary or client-stream answer (no message, or two): the
+        // library made this status from what the server sent, so it is a count failure.
+        status.code == Status.Code.INTERNAL && cause == null &&
+            (status.description ?: "").startsWith("Expected one ") -> "invalid"
+        status.code == Status.Code.CANCELLED && cause != null -> "connect"
+        cause != null && isTlsFailure(cause) -> if (tlsPhase) "tls" else "connect"
+        cause != null -> "connect"
+        status.code == Status.Code.UNAVAILABLE && (status.description ?: "").let {
+            it.contains("io exception", true) || it.contains("Connection", true) || it.contains("Network closed", true)
+        } -> "connect"
+        else -> "rpc"
+    }
+    val text = "status ${status.code}${status.description?.let { ": $it" } ?: ""}${cause?.let { " (${causeText(it)})" } ?: ""}"
+    return OpFailure(code, text)
+}
+
+class GrpcClient(private val cfg: ClientConfig) : ClientStack {
+    override val connections = 1
+    private val w = Workload(cfg.structured, cfg.requestSize, cfg.responseSize, cfg.messagesPerStream)
+    private val n = cfg.messagesPerStream
+    private val channel: ManagedChannel
+    private val stub: BenchServiceGrpcKt.BenchServiceCoroutineStub
+
+    init {
+        val trust = CampaignTrust(loadCa(cfg.ca), cfg.serverName)
+        val ssl = GrpcSslContexts.configure(SslContextBuilder.forClient(), SslProvider.JDK)
+            .trustManager(trust)
+            .protocols(TLS13)
+            .ciphers(TLS_CIPHERS)
+            .build()
+        channel = NettyChannelBuilder.forAddress(cfg.server.host, cfg.server.port)
+            .sslContext(ssl)
+            .overrideAuthority(cfg.serverName)
+            .flowControlWindow(WINDOW)
+            .maxInboundMessageSize(MAX_FRAME)
+            .maxInboundMetadataSize(64 * 1024)
+            .withOption(ChannelOption.TCP_NODELAY, true)
+            .executor(Dispatchers.Default.asExecutor())
+            .disableRetry()
+            .build()
+        stub = BenchServiceGrpcKt.BenchServiceCoroutineStub(channel)
+            .withMaxInboundMessageSize(MAX_FRAME)
+            .withMaxOutboundMessageSize(MAX_FRAME)
+    }
+
+    /** Opens the connection (TLS included) and waits until it is READY; a failure says why. */
+    suspend fun connect(timeoutMs: Long) {
+        withTimeout(timeoutMs) {
+            var state = channel.getState(true)
+            while (state != ConnectivityState.READY) {
+                if (state == ConnectivityState.TRANSIENT_FAILURE || state == ConnectivityState.SHUTDOWN) break
+                val from = state
+                suspendCancellableCoroutine { c -> channel.notifyWhenStateChanged(from) { c.resume(Unit) } }
+                state = channel.getState(true)
+            }
+            if (state != ConnectivityState.READY) {
+                // The channel keeps the reason for the call that fails next: ask for it.
+                try {
+                    stub.withDeadlineAfter(10, TimeUnit.SECONDS).unary(w.request(0))
+                } catch (e: Exception) {
+                    val f = grpcFailure(e, tlsPhase = true)
+                    val code = if (f.code == "rpc") "connect" else f.code
+                    val prefix = if (code == "tls") "TLS handshake with ${cfg.server} failed (TLS certificate/handshake error): " else "connecting to ${cfg.server} failed: "
+                    throw OpFailure(code, prefix + f.message)
+                }
+                throw OpFailure("connect", "connecting to ${cfg.server}: the channel is $state")
+            }
+        }
+    }
+
+    override suspend fun operation(seq: Long) {
+        try {
+            when (cfg.shape) {
+                "unary" -> w.checkResponse(stub.unary(w.request(seq)), seq, "response")
+                "client_stream" -> w.checkSummary(stub.clientStream(requests()), n.toLong())
+                "server_stream" -> {
+                    var k = 0L
+                    stub.serverStream(w.request(seq, n)).collect { r ->
+                        if (k >= n) invalid("more than $n responses")
+                        w.checkResponse(r, k, "response $k")
+                        k++
+                    }
+                    if (k != n.toLong()) invalid("status OK after $k responses, expected $n")
+                }
+                "bidi" -> {
+                    var k = 0L
+                    stub.bidi(requests()).collect { r ->
+                        if (k >= n) invalid("more than $n responses")
+                        w.checkResponse(r, k, "response $k")
+                        k++
+                    }
+                    if (k != n.toLong()) invalid("status OK after $k responses, expected $n")
+                }
+            }
+        } catch (e: OpFailure) {
+            throw e
+        } catch (e: StatusException) {
+            throw grpcFailure(e)
+        } catch (e: io.grpc.StatusRuntimeException) {
+            throw grpcFailure(e)
+        }
+    }
+
+    private fun requests(): Flow<Request> = flow { for (k in 0 until n) emit(w.request(k.toLong())) }
+
+    override suspend fun saturate(deadline: Long, accepted: (Long) -> Unit): Long {
+        var sent = 0L
+        val summary: Summary = try {
+            stub.clientStream(flow {
+                do {
+                    emit(w.request(sent))
+                    sent++
+                    accepted(System.nanoTime())
+                } while (System.nanoTime() < deadline)
+            })
+        } catch (e: StatusException) {
+            throw grpcFailure(e)
+        } catch (e: io.grpc.StatusRuntimeException) {
+            throw grpcFailure(e)
+        }
+        w.checkSummary(summary, sent)
+        return summary.count
+    }
+
+    override fun close() {
+        channel.shutdownNow()
+    }
+}
+
+/** The grpc server: validates every request (BadRequest -> INVALID_ARGUMENT). */
+class GrpcService : BenchServiceGrpcKt.BenchServiceCoroutineImplBase(Dispatchers.Default) {
+    private fun reject(e: BadRequest): Nothing {
+        ServerCounters.rejected.incrementAndGet()
+        throw StatusException(Status.INVALID_ARGUMENT.withDescription(e.message))
+    }
+
+    override suspend fun unary(request: Request): Response {
+        ServerCounters.rpcs.incrementAndGet()
+        ServerCounters.requests.incrementAndGet()
+        try {
+            Serve.checkRequest(request, 0, false)
+        } catch (e: BadRequest) {
+            reject(e)
+        }
+        ServerCounters.responses.incrementAndGet()
+        return Serve.response(request.seq, request)
+    }
+
+    override suspend fun clientStream(requests: Flow<Request>): Summary {
+        ServerCounters.rpcs.incrementAndGet()
+        var k = 0L
+        var first: Request? = null
+        var firstLen = 0L
+        var bytes = 0L
+        try {
+            requests.collect { r ->
+                ServerCounters.requests.incrementAndGet()
+                val len = Serve.checkStreamed(r, k, first, firstLen)
+                if (first == null) {
+                    first = r
+                    firstLen = len
+                }
+                bytes += len
+                k++
+            }
+            if (k == 0L) throw BadRequest("a client stream without any request")
+        } catch (e: BadRequest) {
+            reject(e)
+        }
+        ServerCounters.responses.incrementAndGet()
+        return Serve.summary(k, bytes, k - 1, first!!)
+    }
+
+    override fun serverStream(request: Request): Flow<Response> = flow {
+        ServerCounters.rpcs.incrementAndGet()
+        ServerCounters.requests.incrementAndGet()
+        try {
+            Serve.checkRequest(request, 0, true)
+        } catch (e: BadRequest) {
+            reject(e)
+        }
+        for (k in 0 until request.responseMessages) {
+            emit(Serve.response(k.toLong(), request))
+            ServerCounters.responses.incrementAndGet()
+        }
+    }
+
+    override fun bidi(requests: Flow<Request>): Flow<Response> = flow {
+        ServerCounters.rpcs.incrementAndGet()
+        var k = 0L
+        var first: Request? = null
+        var firstLen = 0L
+        try {
+            requests.collect { r ->
+                ServerCounters.requests.incrementAndGet()
+                val len = Serve.checkStreamed(r, k, first, firstLen)
+                if (first == null) {
+                    first = r
+                    firstLen = len
+                }
+                k++
+                emit(Serve.response(r.seq, r))
+                ServerCounters.responses.incrementAndGet()
+            }
+            if (k == 0L) throw BadRequest("a bidi call without any request")
+        } catch (e: BadRequest) {
+            reject(e)
+        }
+    }
+}
+
+class GrpcServer(cfg: ServerConfig) {
+    private val server: Server
+
+    init {
+        val cert = readable("--cert", cfg.cert)
+        val key = readable("--key", cfg.key)
+        val ssl = try {
+            GrpcSslContexts.configure(SslContextBuilder.forServer(cert, key), SslProvider.JDK)
+                .protocols(TLS13)
+                .ciphers(TLS_CIPHERS)
+                .build()
+        } catch (e: Exception) {
+            throw ArgError("--cert ${cfg.cert} / --key ${cfg.key}: cannot load the certificate or key (${causeText(e)})")
+        }
+        server = NettyServerBuilder.forAddress(InetSocketAddress(cfg.listen.host, cfg.listen.port))
+            .sslContext(ssl)
+            .flowControlWindow(WINDOW)
+            .maxConcurrentCallsPerConnection(10_000)
+            .maxInboundMessageSize(MAX_FRAME)
+            .withChildOption(ChannelOption.TCP_NODELAY, true)
+            .executor(Dispatchers.Default.asExecutor())
+            .addService(GrpcService())
+            .build()
+    }
+
+    /** Binds; returns the bound address. */
+    fun start(): InetSocketAddress {
+        server.start()
+        return server.listenSockets.first() as InetSocketAddress
+    }
+
+    fun stop() {
+        server.shutdownNow()
+    }
+}
+
