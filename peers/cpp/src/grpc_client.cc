@@ -104,12 +104,15 @@ void write_request(Reactor* reactor, pb::Request* request, const Workload& w, ui
 // gRPC C++'s own unary call and ClientWriteReactor read exactly one message and then wait for the
 // status; when the server sends a second message first, gRPC core (1.51) keeps it unread and never
 // delivers the trailers behind it, so the call never ends (the conformance kit's server fault
-// `extra-message`). So these calls run as generic-stub bidi streams on the same method path, which
-// puts the same frames on the wire (headers, the requests, the half-close), and read until the end
-// of the stream: a second message fails the call as invalid, as the Go and C peers do. Initial
-// metadata is corked into the first write, as the unary call sends both in one batch.
-template <typename Response>
-class OneResponseCall : public grpc::ClientBidiReactor<pb::Request, Response> {
+// `extra-message`). So these calls read until the end of the stream, which puts the same frames
+// on the wire: a second message fails the call as invalid, as the Go and C peers do. A unary call
+// is a ClientReadReactor on the unary path (gRPC's internal reader factory, which a generated
+// server-stream call uses; build.sh pins gRPC 1.51.1): one batch sends headers, request and
+// half-close, and it costs about 1.1x the library's unary call in client CPU, where a generic bidi
+// stream cost 1.4x (peers/cpp/README.md, "Measured"). A client stream is a generic-stub bidi
+// stream, its initial metadata corked into the first write.
+template <typename Reactor, typename Response>
+class OneResponseCall : public Reactor {
  public:
   void OnReadDone(bool ok) override {
     if (!ok) return;  // the end of the stream (or a failed call): OnDone says which
@@ -137,12 +140,7 @@ class OneResponseCall : public grpc::ClientBidiReactor<pb::Request, Response> {
   }
 
  protected:
-  OneResponseCall(grpc::TemplatedGenericStub<pb::Request, Response>* stub, const std::string& method,
-                  const char* what)
-      : what_(what) {
-    ctx_.set_initial_metadata_corked(true);
-    stub->PrepareBidiStreamingCall(&ctx_, method, grpc::StubOptions(), this);
-  }
+  explicit OneResponseCall(const char* what) : what_(what) {}
   // The derived constructor's last step, once it has queued its first write.
   void start() {
     this->StartRead(&response_);
@@ -153,39 +151,41 @@ class OneResponseCall : public grpc::ClientBidiReactor<pb::Request, Response> {
   virtual OpResult success() = 0;
   // Hands the result on and deletes the call.
   virtual void finish(OpResult r) = 0;
+  grpc::ClientContext ctx_;
 
  private:
   const char* what_;
-  grpc::ClientContext ctx_;
   Response response_;
   uint64_t got_ = 0;
   std::string error_;  // written only by reads, which gRPC runs one at a time
 };
 
-using ResponseStub = grpc::TemplatedGenericStub<pb::Request, pb::Response>;
 using SummaryStub = grpc::TemplatedGenericStub<pb::Request, pb::Summary>;
 
 // The stubs and full method paths ("/package.Service/Method") the OneResponseCalls use; they
 // outlive every call (gRPC keeps a pointer to the path).
 struct OneResponseStubs {
   explicit OneResponseStubs(const std::shared_ptr<grpc::Channel>& channel)
-      : unary(channel),
+      : channel(channel),
         summary(channel),
         unary_method(std::string("/") + pb::BenchService::service_full_name() + "/Unary"),
         client_stream_method(std::string("/") + pb::BenchService::service_full_name() +
                              "/ClientStream") {}
-  ResponseStub unary;
+  std::shared_ptr<grpc::Channel> channel;
   SummaryStub summary;
   std::string unary_method;
   std::string client_stream_method;
 };
 
-class UnaryCall final : public OneResponseCall<pb::Response> {
+class UnaryCall final : public OneResponseCall<grpc::ClientReadReactor<pb::Response>, pb::Response> {
  public:
   UnaryCall(OneResponseStubs* stubs, const Workload& w, uint64_t seq, OpSink* sink)
-      : OneResponseCall(&stubs->unary, stubs->unary_method, "response"), w_(w), seq_(seq), sink_(sink) {
+      : OneResponseCall("response"), w_(w), seq_(seq), sink_(sink) {
     build_request(&request_, w.kind, seq, w.request_size, w.response_size, 0);
-    StartWriteLast(&request_, grpc::WriteOptions());
+    grpc::internal::ClientCallbackReaderFactory<pb::Response>::Create(
+        stubs->channel.get(),
+        grpc::internal::RpcMethod(stubs->unary_method.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING),
+        &ctx_, &request_, this);
     start();
   }
 
@@ -205,10 +205,12 @@ class UnaryCall final : public OneResponseCall<pb::Response> {
   pb::Request request_;
 };
 
-class ClientStreamCall final : public OneResponseCall<pb::Summary> {
+class ClientStreamCall final : public OneResponseCall<grpc::ClientBidiReactor<pb::Request, pb::Summary>, pb::Summary> {
  public:
   ClientStreamCall(OneResponseStubs* stubs, const Workload& w, OpSink* sink)
-      : OneResponseCall(&stubs->summary, stubs->client_stream_method, "summary"), w_(w), sink_(sink) {
+      : OneResponseCall("summary"), w_(w), sink_(sink) {
+    ctx_.set_initial_metadata_corked(true);
+    stubs->summary.PrepareBidiStreamingCall(&ctx_, stubs->client_stream_method, grpc::StubOptions(), this);
     write_next();
     start();
   }
@@ -323,10 +325,12 @@ class BidiCall final : public ReadingCall<grpc::ClientBidiReactor<pb::Request, p
 
 // send-saturation: messages while the engine allows, each "accepted" when gRPC calls
 // OnWriteDone; then the half-close and the summary, which must confirm every message.
-class SaturationCall final : public OneResponseCall<pb::Summary> {
+class SaturationCall final : public OneResponseCall<grpc::ClientBidiReactor<pb::Request, pb::Summary>, pb::Summary> {
  public:
   SaturationCall(OneResponseStubs* stubs, const Workload& w, SaturationSink* sink)
-      : OneResponseCall(&stubs->summary, stubs->client_stream_method, "summary"), w_(w), sink_(sink) {
+      : OneResponseCall("summary"), w_(w), sink_(sink) {
+    ctx_.set_initial_metadata_corked(true);
+    stubs->summary.PrepareBidiStreamingCall(&ctx_, stubs->client_stream_method, grpc::StubOptions(), this);
     next();
     start();
   }
