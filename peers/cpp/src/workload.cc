@@ -191,6 +191,22 @@ std::string check_summary(const pb::Summary& s, PayloadKind kind, uint64_t messa
                     response_size);
 }
 
+namespace {
+std::string count_of(uint64_t n, const char* what) {
+  return std::to_string(n) + " " + what + (n == 1 ? "" : "s");
+}
+}  // namespace
+
+std::string check_one_more(uint64_t got, uint64_t expected, const char* what) {
+  if (got < expected) return "";
+  return "more than " + count_of(expected, what) + " before the status";
+}
+
+std::string check_count_at_end(uint64_t got, uint64_t expected, const char* what) {
+  if (got == expected) return "";
+  return "status OK after " + std::to_string(got) + " of " + count_of(expected, what);
+}
+
 std::string check_request(const pb::Request& r, Shape shape) {
   std::string what = "request " + std::to_string(r.seq());
   int kind = r.payload_kind();

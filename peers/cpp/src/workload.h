@@ -36,6 +36,14 @@ std::string check_response(const pb::Response& r, PayloadKind kind, uint64_t exp
 std::string check_summary(const pb::Summary& s, PayloadKind kind, uint64_t messages,
                           uint32_t request_size, uint32_t response_size);
 
+// The count of a call's responses, which the client checks itself: gRPC C++ reads only the one
+// response of a unary or client-stream call and then waits, without end, for trailers that come
+// after any further message (the C and Go peers see that message; see grpc_client.cc).
+// A response arrived after `got` others, in a call of `expected`: "" or why it is one too many.
+std::string check_one_more(uint64_t got, uint64_t expected, const char* what);
+// The call ended with status OK after `got` of `expected` responses: "" or why that is invalid.
+std::string check_count_at_end(uint64_t got, uint64_t expected, const char* what);
+
 // Server side ------------------------------------------------------------------------------
 
 // Checks one request on its own: payload kind, payload contents, response_size range, and for a

@@ -79,6 +79,18 @@ TEST(Validation, SummaryMustConfirmTheStream) {
   EXPECT_NE(check_summary(s, PayloadKind::kZeros, 3, 99, 20), "");
 }
 
+// A unary response or a summary sent twice (the server fault extra-message) is invalid, and so is
+// a call that ends with status OK short of its responses (missing-message).
+TEST(Validation, ResponseCountIsExact) {
+  EXPECT_EQ(check_one_more(0, 1, "response"), "");
+  EXPECT_EQ(check_one_more(1, 1, "summary"), "more than 1 summary before the status");
+  EXPECT_EQ(check_one_more(4, 5, "response"), "");
+  EXPECT_EQ(check_one_more(5, 5, "response"), "more than 5 responses before the status");
+  EXPECT_EQ(check_count_at_end(1, 1, "response"), "");
+  EXPECT_EQ(check_count_at_end(0, 1, "summary"), "status OK after 0 of 1 summary");
+  EXPECT_EQ(check_count_at_end(3, 5, "response"), "status OK after 3 of 5 responses");
+}
+
 TEST(ServerValidation, RefusesMalformedRequests) {
   pb::Request ok;
   build_request(&ok, PayloadKind::kZeros, 1, 32, 32, 4);
