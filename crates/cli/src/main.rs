@@ -5,14 +5,15 @@
 //! the signal handler and the child subreaper.
 
 mod progress;
+mod say;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use rpcarena_model::files::{REPORT_MD, SAMPLES};
-use rpcarena_model::matrix;
 use rpcarena_netcheck::NetcheckOptions;
 use rpcarena_netem_core::EmulatorChoice;
 use rpcarena_runner::{BuildInfo, CampaignSource, RunOptions};
+use say::{say, tell};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::path::{Path, PathBuf};
@@ -93,7 +94,7 @@ fn main() -> ExitCode {
     match real_main() {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("rpcarena: {e:#}");
+            tell!("rpcarena: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -124,16 +125,17 @@ fn real_main() -> Result<ExitCode> {
 fn validate(path: &Path) -> Result<ExitCode> {
     let source = CampaignSource::from_file(path)?;
     let campaign = rpcarena_runner::load(&source).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let configs = matrix::expand(&campaign).len();
-    let samples = configs * campaign.repetitions as usize;
-    let per_sample =
-        campaign.timing.warmup + campaign.timing.window + std::time::Duration::from_secs(1);
-    println!(
-        "{}: valid: {} cells, {configs} configurations x {} repetitions = {samples} samples, about {} s of measurement",
+    let samples = campaign.planned_samples();
+    let configs = samples / u64::from(campaign.repetitions);
+    let seconds = u32::try_from(samples)
+        .ok()
+        .and_then(|n| campaign.sample_estimate().checked_mul(n))
+        .map_or(u64::MAX, |d| d.as_secs());
+    say!(
+        "{}: valid: {} cells, {configs} configurations x {} repetitions = {samples} samples, about {seconds} s of measurement",
         source.origin,
         campaign.cells.len(),
         campaign.repetitions,
-        (per_sample * samples as u32).as_secs()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -142,7 +144,7 @@ fn capabilities(path: &Path) -> Result<ExitCode> {
     let prepared = rpcarena_runner::prepare(CampaignSource::from_file(path)?, &[])?;
     for (id, peer) in &prepared.peers {
         let c = &peer.capabilities;
-        println!(
+        say!(
             "peer {id}: {} {} ({}), {}",
             c.peer,
             c.version,
@@ -156,7 +158,7 @@ fn capabilities(path: &Path) -> Result<ExitCode> {
                     .iter()
                     .map(|(k, v)| format!("{k} {v}"))
                     .collect();
-                println!(
+                say!(
                     "  {role:<6} {:<6} shapes: {}; load: {}; {}",
                     s.stack,
                     s.shapes.join(", "),
@@ -170,7 +172,7 @@ fn capabilities(path: &Path) -> Result<ExitCode> {
             }
         }
     }
-    println!("{}: every cell can run", prepared.source.origin);
+    say!("{}: every cell can run", prepared.source.origin);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -210,10 +212,23 @@ fn run(
         &mut printer,
     )?;
     drop(printer);
-    let written = write_reports(&outcome.dir)?;
-    rpcarena_runner::seal(&outcome.dir, None)?;
+    // Reports and the seal are written where they fit, even when the disk filled up.
+    let written = match (write_reports(&outcome.dir), &outcome.stopped_by) {
+        (Ok(written), _) => written,
+        (Err(e), Some(_)) => {
+            tell!("rpcarena: {e:#}");
+            Vec::new()
+        }
+        (Err(e), None) => return Err(e),
+    };
+    if let Err(e) = rpcarena_runner::seal(&outcome.dir, None) {
+        match &outcome.stopped_by {
+            Some(_) => tell!("rpcarena: sealing the manifest: {e:#}"),
+            None => return Err(e),
+        }
+    }
     let c = outcome.counts;
-    println!(
+    say!(
         "{} samples: {} ok, {} failed{}",
         c.ok + c.failed,
         c.ok,
@@ -225,12 +240,16 @@ fn run(
         }
     );
     for path in written {
-        println!("wrote {}", path.display());
+        say!("wrote {}", path.display());
     }
-    println!("report: {}", outcome.dir.join(REPORT_MD).display());
+    say!("report: {}", outcome.dir.join(REPORT_MD).display());
+    if let Some(why) = &outcome.stopped_by {
+        tell!("rpcarena: the run stopped early: {why}");
+        return Ok(ExitCode::FAILURE);
+    }
     if c.failed > 0 || outcome.interrupted {
         if c.failed > 0 {
-            eprintln!(
+            tell!(
                 "rpcarena: {} samples failed; their reasons are in report.md and samples.jsonl",
                 c.failed
             );
@@ -248,7 +267,7 @@ fn report(dir: &Path) -> Result<ExitCode> {
         );
     }
     for path in write_reports(dir)? {
-        println!("wrote {}", path.display());
+        say!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -259,7 +278,7 @@ fn write_reports(dir: &Path) -> Result<Vec<PathBuf>> {
     let regenerated = rpcarena_report::regenerate(dir)
         .with_context(|| format!("writing reports in {}", dir.display()))?;
     for note in &regenerated.notes {
-        eprintln!("rpcarena: warning: {note}");
+        tell!("rpcarena: warning: {note}");
     }
     Ok(regenerated.written)
 }
@@ -270,7 +289,7 @@ fn write_reports(dir: &Path) -> Result<Vec<PathBuf>> {
 /// leave behind are re-parented here and reaped instead of escaping to init.
 fn stop_on_signals() -> Result<()> {
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
-        eprintln!(
+        tell!(
             "rpcarena: warning: cannot become a child subreaper ({e}); orphaned peer helpers are reaped by init instead"
         );
     }
@@ -280,10 +299,11 @@ fn stop_on_signals() -> Result<()> {
         .name("signals".into())
         .spawn(move || {
             for signal in signals.forever() {
-                eprintln!(
+                // Stop first: printing may fail (a hung-up terminal) and must not delay it.
+                rpcarena_runner::interrupt();
+                tell!(
                     "rpcarena: received signal {signal}; stopping peers and writing what was measured"
                 );
-                rpcarena_runner::interrupt();
             }
         })
         .context("starting the signal thread")?;
@@ -292,14 +312,14 @@ fn stop_on_signals() -> Result<()> {
 
 fn doctor(clean: bool) -> Result<ExitCode> {
     let report = rpcarena_netem::doctor();
-    print!("{report}");
+    say::out(format_args!("{report}"));
     if clean {
         let removed = rpcarena_netem::remove_leftovers().context("removing leftovers")?;
         if removed.is_empty() {
-            println!("nothing to clean");
+            say!("nothing to clean");
         }
         for leftover in removed {
-            println!(
+            say!(
                 "removed namespace {} (created by pid {}, devices: {})",
                 leftover.namespace,
                 leftover.creator_pid,
@@ -311,7 +331,7 @@ fn doctor(clean: bool) -> Result<ExitCode> {
             );
         }
     } else if !report.leftovers.is_empty() {
-        println!("run `rpcarena doctor --clean` to remove the leftovers above");
+        say!("run `rpcarena doctor --clean` to remove the leftovers above");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -333,7 +353,7 @@ fn netcheck(
     options.emulator = emulator;
     let report =
         rpcarena_netcheck::netcheck(&profile, &options).context("netcheck could not run")?;
-    print!("{report}");
+    say::out(format_args!("{report}"));
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -341,7 +361,7 @@ fn netcheck(
     if report.passed() {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!(
+        tell!(
             "rpcarena: netcheck: {} figures outside their tolerance",
             report.failures().len()
         );

@@ -1,5 +1,6 @@
 //! Progress on stderr: a bar on a terminal, one line per sample otherwise (CI logs).
 
+use crate::say::tell;
 use indicatif::{ProgressBar, ProgressStyle};
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{SampleRecord, SampleStatus};
@@ -25,7 +26,7 @@ impl Printer {
     fn line(&self, text: String) {
         match &self.bar {
             Some(bar) => bar.println(text),
-            None => eprintln!("{text}"),
+            None => tell!("{text}"),
         }
     }
 }
@@ -33,7 +34,7 @@ impl Printer {
 impl Progress for Printer {
     fn begin(&mut self, dir: &Path, total: usize) {
         self.total = total;
-        eprintln!("rpcarena: writing to {} ({total} samples)", dir.display());
+        tell!("rpcarena: writing to {} ({total} samples)", dir.display());
         if std::io::stderr().is_terminal() {
             let bar = ProgressBar::new(total as u64);
             bar.set_style(

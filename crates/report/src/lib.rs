@@ -21,7 +21,7 @@ use aggregate::Aggregator;
 use rpcarena_model::campaign::Campaign;
 use rpcarena_model::files::{AGGREGATE, MANIFEST, REPORT_MD, SAMPLES};
 use rpcarena_model::matrix;
-use rpcarena_model::record::{Manifest, SampleRecord};
+use rpcarena_model::record::{Manifest, SampleCounts, SampleRecord, SampleStatus};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
@@ -71,6 +71,10 @@ pub struct Report {
     manifest: Manifest,
     campaign: Result<Campaign, String>,
     aggregator: Aggregator,
+    read: SamplesRead,
+    /// Counts of the records read: what the report says, whatever the manifest last said (a
+    /// killed controller leaves its counts stale).
+    counted: SampleCounts,
 }
 
 impl Report {
@@ -83,16 +87,29 @@ impl Report {
             manifest,
             campaign,
             aggregator: Aggregator::new(),
+            read: SamplesRead::default(),
+            counted: SampleCounts::default(),
         }
     }
 
     /// Adds the next record of `samples.jsonl`.
     pub fn add(&mut self, record: &SampleRecord) {
         self.aggregator.add(record);
+        match record.status {
+            SampleStatus::Ok => self.counted.ok += 1,
+            SampleStatus::Failed => self.counted.failed += 1,
+        }
+    }
+
+    /// What reading `samples.jsonl` found besides its records (a torn last line).
+    pub fn note_samples_read(&mut self, read: &SamplesRead) {
+        self.read = read.clone();
     }
 
     /// Renders every report.
-    pub fn finish(self) -> Rendered {
+    pub fn finish(mut self) -> Rendered {
+        self.manifest.samples.ok = self.counted.ok;
+        self.manifest.samples.failed = self.counted.failed;
         let campaign = self.campaign.as_ref().ok();
         let order: Vec<String> = campaign
             .map(|c| matrix::expand(c).into_iter().map(|c| c.key).collect())
@@ -105,7 +122,9 @@ impl Report {
         let aggregates = self
             .aggregator
             .finish(&order, &baseline, self.manifest.seed);
-        let notes = notes::notes(&self.manifest, &self.campaign, &aggregates, &baseline);
+        let mut notes = notes::notes(&self.manifest, &self.campaign, &aggregates, &baseline);
+        notes.extend(notes::torn(&self.read));
+        notes.extend(notes::incomplete(&self.manifest));
         let report_md = markdown::render(&markdown::Inputs {
             manifest: &self.manifest,
             campaign,
@@ -144,31 +163,53 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, ReportError> {
     })
 }
 
-/// Feeds every record of a run's `samples.jsonl` to `each`, one line at a time.
-pub fn read_samples(dir: &Path, mut each: impl FnMut(SampleRecord)) -> Result<(), ReportError> {
+/// What reading `samples.jsonl` found besides its records.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SamplesRead {
+    /// A last line cut short (a full disk, a crash mid-write): its 1-based line number and
+    /// length in bytes. It is skipped; every record before it is read.
+    pub torn_last_line: Option<(usize, usize)>,
+}
+
+/// Feeds every record of a run's `samples.jsonl` to `each`, one line at a time. A last line
+/// that has no newline and does not parse was cut short while being written: it is skipped
+/// and reported in the result, not a reason to refuse the records before it.
+pub fn read_samples(
+    dir: &Path,
+    mut each: impl FnMut(SampleRecord),
+) -> Result<SamplesRead, ReportError> {
     let path = dir.join(SAMPLES);
     let io = |source| ReportError::Io {
         path: path.clone(),
         source,
     };
     let mut reader = std::io::BufReader::new(std::fs::File::open(&path).map_err(io)?);
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut number = 0;
     loop {
         line.clear();
-        if reader.read_line(&mut line).map_err(io)? == 0 {
-            return Ok(());
+        if reader.read_until(b'\n', &mut line).map_err(io)? == 0 {
+            return Ok(SamplesRead::default());
         }
         number += 1;
-        if line.trim().is_empty() {
+        if line.trim_ascii().is_empty() {
             continue;
         }
-        let record = serde_json::from_str(&line).map_err(|e| ReportError::Parse {
-            path: path.clone(),
-            line: number,
-            message: e.to_string(),
-        })?;
-        each(record);
+        match serde_json::from_slice(&line) {
+            Ok(record) => each(record),
+            Err(_) if !line.ends_with(b"\n") => {
+                return Ok(SamplesRead {
+                    torn_last_line: Some((number, line.len())),
+                });
+            }
+            Err(e) => {
+                return Err(ReportError::Parse {
+                    path: path.clone(),
+                    line: number,
+                    message: e.to_string(),
+                });
+            }
+        }
     }
 }
 
@@ -183,7 +224,8 @@ pub struct Regenerated {
 /// Reads a run directory and (re)writes `aggregate.csv` and `report.md`.
 pub fn regenerate(dir: &Path) -> Result<Regenerated, ReportError> {
     let mut report = Report::new(read_manifest(dir)?);
-    read_samples(dir, |record| report.add(&record))?;
+    let read = read_samples(dir, |record| report.add(&record))?;
+    report.note_samples_read(&read);
     let rendered = report.finish();
     let mut written = Vec::new();
     for (name, text) in [

@@ -59,6 +59,9 @@ pub struct RunOutcome {
     pub counts: SampleCounts,
     /// Stopped early by a signal or `--fail-fast`.
     pub interrupted: bool,
+    /// Stopped early because an artifact could not be written (a full disk): what happened.
+    /// The records before it are whole; the caller still writes the reports where they fit.
+    pub stopped_by: Option<String>,
 }
 
 /// Runs a prepared campaign's schedule and writes `manifest.json`, `samples.jsonl`, `raw/` and
@@ -96,6 +99,7 @@ pub fn run(
     let mut writer = SamplesWriter::open(&dir)?;
     progress.begin(&dir.root, slots.len());
     let mut interrupted = false;
+    let mut stopped_by = None;
     for (index, slot) in slots.iter().enumerate() {
         if stop::interrupted() {
             interrupted = true;
@@ -103,7 +107,6 @@ pub fn run(
         }
         let config = &configs[slot.config];
         let id = sample_id(slot, config);
-        progress.sample_started(index, &id, config);
         let (raw_dir, raw_rel) = dir.raw(&id);
         let place = Place {
             slot: *slot,
@@ -111,7 +114,13 @@ pub fn run(
             id,
             raw_rel,
         };
+        // This waits at the load gate; a signal there ends the run before anything starts.
         let spec = sample_spec(prepared, config, place, &net, &ca.ca_cert, &pins);
+        if stop::interrupted() {
+            interrupted = true;
+            break;
+        }
+        progress.sample_started(index, &spec.id, config);
         let record = sample::run_sample(
             spec,
             SampleIo {
@@ -120,7 +129,11 @@ pub fn run(
                 warn: &mut |text| progress.warning(text),
             },
         );
-        writer.append(&record)?;
+        if let Err(e) = writer.append(&record) {
+            stopped_by = Some(format!("{e:#}"));
+            progress.warning(&format!("{e:#}; the run stops here"));
+            break;
+        }
         match record.status {
             SampleStatus::Ok => manifest.samples.ok += 1,
             SampleStatus::Failed => manifest.samples.failed += 1,
@@ -131,14 +144,22 @@ pub fn run(
             break;
         }
     }
-    interrupted |= stop::interrupted();
+    interrupted |= stop::interrupted() || stopped_by.is_some();
     manifest.interrupted = interrupted;
     manifest.finished_at = Some(host::now_rfc3339());
-    artifacts::write_manifest(&dir.root, &manifest)?;
+    if let Err(e) = artifacts::write_manifest(&dir.root, &manifest) {
+        // With the disk full the manifest may not fit either: the report then reads the counts
+        // from samples.jsonl and says the run is incomplete.
+        match &stopped_by {
+            Some(_) => progress.warning(&format!("{e:#}")),
+            None => return Err(e),
+        }
+    }
     Ok(RunOutcome {
         dir: dir.root,
         counts: manifest.samples,
         interrupted,
+        stopped_by,
     })
 }
 
