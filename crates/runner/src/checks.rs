@@ -71,6 +71,26 @@ fn check_outcome(config: &SampleConfig, result: &ClientResult) -> Vec<String> {
             result.lanes, config.concurrency
         ));
     }
+    if !result.intervals.is_empty() {
+        let want = result.window_ns.div_ceil(1_000_000_000);
+        if result.intervals.len() as u64 != want {
+            problems.push(format!(
+                "{} intervals for a {:.1} ms window; ceil(window_ns / 1e9) = {want} were expected",
+                result.intervals.len(),
+                result.window_ns as f64 / 1e6
+            ));
+        }
+        let sum = result
+            .intervals
+            .iter()
+            .fold(0u64, |sum, i| sum.saturating_add(i.completed));
+        if sum != result.completed {
+            problems.push(format!(
+                "the intervals' completed add up to {sum} but completed is {}",
+                result.completed
+            ));
+        }
+    }
     if let (Some(sent), Some(received)) = (result.sent, result.received)
         && received > sent
     {
@@ -220,5 +240,31 @@ pub(crate) mod tests {
         let text = check(&config(Shape::Unary), &r).join("\n");
         assert!(text.contains("1000.0 ms window but 2000.0 ms"), "{text}");
         assert!(text.contains("not valid base64"), "{text}");
+    }
+
+    #[test]
+    fn intervals_must_add_up_to_completed_and_cover_the_window() {
+        use rpcarena_model::record::IntervalRecord;
+        let interval = |offset_ns, completed| IntervalRecord {
+            offset_ns,
+            completed,
+            histogram: String::new(),
+        };
+        let mut r = result(10, 10, 10);
+        r.intervals = vec![interval(0, 4), interval(1_000_000_000, 6)];
+        assert!(check(&config(Shape::Unary), &r).is_empty());
+        // Before the fix: 115367 against 15367 was accepted.
+        r.intervals[1].completed = 100_006;
+        let text = check(&config(Shape::Unary), &r).join("\n");
+        assert!(
+            text.contains("the intervals' completed add up to 100010 but completed is 10"),
+            "{text}"
+        );
+        r.intervals = vec![interval(0, 10)];
+        let text = check(&config(Shape::Unary), &r).join("\n");
+        assert!(
+            text.contains("1 intervals for a 2000.0 ms window"),
+            "{text}"
+        );
     }
 }
