@@ -496,3 +496,35 @@ fn a_report_of_an_unfinished_run_says_so_and_counts_from_samples_jsonl() {
         rendered.notes
     );
 }
+
+#[test]
+fn cpu_below_one_clock_tick_reads_as_a_bound_not_zero() {
+    let mut artifacts = artifacts();
+    // Less than a tick (10 ms) of server CPU in every window of configuration 1 (a open).
+    let key = artifacts.records[1].config.key.clone();
+    for r in &mut artifacts.records {
+        if r.config.key == key
+            && let Some(p) = r.server_process.as_mut()
+        {
+            p.cpu_us = 0.0;
+        }
+    }
+    let rendered = render(&artifacts);
+    // 100 ops/s over 10 s: 1000 operations, so less than 10 us per operation.
+    // Before the fix: "0.0".
+    let open_row = rendered
+        .report_md
+        .lines()
+        .find(|l| l.starts_with("| a | grpc | rust | open-100-constant"))
+        .unwrap();
+    assert!(open_row.contains("| 25.0 | < 10.0 |"), "{open_row}");
+    let header = rendered.aggregate_csv.lines().next().unwrap();
+    assert!(header.ends_with(",client_cpu_below_resolution,server_cpu_below_resolution"));
+    let below: Vec<&str> = rendered
+        .aggregate_csv
+        .lines()
+        .skip(1)
+        .filter(|l| l.ends_with(",false,true"))
+        .collect();
+    assert_eq!(below.len(), 1, "{}", rendered.aggregate_csv);
+}

@@ -1,9 +1,9 @@
 //! The run directory: `manifest.json`, `samples.jsonl` (appended and synced after each sample, so a
-//! crash loses nothing measured), `raw/<sample>/`, `certificates/`.
+//! crash loses nothing measured), `raw/<sample>/`, `certificates/` and `private/` (keys).
 
 use crate::host::sha256_file;
 use anyhow::{Context, Result, bail};
-use rpcarena_model::files::{self, CERTIFICATES, MANIFEST, RAW, SAMPLES, SEALED};
+use rpcarena_model::files::{self, CERTIFICATES, MANIFEST, PRIVATE, RAW, SAMPLES, SEALED};
 use rpcarena_model::record::{Manifest, SampleRecord};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -65,6 +65,11 @@ impl RunDir {
     /// `certificates/`.
     pub fn certificates(&self) -> PathBuf {
         self.root.join(CERTIFICATES)
+    }
+
+    /// `private/` (keys; mode 0700).
+    pub fn private(&self) -> PathBuf {
+        self.root.join(PRIVATE)
     }
 }
 

@@ -80,7 +80,7 @@ pub fn run(
         PathBuf::from("results").join(format!("{}-{}", campaign.name, host::now_compact()))
     });
     let dir = RunDir::create(&out)?;
-    let ca = certs::Authority::create(&dir.certificates(), &campaign.name)?;
+    let ca = certs::Authority::create(&dir.certificates(), &dir.private(), &campaign.name)?;
     let emulated = campaign.network.backend == NetworkBackend::Emulated;
     let pins = noise::plan(&noise::allowed_cpus(), campaign.noise.pinning, emulated);
     let mut net = RunNetwork::create(
