@@ -65,6 +65,37 @@ fn write_script(path: &Path, body: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// A campaign of one sample whose server runs `server_first` (shell) before the Rust peer;
+/// returns the campaign file.
+fn with_server_wrapper(tmp: &Path, server_first: &str) -> PathBuf {
+    let wrapper = tmp.join("peer.sh");
+    write_script(
+        &wrapper,
+        &format!(
+            "if [ \"$1\" = server ]; then\n{server_first}\nfi\nexec {} \"$@\"",
+            rust_peer()
+        ),
+    );
+    write(
+        tmp,
+        "c.toml",
+        &campaign(&wrapper.display().to_string(), 1, ""),
+    )
+}
+
+/// Starts `rpcarena run FILE --out DIR` with stdout and stderr discarded.
+fn start(file: &Path, dir: &Path) -> std::process::Child {
+    Command::new(rpcarena())
+        .arg("run")
+        .arg(file)
+        .arg("--out")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// The write end of a pipe whose read end is already closed: every write gets EPIPE.
 fn broken_pipe() -> OwnedFd {
     let (read, write) = nix::unistd::pipe().unwrap();
@@ -166,20 +197,8 @@ fn run(file: &Path, dir: &Path) -> (std::process::ExitStatus, String, Duration) 
 fn a_helper_that_escaped_the_group_is_killed_and_named() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let wrapper = tmp.path().join("peer.sh");
     // The server starts a helper in its own session that keeps the server's stdout open.
-    write_script(
-        &wrapper,
-        &format!(
-            "if [ \"$1\" = server ]; then setsid sleep 147.5 & fi\nexec {} \"$@\"",
-            rust_peer()
-        ),
-    );
-    let file = write(
-        tmp.path(),
-        "c.toml",
-        &campaign(&wrapper.display().to_string(), 1, ""),
-    );
+    let file = with_server_wrapper(tmp.path(), "setsid sleep 147.5 &");
     let dir = tmp.path().join("run");
     let (status, stderr, elapsed) = run(&file, &dir);
     assert!(!status.success(), "{stderr}");
@@ -203,31 +222,14 @@ fn a_helper_that_escaped_the_group_is_killed_and_named() {
 fn a_peer_printing_an_endless_line_fails_its_sample_and_the_controller_stays_small() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let wrapper = tmp.path().join("peer.sh");
     // 512 MiB without a newline: before the fix the controller allocated it all (2 GiB
     // aborted it).
-    write_script(
-        &wrapper,
-        &format!(
-            "if [ \"$1\" = server ]; then head -c 536870912 /dev/zero | tr '\\0' a; sleep 30; fi\nexec {} \"$@\"",
-            rust_peer()
-        ),
-    );
-    let file = write(
+    let file = with_server_wrapper(
         tmp.path(),
-        "c.toml",
-        &campaign(&wrapper.display().to_string(), 1, ""),
+        "head -c 536870912 /dev/zero | tr '\\0' a; sleep 30",
     );
     let dir = tmp.path().join("run");
-    let mut child = Command::new(rpcarena())
-        .arg("run")
-        .arg(&file)
-        .arg("--out")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start(&file, &dir);
     let status_path = format!("/proc/{}/status", child.id());
     let mut peak_kib = 0u64;
     let status = loop {
@@ -256,6 +258,7 @@ fn a_peer_printing_an_endless_line_fails_its_sample_and_the_controller_stays_sma
         "the first bytes are quoted: {reason}"
     );
     // The documented bound (docs/faults.md): 64 MiB whatever a peer prints.
+    println!("controller peak RSS under a 512 MiB line: {peak_kib} KiB");
     assert!(peak_kib < 64 * 1024, "peak RSS {peak_kib} KiB");
     let raw = std::fs::metadata(dir.join(&records[0].raw).join("server.stdout"))
         .unwrap()
@@ -276,15 +279,7 @@ fn a_signal_during_the_load_gate_starts_nothing() {
     );
     let file = write(tmp.path(), "c.toml", &text);
     let dir = tmp.path().join("run");
-    let mut child = Command::new(rpcarena())
-        .arg("run")
-        .arg(&file)
-        .arg("--out")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = start(&file, &dir);
     assert!(wait_until(Duration::from_secs(20), || dir
         .join("samples.jsonl")
         .exists()));
