@@ -76,14 +76,14 @@ echo "elapsed_s,fds,threads,rss_kib,namespaces" > "$readings"
 
 flock /tmp/rpcarena-measure.lock "$bin" run "$campaign" --out "$out/run" > "$out/run.log" 2>&1 &
 wrapper=$!
-# The controller is flock's child.
+# The controller is flock's child, once the lock is ours (other measurements may hold it).
 pid=
-for _ in $(seq 100); do
+while kill -0 "$wrapper" 2>/dev/null; do
     pid=$(pgrep -P "$wrapper" -x rpcarena || true)
     [[ -n $pid ]] && break
-    sleep 0.1
+    sleep 0.5
 done
-[[ -n $pid ]] || { echo "soak: the controller did not start; see $out/run.log" >&2; kill "$wrapper" 2>/dev/null; exit 2; }
+[[ -n $pid ]] || { echo "soak: the controller did not start; see $out/run.log" >&2; exit 2; }
 
 start=$(date +%s)
 stopped=0
