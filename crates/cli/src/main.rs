@@ -7,15 +7,16 @@
 mod peers_cmd;
 mod plan;
 mod progress;
+mod say;
 mod tools;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
 use rpcarena_model::files::{REPORT_MD, SAMPLES};
-use rpcarena_model::matrix;
 use rpcarena_netcheck::NetcheckOptions;
 use rpcarena_netem_core::EmulatorChoice;
 use rpcarena_runner::{BuildInfo, CampaignSource, RunOptions};
+use say::{say, tell};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use std::path::{Path, PathBuf};
@@ -164,7 +165,7 @@ fn main() -> ExitCode {
     match real_main() {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("rpcarena: {e:#}");
+            tell!("rpcarena: {e:#}");
             ExitCode::FAILURE
         }
     }
@@ -231,16 +232,17 @@ fn real_main() -> Result<ExitCode> {
 fn validate(path: &Path) -> Result<ExitCode> {
     let source = CampaignSource::from_file(path)?;
     let campaign = rpcarena_runner::load(&source).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let configs = matrix::expand(&campaign).len();
-    let samples = configs * campaign.repetitions as usize;
-    let per_sample =
-        campaign.timing.warmup + campaign.timing.window + std::time::Duration::from_secs(1);
-    println!(
-        "{}: valid: {} cells, {configs} configurations x {} repetitions = {samples} samples, about {} s of measurement",
+    let samples = campaign.planned_samples();
+    let configs = samples / u64::from(campaign.repetitions);
+    let seconds = u32::try_from(samples)
+        .ok()
+        .and_then(|n| campaign.sample_estimate().checked_mul(n))
+        .map_or(u64::MAX, |d| d.as_secs());
+    say!(
+        "{}: valid: {} cells, {configs} configurations x {} repetitions = {samples} samples, about {seconds} s of measurement",
         source.origin,
         campaign.cells.len(),
         campaign.repetitions,
-        (per_sample * samples as u32).as_secs()
     );
     Ok(ExitCode::SUCCESS)
 }
@@ -251,7 +253,7 @@ fn capabilities(path: &Path, peers: Option<PathBuf>) -> Result<ExitCode> {
     let prepared = rpcarena_runner::prepare(source, &[])?;
     for (id, peer) in &prepared.peers {
         let c = &peer.capabilities;
-        println!(
+        say!(
             "peer {id}: {} {} ({}), {}",
             c.peer,
             c.version,
@@ -265,7 +267,7 @@ fn capabilities(path: &Path, peers: Option<PathBuf>) -> Result<ExitCode> {
                     .iter()
                     .map(|(k, v)| format!("{k} {v}"))
                     .collect();
-                println!(
+                say!(
                     "  {role:<6} {:<6} shapes: {}; load: {}; {}",
                     s.stack,
                     s.shapes.join(", "),
@@ -279,7 +281,7 @@ fn capabilities(path: &Path, peers: Option<PathBuf>) -> Result<ExitCode> {
             }
         }
     }
-    println!("{}: every cell can run", prepared.source.origin);
+    say!("{}: every cell can run", prepared.source.origin);
     Ok(ExitCode::SUCCESS)
 }
 
@@ -354,23 +356,40 @@ fn run(
         &mut printer,
     )?;
     drop(printer);
-    let written = write_reports(&outcome.dir, quiet || json)?;
-    rpcarena_runner::seal(&outcome.dir, None)?;
+    // Reports and the seal are written where they fit, even when the disk filled up.
+    let written = match (
+        write_reports(&outcome.dir, quiet || json),
+        &outcome.stopped_by,
+    ) {
+        (Ok(written), _) => written,
+        (Err(e), Some(_)) => {
+            tell!("rpcarena: {e:#}");
+            Vec::new()
+        }
+        (Err(e), None) => return Err(e),
+    };
+    if let Err(e) = rpcarena_runner::seal(&outcome.dir, None) {
+        match &outcome.stopped_by {
+            Some(_) => tell!("rpcarena: sealing the manifest: {e:#}"),
+            None => return Err(e),
+        }
+    }
     let manifest_sha256 =
-        rpcarena_report::sha256_file(&outcome.dir.join(rpcarena_model::files::MANIFEST))?;
+        rpcarena_report::sha256_file(&outcome.dir.join(rpcarena_model::files::MANIFEST)).ok();
     let c = outcome.counts;
     if json {
         let summary = serde_json::json!({
             "dir": outcome.dir,
             "samples": c,
             "interrupted": outcome.interrupted,
+            "stopped_by": outcome.stopped_by,
             "reports": written,
             "manifest_sha256": manifest_sha256,
         });
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        say!("{}", serde_json::to_string_pretty(&summary)?);
     } else {
         if !quiet {
-            println!(
+            say!(
                 "{} samples: {} ok, {} failed{}",
                 c.ok + c.failed,
                 c.ok,
@@ -382,18 +401,24 @@ fn run(
                 }
             );
             for path in &written {
-                println!("wrote {}", path.display());
+                say!("wrote {}", path.display());
             }
-            println!("report: {}", outcome.dir.join(REPORT_MD).display());
+            say!("report: {}", outcome.dir.join(REPORT_MD).display());
         }
-        println!(
-            "manifest.json SHA-256 {manifest_sha256} (publish it beside the report; `rpcarena verify {}` checks every hash it lists)",
-            outcome.dir.display()
-        );
+        if let Some(sha) = &manifest_sha256 {
+            say!(
+                "manifest.json SHA-256 {sha} (publish it beside the report; `rpcarena verify {}` checks every hash it lists)",
+                outcome.dir.display()
+            );
+        }
+    }
+    if let Some(why) = &outcome.stopped_by {
+        tell!("rpcarena: the run stopped early: {why}");
+        return Ok(ExitCode::FAILURE);
     }
     if c.failed > 0 || outcome.interrupted {
         if c.failed > 0 {
-            eprintln!(
+            tell!(
                 "rpcarena: {} samples failed; their reasons are in report.md and samples.jsonl",
                 c.failed
             );
@@ -411,7 +436,7 @@ fn report(dir: &Path) -> Result<ExitCode> {
         );
     }
     for path in write_reports(dir, false)? {
-        println!("wrote {}", path.display());
+        say!("wrote {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -422,12 +447,12 @@ fn write_reports(dir: &Path, quiet: bool) -> Result<Vec<PathBuf>> {
     let regenerated = rpcarena_report::regenerate(dir)
         .with_context(|| format!("writing reports in {}", dir.display()))?;
     for note in &regenerated.notes {
-        eprintln!("rpcarena: warning: {note}");
+        tell!("rpcarena: warning: {note}");
     }
     let logs = rpcarena_report::hlog::write_interval_logs(dir)
         .with_context(|| format!("writing interval logs in {}", dir.display()))?;
     if !logs.is_empty() && !quiet {
-        eprintln!(
+        tell!(
             "rpcarena: wrote {} HdrHistogram interval logs (raw/<sample>/{})",
             logs.len(),
             rpcarena_report::hlog::HLOG
@@ -500,11 +525,11 @@ fn dry_run_plan(source: CampaignSource, cells: &[String], json: bool) -> Result<
             "peers": peers,
             "problems": readiness.as_ref().err().map(|e| e.to_string()),
         });
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        say!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        println!("{}: dry run, no sample runs", source.origin);
+        say!("{}: dry run, no sample runs", source.origin);
         print!("{}", plan::describe(&campaign, &estimate));
-        println!(
+        say!(
             "network: {:?}; running as root: {}",
             campaign.network.backend,
             if root { "yes" } else { "no" }
@@ -512,11 +537,11 @@ fn dry_run_plan(source: CampaignSource, cells: &[String], json: bool) -> Result<
         match &readiness {
             Ok(_) => {
                 for p in &peers {
-                    println!("peer {p}: built, capabilities checked");
+                    say!("peer {p}: built, capabilities checked");
                 }
-                println!("this host can run it");
+                say!("this host can run it");
             }
-            Err(e) => println!("this host cannot run it:\n{e:#}"),
+            Err(e) => say!("this host cannot run it:\n{e:#}"),
         }
     }
     Ok(if readiness.is_ok() {
@@ -532,7 +557,7 @@ fn dry_run_plan(source: CampaignSource, cells: &[String], json: bool) -> Result<
 /// leave behind are re-parented here and reaped instead of escaping to init.
 fn stop_on_signals() -> Result<()> {
     if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
-        eprintln!(
+        tell!(
             "rpcarena: warning: cannot become a child subreaper ({e}); orphaned peer helpers are reaped by init instead"
         );
     }
@@ -542,10 +567,11 @@ fn stop_on_signals() -> Result<()> {
         .name("signals".into())
         .spawn(move || {
             for signal in signals.forever() {
-                eprintln!(
+                // Stop first: printing may fail (a hung-up terminal) and must not delay it.
+                rpcarena_runner::interrupt();
+                tell!(
                     "rpcarena: received signal {signal}; stopping peers and writing what was measured"
                 );
-                rpcarena_runner::interrupt();
             }
         })
         .context("starting the signal thread")?;
@@ -554,14 +580,14 @@ fn stop_on_signals() -> Result<()> {
 
 fn doctor(clean: bool) -> Result<ExitCode> {
     let report = rpcarena_netem::doctor();
-    print!("{report}");
+    say::out(format_args!("{report}"));
     if clean {
         let removed = rpcarena_netem::remove_leftovers().context("removing leftovers")?;
         if removed.is_empty() {
-            println!("nothing to clean");
+            say!("nothing to clean");
         }
         for leftover in removed {
-            println!(
+            say!(
                 "removed namespace {} (created by pid {}, devices: {})",
                 leftover.namespace,
                 leftover.creator_pid,
@@ -573,7 +599,7 @@ fn doctor(clean: bool) -> Result<ExitCode> {
             );
         }
     } else if !report.leftovers.is_empty() {
-        println!("run `rpcarena doctor --clean` to remove the leftovers above");
+        say!("run `rpcarena doctor --clean` to remove the leftovers above");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -606,7 +632,7 @@ fn netcheck(
     options.emulator = emulator;
     let report =
         rpcarena_netcheck::netcheck(&profile, &options).context("netcheck could not run")?;
-    print!("{report}");
+    say::out(format_args!("{report}"));
     if let Some(path) = json {
         let text = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -614,7 +640,7 @@ fn netcheck(
     if report.passed() {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!(
+        tell!(
             "rpcarena: netcheck: {} figures outside their tolerance",
             report.failures().len()
         );

@@ -1,6 +1,7 @@
 //! `rpcarena peers build|list` and `rpcarena conformance`: thin argument handling over
 //! `rpcarena_runner::peerbuild` and the `rpcarena_conformance` crate.
 
+use crate::say::{say, tell};
 use anyhow::{Result, bail};
 use clap::{Args, Subcommand};
 use rpcarena_model::peerdir;
@@ -94,7 +95,7 @@ pub(crate) fn peers(action: PeersAction) -> Result<ExitCode> {
         for p in selected {
             let command = p.toml.command_in(&p.dir);
             let built = Path::new(&command[0]).is_file();
-            println!(
+            say!(
                 "{:<12} {:<12} {} ({})",
                 p.toml.id,
                 p.toml.language,
@@ -110,17 +111,17 @@ pub(crate) fn peers(action: PeersAction) -> Result<ExitCode> {
     }
     let mut results = Vec::new();
     for p in selected {
-        eprintln!("== building peer {} in {}", p.toml.id, p.dir.display());
-        results.push(peerbuild::build(p, &mut |line| eprintln!("{line}")));
+        tell!("== building peer {} in {}", p.toml.id, p.dir.display());
+        results.push(peerbuild::build(p, &mut |line| tell!("{line}")));
     }
-    println!("\n| peer | result | seconds | toolchain |\n|---|---|--:|---|");
+    say!("\n| peer | result | seconds | toolchain |\n|---|---|--:|---|");
     for r in &results {
         let tools: Vec<String> = r
             .toolchain
             .iter()
             .map(|(t, v)| format!("{t}: {v}"))
             .collect();
-        println!(
+        say!(
             "| {} | {} | {:.0} | {} |",
             r.id,
             r.failure
@@ -171,7 +172,7 @@ pub(crate) fn conformance(args: ConformanceArgs) -> Result<ExitCode> {
     }
     let mut all_passed = true;
     for (name, command) in targets {
-        eprintln!("== conformance of {name}: {}", command.join(" "));
+        tell!("== conformance of {name}: {}", command.join(" "));
         let options = rpcarena_conformance::Options {
             peer: command,
             rust: rust.clone(),
@@ -182,17 +183,17 @@ pub(crate) fn conformance(args: ConformanceArgs) -> Result<ExitCode> {
                 .as_ref()
                 .map(|o| o.join(name.replace(['/', ' '], "_"))),
         };
-        let outcome = rpcarena_conformance::run(&options, &mut |line| eprintln!("{name}: {line}"))?;
+        let outcome = rpcarena_conformance::run(&options, &mut |line| tell!("{name}: {line}"))?;
         if args.json {
-            println!("{}", serde_json::to_string(&outcome.rows)?);
+            say!("{}", serde_json::to_string(&outcome.rows)?);
         } else {
-            println!(
+            say!(
                 "\n## {name}\n\n{}",
                 rpcarena_conformance::check::table(&outcome.rows)
             );
         }
         if let Some(dir) = &outcome.kept {
-            eprintln!("{name}: raw output of every check in {}", dir.display());
+            tell!("{name}: raw output of every check in {}", dir.display());
         }
         all_passed &= outcome.rows.iter().all(|r| r.passed);
     }

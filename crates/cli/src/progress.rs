@@ -1,5 +1,6 @@
 //! Progress on stderr: a bar on a terminal, one line per sample otherwise (CI logs).
 
+use crate::say::tell;
 use indicatif::{ProgressBar, ProgressStyle};
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{SampleRecord, SampleStatus};
@@ -63,7 +64,7 @@ impl Printer {
     fn line(&self, text: String) {
         match &self.bar {
             Some(bar) => bar.println(text),
-            None => eprintln!("{text}"),
+            None => tell!("{text}"),
         }
     }
 }
@@ -79,7 +80,7 @@ impl Progress for Printer {
         if self.quiet {
             return;
         }
-        eprintln!(
+        tell!(
             "rpcarena: writing to {} ({total} samples{})",
             dir.display(),
             if self.estimate.is_some() {

@@ -1,5 +1,6 @@
 //! `verify`, `compare` and `completions`: thin shells over `rpcarena_report` and clap.
 
+use crate::say::{say, tell};
 use anyhow::{Context, Result, bail};
 use rpcarena_report::compare_runs::{Metric, Run, compare_runs, render_text};
 use std::path::Path;
@@ -11,32 +12,36 @@ pub fn verify(dir: &Path, json: bool, quiet: bool) -> Result<ExitCode> {
         .with_context(|| format!("verifying {}", dir.display()))?;
     let mismatches = found.mismatches();
     if json {
-        println!("{}", serde_json::to_string_pretty(&found)?);
+        say!("{}", serde_json::to_string_pretty(&found)?);
     } else {
         for c in &found.checked {
             match &c.actual {
                 Ok(actual) if c.ok() => {
                     if !quiet {
-                        println!("ok        {:<8} {}  {actual}", c.listed.kind, c.listed.name);
+                        say!("ok        {:<8} {}  {actual}", c.listed.kind, c.listed.name);
                     }
                 }
-                Ok(actual) => println!(
+                Ok(actual) => say!(
                     "MISMATCH  {:<8} {}: the manifest records {}, the file hashes to {actual}",
-                    c.listed.kind, c.listed.name, c.listed.expected
+                    c.listed.kind,
+                    c.listed.name,
+                    c.listed.expected
                 ),
-                Err(why) => println!(
+                Err(why) => say!(
                     "MISMATCH  {:<8} {}: {why} (the manifest records {})",
-                    c.listed.kind, c.listed.name, c.listed.expected
+                    c.listed.kind,
+                    c.listed.name,
+                    c.listed.expected
                 ),
             }
         }
         if !quiet {
-            println!("manifest.json SHA-256 {}", found.manifest_sha256);
+            say!("manifest.json SHA-256 {}", found.manifest_sha256);
         }
     }
     if mismatches.is_empty() {
         if !json && !quiet {
-            println!(
+            say!(
                 "{}: all {} hashes match",
                 dir.display(),
                 found.checked.len()
@@ -44,7 +49,7 @@ pub fn verify(dir: &Path, json: bool, quiet: bool) -> Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!(
+        tell!(
             "rpcarena: verify: {} of {} hashes do not match: {}",
             mismatches.len(),
             found.checked.len(),
@@ -104,10 +109,10 @@ pub fn compare(
         );
     }
     if json {
-        println!("{}", serde_json::to_string_pretty(&comparison)?);
+        say!("{}", serde_json::to_string_pretty(&comparison)?);
     } else {
         for d in &comparison.differences {
-            println!("warning: {d} (compared because of --force)");
+            say!("warning: {d} (compared because of --force)");
         }
         print!("{}", render_text(&comparison, &old_name, &new_name));
     }

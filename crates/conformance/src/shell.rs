@@ -12,7 +12,7 @@ use rpcarena_protocol::event::{Command, Event, Role};
 use rpcarena_protocol::workload::Shape;
 use rpcarena_runner::{Line, Message, PeerProcess};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{Receiver, channel};
+use std::sync::mpsc::{Receiver, sync_channel};
 use std::time::{Duration, Instant};
 
 /// One running peer and what it printed so far.
@@ -28,7 +28,8 @@ impl Proc {
     /// Starts `argv` with its stdout and stderr kept in `dir`.
     pub fn spawn(role: Role, argv: &[String], dir: &Path) -> Result<Proc> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let (tx, rx) = channel();
+        // Bounded like the runner's: a peer that floods waits for the kit to read.
+        let (tx, rx) = sync_channel(16);
         let process = PeerProcess::spawn(role, argv, dir, tx)?;
         Ok(Proc {
             process,
@@ -118,8 +119,8 @@ pub(crate) const SERVER_NAME: &str = "127.0.0.1";
 impl Bench {
     /// Creates the certificates in `dir`.
     pub fn new(dir: &Path, peer: Vec<String>, rust: Vec<String>) -> Result<Bench> {
-        let ca = rpcarena_runner::Authority::create(&dir.join("certificates"), "conformance")?;
-        let other = rpcarena_runner::Authority::create(&dir.join("other-ca"), "not trusted")?;
+        let ca = rpcarena_runner::Authority::create(&dir.join("certificates"), &dir.join("private"), "conformance")?;
+        let other = rpcarena_runner::Authority::create(&dir.join("other-ca"), &dir.join("other-ca-private"), "not trusted")?;
         let id = ca.server(SERVER_NAME)?;
         Ok(Bench {
             dir: dir.to_path_buf(),

@@ -27,6 +27,10 @@ pub struct Campaign {
     /// Repetition rounds; each round runs every sample configuration once.
     #[serde(default = "default_repetitions")]
     pub repetitions: u32,
+    /// Most samples a run may plan (repetitions x configurations); more is refused with an
+    /// estimate of how long it would take. Raise it for a campaign that really is that large.
+    #[serde(default = "default_max_samples")]
+    pub max_samples: u64,
     /// The cell every other cell is compared with in the report (default: the first cell).
     #[serde(default)]
     pub baseline: Option<String>,
@@ -104,6 +108,16 @@ impl Default for NoiseControls {
 fn default_repetitions() -> u32 {
     3
 }
+
+fn default_max_samples() -> u64 {
+    DEFAULT_MAX_SAMPLES
+}
+
+/// The default of `max_samples`: about a week of 5-second samples.
+pub const DEFAULT_MAX_SAMPLES: u64 = 100_000;
+/// Longest duration a campaign may give any step: a day. Longer is a typo (`"100000000000years"`
+/// overflowed the arithmetic that adds them up).
+pub const MAX_DURATION: Duration = Duration::from_secs(86_400);
 
 /// A peer executable and how to start it.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -202,6 +216,24 @@ impl Workload {
                         format!("workload.{field}[{i}]"),
                         format!("expected at most {MAX_PAYLOAD} bytes (16 MiB), got {s}"),
                     );
+                }
+            }
+        }
+        if self.payload.contains(&Payload::Structured) {
+            for (field, sizes) in [
+                ("request_size", &self.request_size),
+                ("response_size", &self.response_size),
+            ] {
+                for (i, &s) in sizes.iter().enumerate() {
+                    if s == 1 || s == 2 {
+                        problems.add(
+                            format!("workload.{field}[{i}]"),
+                            format!(
+                                "a structured payload is 0 or at least 3 bytes (docs/peer-protocol.md), got {s}; \
+                                 every peer refuses it"
+                            ),
+                        );
+                    }
                 }
             }
         }
@@ -371,6 +403,30 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
     (line, column)
 }
 
+/// Campaign bytes as text: TOML is UTF-8, and a file that is not is refused with the line and
+/// column of its first invalid byte.
+pub fn decode(bytes: &[u8], origin: &str) -> Result<String, CampaignError> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text.to_string()),
+        Err(e) => {
+            let good = &bytes[..e.valid_up_to()];
+            // Everything before the bad byte is valid UTF-8.
+            let before = std::str::from_utf8(good).unwrap_or_default();
+            let (line, column) = line_column(before, before.len());
+            Err(CampaignError::Syntax {
+                origin: origin.to_string(),
+                line,
+                column,
+                path: ".".to_string(),
+                message: format!(
+                    "the file is not UTF-8 (invalid byte 0x{:02x}); save it as UTF-8",
+                    bytes[e.valid_up_to()]
+                ),
+            })
+        }
+    }
+}
+
 impl Campaign {
     /// Parses and validates campaign text; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<Campaign, CampaignError> {
@@ -513,8 +569,54 @@ impl Campaign {
                 ),
             );
         }
-        if self.timing.window.is_zero() {
-            problems.add("timing.window", "expected a window longer than zero");
+        if self.timing.window < Duration::from_millis(1) {
+            problems.add(
+                "timing.window",
+                format!(
+                    "expected a window of at least 1ms (peers take whole milliseconds), got {}",
+                    duration::format(&self.timing.window)
+                ),
+            );
+        }
+        // Peers take warmup, window and drain in whole milliseconds: refuse what would be cut.
+        for (field, value) in [
+            ("timing.warmup", self.timing.warmup),
+            ("timing.window", self.timing.window),
+            ("timing.drain", self.timing.drain),
+        ] {
+            if value.subsec_nanos() % 1_000_000 != 0 {
+                problems.add(
+                    field,
+                    format!(
+                        "expected whole milliseconds (peers take milliseconds), got {}; \
+                         {} would be cut to {}",
+                        duration::format(&value),
+                        duration::format(&value),
+                        duration::format(&Duration::from_millis(value.as_millis() as u64))
+                    ),
+                );
+            }
+        }
+        for (field, value) in [
+            ("timing.warmup", self.timing.warmup),
+            ("timing.window", self.timing.window),
+            ("timing.drain", self.timing.drain),
+            ("timeouts.ready", self.timeouts.ready),
+            ("timeouts.armed", self.timeouts.armed),
+            ("timeouts.sample", self.timeouts.sample),
+            ("timeouts.shutdown", self.timeouts.shutdown),
+            ("noise.gate_timeout", self.noise.gate_timeout),
+        ] {
+            if value > MAX_DURATION {
+                problems.add(
+                    field,
+                    format!(
+                        "expected at most {} (a day), got {}",
+                        duration::format(&MAX_DURATION),
+                        duration::format(&value)
+                    ),
+                );
+            }
         }
         for (field, value) in [
             ("timeouts.ready", self.timeouts.ready),
@@ -525,6 +627,70 @@ impl Campaign {
             if value.is_zero() {
                 problems.add(field, "expected a timeout longer than zero");
             }
+        }
+        self.validate_size(problems);
+    }
+
+    /// How many samples a run plans: repetitions x configurations, counted without expanding
+    /// the matrix (so an absurd one costs nothing to refuse). Saturates.
+    pub fn planned_samples(&self) -> u64 {
+        let w = &self.workload;
+        let per_load: u64 = w
+            .load
+            .iter()
+            .map(|l| {
+                if l.fixed_concurrency().is_some() {
+                    1
+                } else {
+                    w.concurrency.len() as u64
+                }
+            })
+            .fold(0u64, u64::saturating_add);
+        [
+            self.cells.len() as u64,
+            w.shapes.len() as u64,
+            per_load,
+            w.request_size.len() as u64,
+            w.response_size.len() as u64,
+            w.payload.len() as u64,
+            u64::from(self.repetitions),
+        ]
+        .into_iter()
+        .fold(1u64, u64::saturating_mul)
+    }
+
+    /// A rough length of one sample: warmup, window, and a second of start and teardown.
+    pub fn sample_estimate(&self) -> Duration {
+        self.timing
+            .warmup
+            .saturating_add(self.timing.window)
+            .saturating_add(Duration::from_secs(1))
+    }
+
+    /// The cap on planned samples.
+    fn validate_size(&self, problems: &mut Problems) {
+        if self.max_samples == 0 {
+            problems.add("max_samples", "expected at least 1");
+            return;
+        }
+        let planned = self.planned_samples();
+        if planned > self.max_samples {
+            let total = u32::try_from(planned)
+                .ok()
+                .and_then(|n| self.sample_estimate().checked_mul(n));
+            problems.add(
+                "max_samples",
+                format!(
+                    "the campaign plans {planned} samples (cells x shapes x loads x concurrency x \
+                     sizes x payloads x repetitions), more than max_samples = {}; at about {} \
+                     per sample that is {}. Shrink the matrix, or raise max_samples if you mean it",
+                    self.max_samples,
+                    duration::format(&self.sample_estimate()),
+                    total.map_or("more than a century".to_string(), |t| duration::format(
+                        &Duration::from_secs(t.as_secs())
+                    ))
+                ),
+            );
         }
     }
 
@@ -688,5 +854,103 @@ concurrency = [1, 4]
         let text = GOOD.replace("id = \"rust-grpc\"", "id = \"rust grpc/1\"");
         let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
         assert!(err.contains("cells[0].id"), "{err}");
+    }
+
+    fn problems_of(text: &str) -> Vec<Problem> {
+        match Campaign::parse(text, "c.toml") {
+            Err(CampaignError::Invalid { problems, .. }) => problems,
+            other => panic!("expected problems, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn absurd_durations_are_refused_not_overflowed() {
+        // Before the fix: `validate` panicked "overflow when multiplying duration by scalar".
+        let text = format!(
+            "{}\n[timing]\nwindow = \"100000000000years\"\n[timeouts]\nshutdown = \"500000000000years\"\n",
+            GOOD.replace("seed = 7", "seed = 7\nrepetitions = 10")
+        );
+        let problems = problems_of(&text);
+        let paths: Vec<&str> = problems.iter().map(|p| p.path.as_str()).collect();
+        assert!(paths.contains(&"timing.window"), "{problems:?}");
+        assert!(paths.contains(&"timeouts.shutdown"), "{problems:?}");
+        assert!(problems[0].message.contains("at most 1day"), "{problems:?}");
+    }
+
+    #[test]
+    fn sub_millisecond_timing_is_refused_not_truncated() {
+        // Before the fix: 1500us ran as 1 ms, and 500us as a zero window every peer refuses.
+        for (value, path) in [("1500us", "timing.warmup"), ("500us", "timing.window")] {
+            let field = path.trim_start_matches("timing.");
+            let text = format!("{GOOD}\n[timing]\n{field} = \"{value}\"\n");
+            let problems = problems_of(&text);
+            assert!(
+                problems.iter().any(|p| p.path == path),
+                "{value}: {problems:?}"
+            );
+        }
+        let text = format!("{GOOD}\n[timing]\nwindow = \"1500us\"\n");
+        let problems = problems_of(&text);
+        assert!(
+            problems[0].message.contains("would be cut to 1ms"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn what_run_or_every_peer_refuses_is_refused_by_validate() {
+        // An unknown profile name: `run` refused it after validate had said "valid".
+        let text = format!("{GOOD}\n[network]\nbackend = \"emulated\"\nprofile = \"moon\"\n");
+        let problems = problems_of(&text);
+        assert_eq!(problems[0].path, "network.profile", "{problems:?}");
+        // Structured payloads of 1 or 2 bytes: every peer refuses them.
+        let text = GOOD.replace(
+            "concurrency = [1, 4]",
+            "concurrency = [1]\npayload = [\"structured\"]\nrequest_size = [0, 2]\nresponse_size = [1]",
+        );
+        let paths: Vec<String> = problems_of(&text).into_iter().map(|p| p.path).collect();
+        assert_eq!(
+            paths,
+            ["workload.request_size[1]", "workload.response_size[0]"]
+        );
+    }
+
+    #[test]
+    fn a_non_utf8_campaign_is_refused_with_its_line() {
+        let mut bytes = GOOD.as_bytes().to_vec();
+        let at = GOOD.find("[workload]").unwrap();
+        bytes.insert(at + 1, 0xff);
+        let err = decode(&bytes, "c.toml").unwrap_err().to_string();
+        // Before the fix: "stream did not contain valid UTF-8", no line.
+        assert!(err.starts_with("c.toml:12:2: "), "{err}");
+        assert!(err.contains("not UTF-8"), "{err}");
+    }
+
+    #[test]
+    fn too_many_samples_are_refused_with_an_estimate_and_the_cap_is_configurable() {
+        let sizes: Vec<String> = (1..=300).map(|n| n.to_string()).collect();
+        let sizes = sizes.join(", ");
+        let text = GOOD
+            .replace("seed = 7", "seed = 7\nrepetitions = 1000")
+            .replace(
+                "concurrency = [1, 4]",
+                &format!("concurrency = [1]\nrequest_size = [{sizes}]\nresponse_size = [{sizes}]"),
+            );
+        // Before the fix: accepted (90 million samples), and `run` allocated 1.44 GB.
+        let problems = problems_of(&text);
+        assert_eq!(problems[0].path, "max_samples");
+        assert!(
+            problems[0].message.contains("plans 360000000 samples"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[0].message.contains("per sample that is"),
+            "{problems:?}"
+        );
+        let small = GOOD.replace("seed = 7", "seed = 7\nmax_samples = 7");
+        // 1 cell x 4 shapes x 2 concurrencies x 3 repetitions = 24.
+        assert_eq!(problems_of(&small)[0].path, "max_samples");
+        let raised = GOOD.replace("seed = 7", "seed = 7\nmax_samples = 24");
+        assert_eq!(Campaign::parse(&raised, "c").unwrap().planned_samples(), 24);
     }
 }

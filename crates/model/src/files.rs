@@ -13,8 +13,10 @@ pub const REPORT_MD: &str = "report.md";
 pub const REPORT_HTML: &str = "report.html";
 /// Each sample's peer stdout and stderr, in `raw/<sample>/`.
 pub const RAW: &str = "raw";
-/// The run's private CA and server certificates.
+/// The run's CA and server certificates (public: they let a reader verify what the peers used).
 pub const CERTIFICATES: &str = "certificates";
+/// The run's private keys (CA and servers), mode 0700: never publish this directory.
+pub const PRIVATE: &str = "private";
 
 /// The files whose SHA-256 the manifest records at the end of a run, when present.
 pub const SEALED: [&str; 4] = [SAMPLES, AGGREGATE, REPORT_MD, REPORT_HTML];

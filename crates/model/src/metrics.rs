@@ -85,6 +85,22 @@ pub fn per_op(total: f64, completed: u64) -> f64 {
     }
 }
 
+/// CPU time resolution of /proc: one clock tick (USER_HZ = 100 on Linux), in microseconds.
+pub const CPU_TICK_US: f64 = 10_000.0;
+
+/// CPU microseconds per operation, and whether it is below resolution: a window in which /proc
+/// counted less than one clock tick of CPU gives no figure, only the bound "less than one tick
+/// per completed operations" (returned, with `true`), never a 0.0 that reads as free.
+pub fn cpu_per_op(cpu_us: f64, completed: u64) -> (f64, bool) {
+    if completed == 0 {
+        (0.0, false)
+    } else if cpu_us < CPU_TICK_US {
+        (CPU_TICK_US / completed as f64, true)
+    } else {
+        (cpu_us / completed as f64, false)
+    }
+}
+
 /// Bytes as MiB.
 pub fn mib(bytes: u64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
@@ -164,5 +180,13 @@ mod tests {
         assert_eq!(per_op(1000.0, 4), 250.0);
         assert_eq!(per_op(1000.0, 0), 0.0);
         assert_eq!(mib(3 * 1024 * 1024), 3.0);
+    }
+
+    #[test]
+    fn cpu_below_one_tick_is_a_bound_not_zero() {
+        // Before the fix: 0 ticks over 500 operations read 0.0 us per operation.
+        assert_eq!(cpu_per_op(0.0, 500), (20.0, true));
+        assert_eq!(cpu_per_op(30_000.0, 500), (60.0, false));
+        assert_eq!(cpu_per_op(0.0, 0), (0.0, false));
     }
 }

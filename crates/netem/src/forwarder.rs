@@ -7,6 +7,7 @@
 //! nanosecond timeout, timer slack 1 ns, ending `spin_ns` before the release and spinning the
 //! rest. Release lateness (actual write time minus due time) goes into a histogram.
 
+use std::io::Write as _;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -216,7 +217,7 @@ impl Forwarder {
 impl Drop for Forwarder {
     fn drop(&mut self) {
         if let Err(e) = self.stop() {
-            eprintln!("rpcarena-netem: {e}");
+            let _ = writeln!(std::io::stderr(), "rpcarena-netem: {e}");
         }
     }
 }

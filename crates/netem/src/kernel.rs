@@ -1,5 +1,6 @@
 //! veth pairs, and kernel netem on them where the kernel has `sch_netem`.
 
+use std::io::Write as _;
 use std::net::Ipv4Addr;
 use std::sync::OnceLock;
 
@@ -145,7 +146,10 @@ fn probe_netem_qdisc() -> Result<(), String> {
         })
     });
     if let Err(e) = scratch.remove() {
-        eprintln!("rpcarena-netem: could not remove scratch namespace {name}: {e}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "rpcarena-netem: could not remove scratch namespace {name}: {e}"
+        );
     }
     result
 }

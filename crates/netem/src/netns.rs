@@ -7,6 +7,7 @@
 //! different processes differ in pid, runs in one process in the counter.
 
 use std::fs::{self, File};
+use std::io::Write as _;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -124,7 +125,10 @@ pub(crate) fn namespace_links(name: &str) -> Vec<String> {
 /// Kills whatever still runs inside `name` and deletes it.
 fn destroy(name: &str) -> Result<(), NetemError> {
     for pid in namespace_pids(name) {
-        eprintln!("rpcarena-netem: killing process {pid} left inside namespace {name}");
+        let _ = writeln!(
+            std::io::stderr(),
+            "rpcarena-netem: killing process {pid} left inside namespace {name}"
+        );
         let _ = kill(Pid::from_raw(pid as i32), Signal::SIGKILL);
     }
     cmd::ip(&["netns", "del", name]).map(drop)
@@ -166,7 +170,8 @@ impl Namespace {
 impl Drop for Namespace {
     fn drop(&mut self) {
         if let Err(e) = self.remove() {
-            eprintln!(
+            let _ = writeln!(
+                std::io::stderr(),
                 "rpcarena-netem: could not remove network namespace {}: {e}; \
                  `rpcarena doctor` lists and removes leftovers",
                 self.name

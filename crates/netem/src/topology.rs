@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::io::Write as _;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
@@ -580,7 +581,7 @@ impl Drop for Topology {
         // own drops then close the TUN fds and delete the namespaces, logging failures.
         for f in &mut self.forwarders {
             if let Err(e) = f.stop() {
-                eprintln!("rpcarena-netem: {e}");
+                let _ = writeln!(std::io::stderr(), "rpcarena-netem: {e}");
             }
         }
     }

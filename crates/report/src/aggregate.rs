@@ -173,6 +173,11 @@ pub struct RowMetrics {
     pub client_cpu_us_per_op: Option<Stat>,
     /// Server CPU per operation.
     pub server_cpu_us_per_op: Option<Stat>,
+    /// Most good samples counted less than one clock tick of client CPU, so the median is an
+    /// upper bound ("one tick per completed operations"), not a measurement.
+    pub client_cpu_below_resolution: bool,
+    /// The same for the server.
+    pub server_cpu_below_resolution: bool,
     /// Client peak RSS.
     pub client_rss_mib: Option<Stat>,
     /// Server peak RSS.
@@ -217,6 +222,9 @@ struct Figures {
     p999_ns: u64,
     client_cpu_us_per_op: Option<f64>,
     server_cpu_us_per_op: Option<f64>,
+    /// Less than one clock tick of CPU was counted: the figure is that bound.
+    client_cpu_below: bool,
+    server_cpu_below: bool,
     client_rss_mib: Option<f64>,
     server_rss_mib: Option<f64>,
     connect_ns: Option<u64>,
@@ -232,7 +240,7 @@ impl Figures {
     fn of(record: &SampleRecord, measured: &Measured, completed: u64) -> Figures {
         let m = &measured.metrics;
         let cpu = |p: Option<rpcarena_model::record::ProcessStats>| {
-            p.map(|p| metrics::per_op(p.cpu_us, completed))
+            p.map(|p| metrics::cpu_per_op(p.cpu_us, completed))
         };
         let client = record.client.as_ref();
         Figures {
@@ -248,8 +256,10 @@ impl Figures {
             p50_ns: m.p50_ns,
             p99_ns: m.p99_ns,
             p999_ns: m.p999_ns,
-            client_cpu_us_per_op: cpu(record.client_process),
-            server_cpu_us_per_op: cpu(record.server_process),
+            client_cpu_us_per_op: cpu(record.client_process).map(|c| c.0),
+            server_cpu_us_per_op: cpu(record.server_process).map(|c| c.0),
+            client_cpu_below: cpu(record.client_process).is_some_and(|c| c.1),
+            server_cpu_below: cpu(record.server_process).is_some_and(|c| c.1),
             client_rss_mib: record.client_process.map(|p| p.peak_rss_mib),
             server_rss_mib: record.server_process.map(|p| p.peak_rss_mib),
             connect_ns: client.and_then(|c| c.connect_ns),
@@ -520,6 +530,12 @@ fn stat(good: &[Figures], f: impl Fn(&Figures) -> Option<f64>) -> Option<Stat> {
     Stat::of(&values)
 }
 
+/// Whether more than half of the samples that have the figure say `true`.
+fn mostly(good: &[Figures], f: impl Fn(&Figures) -> Option<bool>) -> bool {
+    let values: Vec<bool> = good.iter().filter_map(f).collect();
+    values.iter().filter(|&&b| b).count() * 2 > values.len()
+}
+
 fn row_metrics(good: &[Figures], config: &SampleConfig) -> Option<RowMetrics> {
     let us = |ns: Option<u64>| ns.map(|v| v as f64 / 1e3);
     Some(RowMetrics {
@@ -531,6 +547,12 @@ fn row_metrics(good: &[Figures], config: &SampleConfig) -> Option<RowMetrics> {
         p999_us: stat(good, |f| Some(f.p999_ns as f64 / 1e3))?,
         client_cpu_us_per_op: stat(good, |f| f.client_cpu_us_per_op),
         server_cpu_us_per_op: stat(good, |f| f.server_cpu_us_per_op),
+        client_cpu_below_resolution: mostly(good, |f| {
+            f.client_cpu_us_per_op.map(|_| f.client_cpu_below)
+        }),
+        server_cpu_below_resolution: mostly(good, |f| {
+            f.server_cpu_us_per_op.map(|_| f.server_cpu_below)
+        }),
         client_rss_mib: stat(good, |f| f.client_rss_mib),
         server_rss_mib: stat(good, |f| f.server_rss_mib),
         connect_ms: stat(good, |f| f.connect_ns.map(|ns| ns as f64 / 1e6)),

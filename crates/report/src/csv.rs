@@ -92,7 +92,7 @@ fn header() -> String {
             ",{m}_vs_baseline,{m}_vs_baseline_lo,{m}_vs_baseline_hi,{m}_vs_baseline_p,{m}_verdict"
         );
     }
-    out.push_str(",flags\n");
+    out.push_str(",flags,client_cpu_below_resolution,server_cpu_below_resolution\n");
     out
 }
 
@@ -161,5 +161,10 @@ fn fields(row: &Row) -> Vec<String> {
             .collect::<Vec<_>>()
             .join(";"),
     );
+    // true: the CPU medians above are bounds (less than one 10 ms clock tick was counted).
+    fields.extend([
+        m.is_some_and(|m| m.client_cpu_below_resolution).to_string(),
+        m.is_some_and(|m| m.server_cpu_below_resolution).to_string(),
+    ]);
     fields
 }

@@ -33,7 +33,7 @@ use aggregate::{Aggregates, Aggregator};
 use rpcarena_model::campaign::Campaign;
 use rpcarena_model::files::{AGGREGATE, MANIFEST, REPORT_HTML, REPORT_MD, SAMPLES};
 use rpcarena_model::matrix;
-use rpcarena_model::record::{Manifest, SampleRecord};
+use rpcarena_model::record::{Manifest, SampleCounts, SampleRecord, SampleStatus};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
@@ -86,6 +86,10 @@ pub struct Report {
     campaign: Result<Campaign, String>,
     aggregator: Aggregator,
     samples_sha256: Option<String>,
+    read: SamplesRead,
+    /// Counts of the records read: what the report says, whatever the manifest last said (a
+    /// killed controller leaves its counts stale).
+    counted: SampleCounts,
 }
 
 impl Report {
@@ -99,6 +103,8 @@ impl Report {
             campaign,
             aggregator: Aggregator::new(),
             samples_sha256: None,
+            read: SamplesRead::default(),
+            counted: SampleCounts::default(),
         }
     }
 
@@ -110,6 +116,15 @@ impl Report {
     /// Adds the next record of `samples.jsonl`.
     pub fn add(&mut self, record: &SampleRecord) {
         self.aggregator.add(record);
+        match record.status {
+            SampleStatus::Ok => self.counted.ok += 1,
+            SampleStatus::Failed => self.counted.failed += 1,
+        }
+    }
+
+    /// What reading `samples.jsonl` found besides its records (a torn last line).
+    pub fn note_samples_read(&mut self, read: &SamplesRead) {
+        self.read = read.clone();
     }
 
     /// The aggregates in report order, each row compared with the baseline (for `compare` and
@@ -119,7 +134,9 @@ impl Report {
         (finished.manifest, finished.aggregates)
     }
 
-    fn aggregate(self) -> Finished {
+    fn aggregate(mut self) -> Finished {
+        self.manifest.samples.ok = self.counted.ok;
+        self.manifest.samples.failed = self.counted.failed;
         let campaign = self.campaign.as_ref().ok();
         let order: Vec<String> = campaign
             .map(|c| matrix::expand(c).into_iter().map(|c| c.key).collect())
@@ -138,6 +155,7 @@ impl Report {
             aggregates,
             baseline,
             samples_sha256: self.samples_sha256,
+            read: self.read,
         }
     }
 
@@ -149,9 +167,12 @@ impl Report {
             aggregates,
             baseline,
             samples_sha256,
+            read,
         } = self.aggregate();
         let campaign = parsed.as_ref().ok();
-        let notes = notes::notes(&manifest, &parsed, &aggregates, &baseline);
+        let mut notes = notes::notes(&manifest, &parsed, &aggregates, &baseline);
+        notes.extend(notes::torn(&read));
+        notes.extend(notes::incomplete(&manifest));
         let aggregate_csv = csv::render(&aggregates.rows);
         let pairs = headline::pairs(&aggregates.rows, &baseline, manifest.seed);
         let inputs = markdown::Inputs {
@@ -182,6 +203,7 @@ struct Finished {
     aggregates: Aggregates,
     baseline: String,
     samples_sha256: Option<String>,
+    read: SamplesRead,
 }
 
 /// Renders every report from artifacts in memory (pure).
@@ -207,31 +229,53 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, ReportError> {
     })
 }
 
-/// Feeds every record of a run's `samples.jsonl` to `each`, one line at a time.
-pub fn read_samples(dir: &Path, mut each: impl FnMut(SampleRecord)) -> Result<(), ReportError> {
+/// What reading `samples.jsonl` found besides its records.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SamplesRead {
+    /// A last line cut short (a full disk, a crash mid-write): its 1-based line number and
+    /// length in bytes. It is skipped; every record before it is read.
+    pub torn_last_line: Option<(usize, usize)>,
+}
+
+/// Feeds every record of a run's `samples.jsonl` to `each`, one line at a time. A last line
+/// that has no newline and does not parse was cut short while being written: it is skipped
+/// and reported in the result, not a reason to refuse the records before it.
+pub fn read_samples(
+    dir: &Path,
+    mut each: impl FnMut(SampleRecord),
+) -> Result<SamplesRead, ReportError> {
     let path = dir.join(SAMPLES);
     let io = |source| ReportError::Io {
         path: path.clone(),
         source,
     };
     let mut reader = std::io::BufReader::new(std::fs::File::open(&path).map_err(io)?);
-    let mut line = String::new();
+    let mut line = Vec::new();
     let mut number = 0;
     loop {
         line.clear();
-        if reader.read_line(&mut line).map_err(io)? == 0 {
-            return Ok(());
+        if reader.read_until(b'\n', &mut line).map_err(io)? == 0 {
+            return Ok(SamplesRead::default());
         }
         number += 1;
-        if line.trim().is_empty() {
+        if line.trim_ascii().is_empty() {
             continue;
         }
-        let record = serde_json::from_str(&line).map_err(|e| ReportError::Parse {
-            path: path.clone(),
-            line: number,
-            message: e.to_string(),
-        })?;
-        each(record);
+        match serde_json::from_slice(&line) {
+            Ok(record) => each(record),
+            Err(_) if !line.ends_with(b"\n") => {
+                return Ok(SamplesRead {
+                    torn_last_line: Some((number, line.len())),
+                });
+            }
+            Err(e) => {
+                return Err(ReportError::Parse {
+                    path: path.clone(),
+                    line: number,
+                    message: e.to_string(),
+                });
+            }
+        }
     }
 }
 
@@ -266,7 +310,8 @@ pub struct Regenerated {
 /// Reads a run directory and (re)writes `aggregate.csv` and `report.md`.
 pub fn regenerate(dir: &Path) -> Result<Regenerated, ReportError> {
     let mut report = Report::new(read_manifest(dir)?);
-    read_samples(dir, |record| report.add(&record))?;
+    let read = read_samples(dir, |record| report.add(&record))?;
+    report.note_samples_read(&read);
     report.samples_sha256(sha256_file(&dir.join(SAMPLES))?);
     let rendered = report.finish();
     let mut written = Vec::new();

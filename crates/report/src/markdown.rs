@@ -237,6 +237,16 @@ fn shape_row(row: &Row, baseline: &str) -> String {
     )
 }
 
+/// CPU per operation: the median; "< x" when most samples counted less than one clock tick of
+/// CPU (x is then the median bound, one tick per completed operations); n/a without /proc.
+fn cpu_cell(stat: Option<Stat>, below_resolution: bool, digits: usize) -> String {
+    match stat {
+        None => "n/a".to_string(),
+        Some(s) if below_resolution => format!("< {:.digits$}", s.median),
+        Some(s) => format!("{:.digits$}", s.median),
+    }
+}
+
 /// "client CPU | server CPU" and "client RSS | server RSS" cells; n/a without /proc readings.
 fn process_columns(m: &RowMetrics) -> (String, String) {
     let median = |s: Option<Stat>, digits: usize| {
@@ -245,8 +255,8 @@ fn process_columns(m: &RowMetrics) -> (String, String) {
     (
         format!(
             "{} | {}",
-            median(m.client_cpu_us_per_op, 1),
-            median(m.server_cpu_us_per_op, 1)
+            cpu_cell(m.client_cpu_us_per_op, m.client_cpu_below_resolution, 1),
+            cpu_cell(m.server_cpu_us_per_op, m.server_cpu_below_resolution, 1)
         ),
         format!(
             "{} | {}",
@@ -430,8 +440,7 @@ fn write_saturation(out: &mut String, rows: &[Row]) {
             m.received_per_s
                 .map(|s| format!("{:.1}", s.median))
                 .unwrap_or_default(),
-            m.server_cpu_us_per_op
-                .map_or("n/a".to_string(), |s| format!("{:.2}", s.median)),
+            cpu_cell(m.server_cpu_us_per_op, m.server_cpu_below_resolution, 2),
             flag_list(row),
             row.ok,
             row.ok + row.failed
@@ -567,7 +576,11 @@ fn write_boundaries(out: &mut String, inputs: &Inputs<'_>) {
     }
     let _ = writeln!(
         out,
-        "- CPU and RSS cover each peer's process group only, sampled from /proc every 10 ms around the measured window (CPU at clock-tick resolution); the controller is excluded."
+        "- CPU and RSS cover each peer's process group only, sampled from /proc every 10 ms around the measured window (CPU at clock-tick resolution); the controller is excluded. A CPU figure \"< x\" means less than one 10 ms clock tick was counted in most samples: x is one tick divided by the operations, an upper bound, not a measurement."
+    );
+    let _ = writeln!(
+        out,
+        "- Publish this report, `aggregate.csv`, `samples.jsonl`, `manifest.json`, `raw/` and `certificates/` freely; never publish `private/`, which holds the run's CA and server private keys."
     );
     let _ = writeln!(
         out,

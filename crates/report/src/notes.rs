@@ -44,6 +44,34 @@ pub(crate) fn notes(
     notes
 }
 
+/// A run whose manifest has no end time did not finish (the controller was killed, or still
+/// runs): the report says so, and its counts come from `samples.jsonl`.
+pub(crate) fn incomplete(manifest: &Manifest) -> Option<String> {
+    manifest.finished_at.is_none().then(|| {
+        let s = &manifest.samples;
+        format!(
+            "This run is incomplete: manifest.json has no end time (the controller was killed, \
+             or is still running). {} of {} planned samples are in samples.jsonl ({} ok, {} \
+             failed); the counts here come from samples.jsonl, and the manifest is not sealed.",
+            s.ok + s.failed,
+            s.planned,
+            s.ok,
+            s.failed
+        )
+    })
+}
+
+/// A torn last line of `samples.jsonl`, if reading found one.
+pub(crate) fn torn(read: &crate::SamplesRead) -> Option<String> {
+    read.torn_last_line.map(|(line, bytes)| {
+        format!(
+            "samples.jsonl ends with a torn line (line {line}, {bytes} bytes without a newline: \
+             the run stopped while writing it, e.g. on a full disk); it is skipped and every \
+             record before it is reported."
+        )
+    })
+}
+
 /// `text` with a capital first letter and a full stop.
 fn sentence(text: &str) -> String {
     let mut chars = text.trim().chars();

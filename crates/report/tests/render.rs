@@ -793,3 +793,107 @@ fn interval_logs_are_hdrhistogram_logs_of_every_interval() {
         written[0]
     );
 }
+
+/// Writes `manifest` and `samples` (as given) to a run directory.
+fn run_dir(manifest: &Manifest, samples: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("manifest.json"),
+        serde_json::to_string_pretty(manifest).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("samples.jsonl"), samples).unwrap();
+    dir
+}
+
+fn jsonl(records: &[SampleRecord]) -> String {
+    records
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect()
+}
+
+#[test]
+fn a_torn_last_line_is_skipped_and_noted_not_a_reason_to_refuse_the_file() {
+    let artifacts = artifacts();
+    let whole = jsonl(&artifacts.records);
+    let torn = serde_json::to_string(&artifacts.records[0]).unwrap();
+    // Before the fix: "EOF while parsing", and no report of any earlier sample.
+    let dir = run_dir(&artifacts.manifest, &(whole + &torn[..torn.len() / 2]));
+    let regenerated = rpcarena_report::regenerate(dir.path()).unwrap();
+    let line = artifacts.records.len() + 1;
+    assert!(
+        regenerated
+            .notes
+            .iter()
+            .any(|n| n.contains(&format!("torn line (line {line}"))),
+        "{:?}",
+        regenerated.notes
+    );
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(md.contains("24 ok, 1 failed"), "{md}");
+    // A broken line that is not the last is still an error: that is not a torn write.
+    let broken = format!("{{\n{}", jsonl(&artifacts.records));
+    let dir = run_dir(&artifacts.manifest, &broken);
+    assert!(rpcarena_report::regenerate(dir.path()).is_err());
+}
+
+#[test]
+fn a_report_of_an_unfinished_run_says_so_and_counts_from_samples_jsonl() {
+    let mut artifacts = artifacts();
+    // What a SIGKILLed controller leaves: the manifest of the start, records on disk.
+    artifacts.manifest.finished_at = None;
+    artifacts.manifest.samples.ok = 0;
+    artifacts.manifest.samples.failed = 0;
+    artifacts.records.truncate(3);
+    let rendered = render(&artifacts);
+    // Before the fix: "25 planned, 0 ok, 0 failed" and no word of the run being incomplete.
+    assert!(
+        rendered
+            .report_md
+            .contains("- Samples: 25 planned, 3 ok, 0 failed"),
+        "{}",
+        rendered.report_md
+    );
+    assert!(
+        rendered
+            .notes
+            .iter()
+            .any(|n| n.starts_with("This run is incomplete")
+                && n.contains("3 of 25 planned samples")),
+        "{:?}",
+        rendered.notes
+    );
+}
+
+#[test]
+fn cpu_below_one_clock_tick_reads_as_a_bound_not_zero() {
+    let mut artifacts = artifacts();
+    // Less than a tick (10 ms) of server CPU in every window of configuration 1 (a open).
+    let key = artifacts.records[1].config.key.clone();
+    for r in &mut artifacts.records {
+        if r.config.key == key
+            && let Some(p) = r.server_process.as_mut()
+        {
+            p.cpu_us = 0.0;
+        }
+    }
+    let rendered = render(&artifacts);
+    // 100 ops/s over 10 s: 1000 operations, so less than 10 us per operation.
+    // Before the fix: "0.0".
+    let open_row = rendered
+        .report_md
+        .lines()
+        .find(|l| l.starts_with("| a | grpc | rust | open-100-constant"))
+        .unwrap();
+    assert!(open_row.contains("| 25.0 | < 10.0 |"), "{open_row}");
+    let header = rendered.aggregate_csv.lines().next().unwrap();
+    assert!(header.ends_with(",client_cpu_below_resolution,server_cpu_below_resolution"));
+    let below: Vec<&str> = rendered
+        .aggregate_csv
+        .lines()
+        .skip(1)
+        .filter(|l| l.ends_with(",false,true"))
+        .collect();
+    assert_eq!(below.len(), 1, "{}", rendered.aggregate_csv);
+}

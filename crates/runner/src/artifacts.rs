@@ -1,9 +1,9 @@
 //! The run directory: `manifest.json`, `samples.jsonl` (appended and synced after each sample, so a
-//! crash loses nothing measured), `raw/<sample>/`, `certificates/`.
+//! crash loses nothing measured), `raw/<sample>/`, `certificates/` and `private/` (keys).
 
 use crate::host::sha256_file;
 use anyhow::{Context, Result, bail};
-use rpcarena_model::files::{self, CERTIFICATES, MANIFEST, RAW, SAMPLES, SEALED};
+use rpcarena_model::files::{self, CERTIFICATES, MANIFEST, PRIVATE, RAW, SAMPLES, SEALED};
 use rpcarena_model::record::{Manifest, SampleRecord};
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
@@ -20,6 +20,24 @@ impl RunDir {
     /// Creates the directory; refuses one that exists and is not empty, so that no earlier run's
     /// artifacts are mixed in.
     pub fn create(path: &Path) -> Result<RunDir> {
+        if let Ok(meta) = fs::symlink_metadata(path)
+            && meta.file_type().is_symlink()
+            && !path.exists()
+        {
+            let target = fs::read_link(path).unwrap_or_default();
+            bail!(
+                "output directory {} is a symbolic link to {}, which does not exist; create \
+                 the target directory or choose another --out",
+                path.display(),
+                target.display()
+            );
+        }
+        if path.exists() && !path.is_dir() {
+            bail!(
+                "output directory {} exists and is not a directory; choose another --out",
+                path.display()
+            );
+        }
         if path.exists() {
             let non_empty = fs::read_dir(path)
                 .with_context(|| format!("reading output directory {}", path.display()))?
@@ -48,12 +66,62 @@ impl RunDir {
     pub fn certificates(&self) -> PathBuf {
         self.root.join(CERTIFICATES)
     }
+
+    /// `private/` (keys; mode 0700).
+    pub fn private(&self) -> PathBuf {
+        self.root.join(PRIVATE)
+    }
 }
 
-/// Appends sample records, one JSON line each, flushed and synced per line.
+/// Appends sample records, one JSON line each, flushed and synced per line. A record is on
+/// disk whole or not at all: it is serialized to a buffer, written with one `write_all`, synced,
+/// and on any failure (a full disk) the file is cut back to the last good record, so the
+/// records before it stay readable.
 pub struct SamplesWriter {
     file: File,
     path: PathBuf,
+    /// Length of the file up to the end of the last record written whole.
+    good: u64,
+}
+
+/// A file a record can be appended to whole (the real file; a failing fake in the tests).
+trait Durable: Write {
+    fn sync(&mut self) -> std::io::Result<()>;
+    fn cut(&mut self, len: u64) -> std::io::Result<()>;
+}
+
+impl Durable for File {
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.sync_data()
+    }
+    fn cut(&mut self, len: u64) -> std::io::Result<()> {
+        self.set_len(len)?;
+        self.sync_data()
+    }
+}
+
+/// Appends `bytes` after `good` bytes whole, or cuts the file back to `good`; returns the new
+/// good length, or the write's error and whether cutting back worked.
+fn append_whole(
+    file: &mut impl Durable,
+    good: u64,
+    bytes: &[u8],
+) -> Result<u64, (std::io::Error, std::io::Result<()>)> {
+    match file
+        .write_all(bytes)
+        .and_then(|_| file.flush())
+        .and_then(|_| file.sync())
+    {
+        Ok(()) => Ok(good + bytes.len() as u64),
+        Err(e) => Err((e, file.cut(good))),
+    }
+}
+
+/// Whether an I/O error means the file system has no room left.
+pub fn is_disk_full(error: &std::io::Error) -> bool {
+    matches!(error.raw_os_error(), Some(28 | 122)) // ENOSPC, EDQUOT
+        || error.kind() == std::io::ErrorKind::StorageFull
+        || error.kind() == std::io::ErrorKind::QuotaExceeded
 }
 
 impl SamplesWriter {
@@ -65,28 +133,72 @@ impl SamplesWriter {
             .append(true)
             .open(&path)
             .with_context(|| format!("opening {}", path.display()))?;
-        Ok(SamplesWriter { file, path })
+        let good = file
+            .metadata()
+            .with_context(|| format!("reading {}", path.display()))?
+            .len();
+        Ok(SamplesWriter { file, path, good })
     }
 
-    /// Appends one record and makes it durable before returning.
+    /// Appends one record and makes it durable before returning; on failure nothing of it
+    /// stays in the file, and the error says whether the disk is full.
     pub fn append(&mut self, record: &SampleRecord) -> Result<()> {
-        let mut line = serde_json::to_string(record).context("serializing a sample record")?;
-        line.push('\n');
-        self.file
-            .write_all(line.as_bytes())
-            .and_then(|_| self.file.sync_data())
-            .with_context(|| format!("appending to {}", self.path.display()))
+        let mut line = serde_json::to_vec(record).context("serializing a sample record")?;
+        line.push(b'\n');
+        match append_whole(&mut self.file, self.good, &line) {
+            Ok(good) => {
+                self.good = good;
+                Ok(())
+            }
+            Err((error, cut)) => {
+                let kept = match cut {
+                    Ok(()) => "the records before it are kept whole".to_string(),
+                    Err(e) => format!(
+                        "cutting the partial record off failed too ({e}): the last line of the \
+                         file is torn, and `rpcarena report` skips it"
+                    ),
+                };
+                if is_disk_full(&error) {
+                    bail!(
+                        "disk full: sample {} could not be appended to {} ({error}); {kept}. \
+                         Free some space and run the remaining samples again",
+                        record.sample,
+                        self.path.display()
+                    )
+                }
+                bail!(
+                    "appending sample {} to {}: {error}; {kept}",
+                    record.sample,
+                    self.path.display()
+                )
+            }
+        }
     }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file beside it, synced, then renamed. On
+/// failure the temporary file is removed and `path` keeps its old content.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".tmp");
+    let tmp = path.with_file_name(name);
+    let written = File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_data()))
+        .with_context(|| format!("writing {}", tmp.display()))
+        .and_then(|_| {
+            fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
+        });
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// Writes the manifest atomically (temporary file, then rename).
 pub fn write_manifest(root: &Path, manifest: &Manifest) -> Result<()> {
-    let path = root.join(MANIFEST);
-    let tmp = root.join(format!("{MANIFEST}.tmp"));
     let mut text = serde_json::to_string_pretty(manifest).context("serializing the manifest")?;
     text.push('\n');
-    fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+    write_atomically(&root.join(MANIFEST), text.as_bytes())
 }
 
 /// Reads a run's manifest.
@@ -131,5 +243,82 @@ mod tests {
         let sealed = seal_manifest(&dir.root, Some("t".into())).unwrap();
         assert_eq!(sealed.finished_at.as_deref(), Some("t"));
         assert_eq!(sealed.artifacts[SAMPLES], crate::host::sha256_hex(b"{}\n"));
+    }
+
+    #[test]
+    fn a_dangling_symlink_as_out_is_named_as_such() {
+        let tmp = tempfile::tempdir().unwrap();
+        let link = tmp.path().join("out");
+        std::os::unix::fs::symlink(tmp.path().join("missing"), &link).unwrap();
+        // Before the fix: "File exists (os error 17)".
+        let err = RunDir::create(&link).unwrap_err().to_string();
+        assert!(err.contains("is a symbolic link to"), "{err}");
+        assert!(err.contains("does not exist"), "{err}");
+    }
+
+    /// A file system that takes `room` more bytes, then says ENOSPC (partial writes included).
+    struct Tiny {
+        data: Vec<u8>,
+        room: usize,
+    }
+
+    impl Write for Tiny {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.room == 0 {
+                return Err(std::io::Error::from_raw_os_error(28));
+            }
+            let n = buf.len().min(self.room).min(7);
+            self.room -= n;
+            self.data.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Durable for Tiny {
+        fn sync(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+        fn cut(&mut self, len: u64) -> std::io::Result<()> {
+            self.data.truncate(len as usize);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_record_that_does_not_fit_leaves_nothing_of_itself() {
+        let mut disk = Tiny {
+            data: Vec::new(),
+            room: 30,
+        };
+        let good = append_whole(&mut disk, 0, b"{\"a\":1}\n").unwrap();
+        assert_eq!(good, 8);
+        // Before the fix the partial line stayed, and the report refused the whole file.
+        let (error, cut) =
+            append_whole(&mut disk, good, b"{\"b\":\"0123456789abcdefghijkl\"}\n").unwrap_err();
+        assert!(is_disk_full(&error), "{error}");
+        assert!(cut.is_ok());
+        assert_eq!(disk.data, b"{\"a\":1}\n");
+    }
+
+    #[test]
+    fn a_failed_manifest_write_leaves_no_temporary_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A directory where the manifest should go makes the rename fail.
+        fs::create_dir(tmp.path().join(MANIFEST)).unwrap();
+        fs::write(tmp.path().join(MANIFEST).join("x"), "x").unwrap();
+        assert!(write_manifest(tmp.path(), &Manifest::default()).is_err());
+        assert!(!tmp.path().join(format!("{MANIFEST}.tmp")).exists());
+    }
+
+    #[test]
+    fn a_full_device_is_recognised_as_a_full_disk() {
+        let Ok(mut file) = OpenOptions::new().append(true).open("/dev/full") else {
+            return; // no /dev/full here
+        };
+        let (error, _) = append_whole(&mut file, 0, b"{}\n").unwrap_err();
+        assert!(is_disk_full(&error), "{error}");
     }
 }

@@ -10,7 +10,33 @@ use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-/// Runs `command capabilities` and parses its single event.
+/// Most bytes of a capabilities query's stderr kept for the error message.
+const STDERR_KEPT: usize = 64 * 1024;
+
+/// Reads up to `keep` bytes of `stream` and drains (counts) the rest, so the peer never blocks
+/// on a full pipe whatever it prints; returns what was kept and the total length.
+fn drain(mut stream: impl Read, keep: usize) -> (Vec<u8>, usize) {
+    let mut kept = Vec::new();
+    let mut total = 0;
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let room = keep.saturating_sub(kept.len());
+                kept.extend_from_slice(&buf[..n.min(room)]);
+                total += n;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+    }
+    (kept, total)
+}
+
+/// Runs `command capabilities` and parses its single event. Its stdout and stderr are read
+/// while it runs (an answer larger than a pipe's 64 KiB no longer waits for the timeout), each
+/// bounded, and every wait is bounded by `timeout`.
 pub fn query(peer_id: &str, command: &[String], timeout: Duration) -> Result<Capabilities, String> {
     let shown = format!("{} capabilities", command.join(" "));
     let (program, args) = command.split_first().ok_or("empty command")?;
@@ -23,30 +49,55 @@ pub fn query(peer_id: &str, command: &[String], timeout: Duration) -> Result<Cap
         .process_group(0)
         .spawn()
         .map_err(|e| format!("peer {peer_id}: could not start `{shown}`: {e}"))?;
-    let deadline = Instant::now() + timeout;
+    let pgid = child.id() as i32;
+    crate::process::track_group(pgid);
+    let readers = (child.stdout.take(), child.stderr.take());
+    let inodes: Vec<u64> = [
+        readers.0.as_ref().and_then(crate::escape::pipe_inode),
+        readers.1.as_ref().and_then(crate::escape::pipe_inode),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let stdout = readers
+        .0
+        .map(|s| std::thread::spawn(move || drain(s, crate::process::MAX_LINE + 2)));
+    let stderr = readers
+        .1
+        .map(|s| std::thread::spawn(move || drain(s, STDERR_KEPT)));
+    let deadline = crate::process::deadline_after(timeout);
     let status = loop {
         match child.try_wait() {
-            Ok(Some(status)) => break status,
+            Ok(Some(status)) => break Some(status),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(5)),
-            _ => {
-                let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
-                let _ = child.wait();
-                return Err(format!(
-                    "peer {peer_id}: `{shown}` did not finish within {} s",
-                    timeout.as_secs()
-                ));
-            }
+            _ => break None,
         }
     };
-    let _ = killpg(Pid::from_raw(child.id() as i32), Signal::SIGKILL);
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    if let Some(mut s) = child.stdout.take() {
-        let _ = s.read_to_string(&mut stdout);
+    let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+    let _ = child.wait();
+    crate::process::untrack_group(pgid);
+    let escaped = crate::escape::kill_escaped("the capabilities query", &inodes, &[]);
+    // The group is gone: the pipes close at once unless an escaped process holds them.
+    let join = |handle: Option<std::thread::JoinHandle<(Vec<u8>, usize)>>| {
+        let handle = handle?;
+        let limit = crate::process::deadline_after(Duration::from_secs(1));
+        while !handle.is_finished() && Instant::now() < limit {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        handle.is_finished().then(|| handle.join().ok()).flatten()
+    };
+    let (stdout, stdout_len) = join(stdout).unwrap_or_default();
+    let (stderr, _) = join(stderr).unwrap_or_default();
+    let Some(status) = status else {
+        return Err(format!(
+            "peer {peer_id}: `{shown}` did not finish within {}",
+            rpcarena_model::duration::format(&timeout)
+        ));
+    };
+    if !escaped.is_empty() {
+        return Err(format!("peer {peer_id}: `{shown}`: {}", escaped.join("; ")));
     }
-    if let Some(mut s) = child.stderr.take() {
-        let _ = s.read_to_string(&mut stderr);
-    }
+    let stderr = String::from_utf8_lossy(&stderr);
     let stderr_tail: String = stderr.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
     if !status.success() {
         return Err(format!(
@@ -59,7 +110,27 @@ pub fn query(peer_id: &str, command: &[String], timeout: Duration) -> Result<Cap
             }
         ));
     }
-    let line = stdout.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let Some(line) = stdout
+        .split(|&b| b == b'\n')
+        .find(|l| !l.trim_ascii().is_empty())
+    else {
+        return Err(format!(
+            "peer {peer_id}: `{shown}` printed no capabilities event"
+        ));
+    };
+    if line.len() > crate::process::MAX_LINE {
+        return Err(format!(
+            "peer {peer_id}: `{shown}` printed a line longer than {} bytes (1 MiB, the limit \
+             of docs/peer-protocol.md; {stdout_len} bytes in all)",
+            crate::process::MAX_LINE
+        ));
+    }
+    let line = std::str::from_utf8(line).map_err(|e| {
+        format!(
+            "peer {peer_id}: `{shown}` printed a line that is not UTF-8 (invalid byte at offset {})",
+            e.valid_up_to()
+        )
+    })?;
     match parse_event(line) {
         Ok(Event::Capabilities(c)) => Ok(c),
         Ok(other) => Err(format!(
@@ -217,5 +288,38 @@ shapes = ["unary", "bidi"]
         )
         .unwrap_err();
         assert!(err.contains("did not finish"), "{err}");
+    }
+
+    #[test]
+    fn a_large_answer_is_read_while_the_peer_runs() {
+        // 200 KiB of padding inside one JSON line: more than a pipe holds. Before the fix the
+        // peer blocked writing while the controller waited for it to exit, until the timeout.
+        let script = "printf '{\"protocol\":1,\"event\":\"error\",\"phase\":\"startup\",\"code\":\"config\",\"message\":\"%s\"}\\n' \"$(head -c 204800 /dev/zero | tr '\\0' x)\"".to_string();
+        let started = Instant::now();
+        let err = query(
+            "p",
+            &["sh".into(), "-c".into(), script, "sh".into()],
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(err.contains("instead of `capabilities`"), "{err}");
+        // A line longer than 1 MiB is refused, and reading it costs at most 1 MiB.
+        let err = query(
+            "p",
+            &[
+                "sh".into(),
+                "-c".into(),
+                "head -c 5000000 /dev/zero | tr '\\0' a".into(),
+                "sh".into(),
+            ],
+            Duration::from_secs(10),
+        )
+        .unwrap_err();
+        assert!(err.contains("longer than 1048576 bytes"), "{err}");
     }
 }

@@ -1,5 +1,7 @@
 //! One private CA per campaign run (ECDSA P-256) and server certificates whose SAN is the
-//! address the server listens on. Everything is written under `certificates/`, private keys 0600.
+//! address the server listens on. Certificates are public and go to `certificates/` (a reader
+//! can verify what the peers presented); the CA's and servers' private keys go to `private/`,
+//! a directory of mode 0700 with keys of mode 0600, which the report says not to publish.
 
 use anyhow::{Context, Result};
 use rcgen::{
@@ -8,7 +10,7 @@ use rcgen::{
 };
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Paths of a server's certificate material.
@@ -24,16 +26,27 @@ pub struct ServerIdentity {
 
 /// The campaign's CA.
 pub struct Authority {
-    dir: PathBuf,
+    /// Where certificates go.
+    public: PathBuf,
+    /// Where private keys go (mode 0700).
+    private: PathBuf,
     issuer: CertifiedIssuer<'static, KeyPair>,
     /// PEM certificate of the CA: the only trust anchor clients get.
     pub ca_cert: PathBuf,
 }
 
 impl Authority {
-    /// Creates the CA in `dir` (created if needed).
-    pub fn create(dir: &Path, campaign: &str) -> Result<Authority> {
-        fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    /// Creates the CA: its certificate in `public`, its key in `private` (both created if
+    /// needed; `private` with mode 0700 whatever the umask).
+    pub fn create(public: &Path, private: &Path, campaign: &str) -> Result<Authority> {
+        fs::create_dir_all(public).with_context(|| format!("creating {}", public.display()))?;
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(private)
+            .with_context(|| format!("creating {}", private.display()))?;
+        fs::set_permissions(private, fs::Permissions::from_mode(0o700))
+            .with_context(|| format!("making {} private (0700)", private.display()))?;
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)
             .context("generating the CA's P-256 key")?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;
@@ -43,13 +56,14 @@ impl Authority {
             format!("rpcarena CA for campaign {campaign}"),
         );
         params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-        write_private(&dir.join("ca.key"), &key.serialize_pem())?;
+        write_private(&private.join("ca.key"), &key.serialize_pem())?;
         let issuer = CertifiedIssuer::self_signed(params, key).context("self-signing the CA")?;
-        let ca_cert = dir.join("ca.pem");
+        let ca_cert = public.join("ca.pem");
         fs::write(&ca_cert, issuer.pem())
             .with_context(|| format!("writing {}", ca_cert.display()))?;
         Ok(Authority {
-            dir: dir.to_path_buf(),
+            public: public.to_path_buf(),
+            private: private.to_path_buf(),
             issuer,
             ca_cert,
         })
@@ -58,8 +72,8 @@ impl Authority {
     /// Issues (or reuses, if already issued in this run) a server certificate for `name`.
     pub fn server(&self, name: &str) -> Result<ServerIdentity> {
         let file_stem = format!("server-{}", name.replace([':', '/'], "_"));
-        let cert = self.dir.join(format!("{file_stem}.pem"));
-        let key_path = self.dir.join(format!("{file_stem}.key"));
+        let cert = self.public.join(format!("{file_stem}.pem"));
+        let key_path = self.private.join(format!("{file_stem}.key"));
         if cert.exists() && key_path.exists() {
             return Ok(ServerIdentity {
                 name: name.to_string(),
@@ -106,17 +120,29 @@ fn write_private(path: &Path, pem: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
-    fn writes_ca_and_server_with_private_keys_0600() {
+    fn writes_ca_and_server_with_private_keys_0600_apart_in_a_0700_directory() {
         let dir = tempfile::tempdir().unwrap();
-        let ca = Authority::create(dir.path(), "t").unwrap();
+        let (public, private) = (dir.path().join("certificates"), dir.path().join("private"));
+        let ca = Authority::create(&public, &private, "t").unwrap();
         let server = ca.server("127.0.0.1").unwrap();
-        for key in [dir.path().join("ca.key"), server.key.clone()] {
+        for key in [private.join("ca.key"), server.key.clone()] {
             let mode = fs::metadata(&key).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600, "{}", key.display());
+            assert!(key.starts_with(&private), "{}", key.display());
         }
+        // Before the fix the keys sat in certificates/ (publishable) with the umask's mode.
+        let mode = fs::metadata(&private).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        let public_files: Vec<String> = fs::read_dir(&public)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            public_files.iter().all(|f| f.ends_with(".pem")),
+            "{public_files:?}"
+        );
         let chain = fs::read_to_string(&server.cert).unwrap();
         assert_eq!(chain.matches("BEGIN CERTIFICATE").count(), 2);
         assert!(

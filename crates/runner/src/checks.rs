@@ -190,7 +190,10 @@ fn check_intervals(window_ns: u64, result: &ClientResult) -> Vec<String> {
             Err(e) => problems.push(format!("intervals[{k}].{e}")),
         }
     }
-    let total: u64 = intervals.iter().map(|i| i.completed).sum();
+    // Saturating: a hostile peer's counts must not overflow (and panic) the controller.
+    let total = intervals
+        .iter()
+        .fold(0u64, |sum, i| sum.saturating_add(i.completed));
     if total != result.completed {
         problems.push(format!(
             "intervals add up to {total} completed but {} expected (completed)",

@@ -15,6 +15,7 @@ mod artifacts;
 mod capabilities;
 mod certs;
 mod checks;
+mod escape;
 mod host;
 mod launcher;
 mod network;

@@ -31,8 +31,9 @@ pub struct CampaignSource {
 impl CampaignSource {
     /// Reads a campaign file.
     pub fn from_file(path: &Path) -> Result<CampaignSource> {
-        let text = std::fs::read_to_string(path)
+        let bytes = std::fs::read(path)
             .with_context(|| format!("reading campaign file {}", path.display()))?;
+        let text = rpcarena_model::campaign::decode(&bytes, &path.display().to_string())?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),

@@ -248,6 +248,9 @@ mod tests {
             .process_group(0)
             .spawn()
             .unwrap();
+        // A group of its own that no PeerProcess tracks: known, so that a concurrent test's
+        // teardown does not take it for an escaped helper.
+        crate::process::track_group(child.id() as i32);
         let sampler = Sampler::start(vec![child.id() as i32], Duration::from_millis(10));
         std::thread::sleep(Duration::from_millis(600));
         let window = sampler.stop().unwrap();
@@ -256,6 +259,7 @@ mod tests {
             nix::sys::signal::Signal::SIGKILL,
         );
         child.wait().unwrap();
+        crate::process::untrack_group(child.id() as i32);
         assert_eq!(window.groups.len(), 1);
         assert!(window.elapsed_s >= 0.5, "{window:?}");
         assert!((0.0..=100.0).contains(&window.steal_pct), "{window:?}");

@@ -61,6 +61,9 @@ pub struct RunOutcome {
     pub counts: SampleCounts,
     /// Stopped early by a signal or `--fail-fast`.
     pub interrupted: bool,
+    /// Stopped early because an artifact could not be written (a full disk): what happened.
+    /// The records before it are whole; the caller still writes the reports where they fit.
+    pub stopped_by: Option<String>,
 }
 
 /// Runs a prepared campaign's schedule and writes `manifest.json`, `samples.jsonl`, `raw/` and
@@ -114,7 +117,7 @@ pub fn run(
         }
         None => RunDir::create(&out)?,
     };
-    let ca = certs::Authority::create(&dir.certificates(), &campaign.name)?;
+    let ca = certs::Authority::create(&dir.certificates(), &dir.private(), &campaign.name)?;
     let emulated = campaign.network.backend == NetworkBackend::Emulated;
     let pins = noise::plan(&noise::allowed_cpus(), campaign.noise.pinning, emulated);
     let mut net = RunNetwork::create(
@@ -140,6 +143,7 @@ pub fn run(
         .count();
     progress.begin(&dir.root, remaining);
     let mut interrupted = false;
+    let mut stopped_by = None;
     let mut index = 0;
     for slot in &slots {
         if stop::interrupted() {
@@ -154,7 +158,6 @@ pub fn run(
         }
         index += 1;
         let index = index - 1;
-        progress.sample_started(index, &id, config);
         let (raw_dir, raw_rel) = dir.raw(&id);
         let place = Place {
             slot: *slot,
@@ -162,7 +165,13 @@ pub fn run(
             id,
             raw_rel,
         };
+        // This waits at the load gate; a signal there ends the run before anything starts.
         let spec = sample_spec(prepared, config, place, &net, &ca.ca_cert, &pins);
+        if stop::interrupted() {
+            interrupted = true;
+            break;
+        }
+        progress.sample_started(index, &spec.id, config);
         let record = sample::run_sample(
             spec,
             SampleIo {
@@ -171,7 +180,11 @@ pub fn run(
                 warn: &mut |text| progress.warning(text),
             },
         );
-        writer.append(&record)?;
+        if let Err(e) = writer.append(&record) {
+            stopped_by = Some(format!("{e:#}"));
+            progress.warning(&format!("{e:#}; the run stops here"));
+            break;
+        }
         match record.status {
             SampleStatus::Ok => manifest.samples.ok += 1,
             SampleStatus::Failed => manifest.samples.failed += 1,
@@ -182,14 +195,22 @@ pub fn run(
             break;
         }
     }
-    interrupted |= stop::interrupted();
+    interrupted |= stop::interrupted() || stopped_by.is_some();
     manifest.interrupted = interrupted;
     manifest.finished_at = Some(host::now_rfc3339());
-    artifacts::write_manifest(&dir.root, &manifest)?;
+    if let Err(e) = artifacts::write_manifest(&dir.root, &manifest) {
+        // With the disk full the manifest may not fit either: the report then reads the counts
+        // from samples.jsonl and says the run is incomplete.
+        match &stopped_by {
+            Some(_) => progress.warning(&format!("{e:#}")),
+            None => return Err(e),
+        }
+    }
     Ok(RunOutcome {
         dir: dir.root,
         counts: manifest.samples,
         interrupted,
+        stopped_by,
     })
 }
 

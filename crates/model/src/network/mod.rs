@@ -415,6 +415,18 @@ impl Network {
                 );
             }
         }
+        // What `run` builds, checked now: an unknown profile name, or overrides the profile
+        // cannot take, are refused before anything starts.
+        if self.backend == NetworkBackend::Emulated
+            && self.profile.is_some()
+            && let Err(e) = self.link_profile()
+        {
+            let message = e
+                .strip_prefix("network.profile: ")
+                .unwrap_or(&e)
+                .to_string();
+            problem("profile", message);
+        }
         problems
     }
 

@@ -52,6 +52,30 @@ const EXIT_NOTE_WAIT: Duration = Duration::from_secs(1);
 /// The same during the aftermath.
 const AFTERMATH_EXIT_WAIT: Duration = Duration::from_millis(100);
 
+/// Most problems a reason lists (a peer printing a million bad lines makes one reason, not a
+/// 13 MB one); the rest are counted.
+const MAX_PROBLEMS: usize = 8;
+/// Longest problem kept in a reason, in bytes (a peer's error message can be long).
+const MAX_PROBLEM_BYTES: usize = 1024;
+
+/// `d` in nanoseconds, saturated (a `u64` of nanoseconds is 584 years).
+fn nanos(d: Duration) -> Nanos {
+    u64::try_from(d.as_nanos()).unwrap_or(Nanos::MAX)
+}
+
+/// `text` cut to at most `max` bytes at a character boundary, with a marker.
+fn cut(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str(" [cut]");
+    }
+    text
+}
+
 /// What the load gate did before the sample.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub(crate) struct Gate {
@@ -244,8 +268,11 @@ impl Wait {
     fn timeout(self, timing: &Timing, timeouts: &Timeouts) -> Duration {
         match self {
             Wait::Ready => timeouts.ready,
-            Wait::Armed => timing.warmup + timeouts.armed,
-            Wait::Sample => timing.window + timing.drain + timeouts.sample,
+            Wait::Armed => timing.warmup.saturating_add(timeouts.armed),
+            Wait::Sample => timing
+                .window
+                .saturating_add(timing.drain)
+                .saturating_add(timeouts.sample),
             Wait::Stopped(_) | Wait::EndOfOutput(_) => timeouts.shutdown,
         }
     }
@@ -294,6 +321,8 @@ pub(crate) struct SampleMachine {
     report: Option<SampleReport>,
     sampler_running: bool,
     interrupted: bool,
+    /// Problems past [`MAX_PROBLEMS`], counted, not kept.
+    untold: usize,
 }
 
 impl SampleMachine {
@@ -339,6 +368,7 @@ impl SampleMachine {
             report: None,
             sampler_running: false,
             interrupted: false,
+            untold: 0,
         }
     }
 
@@ -370,6 +400,18 @@ impl SampleMachine {
         }
         self.deadline = None;
         match self.stage {
+            Stage::Waiting(Wait::EndOfOutput(role)) => {
+                let timeout = self.spec.timeouts.shutdown;
+                self.fail(
+                    now,
+                    format!(
+                        "{role} printed `stopped` but its stdout was still open {} later \
+                         (timeouts.shutdown): the peer did not exit, or a process it started \
+                         holds its stdout",
+                        duration::format(&timeout)
+                    ),
+                );
+            }
             Stage::Waiting(wait) => {
                 let timeout = wait.timeout(&self.spec.timing, &self.spec.timeouts);
                 self.fail(
@@ -409,7 +451,9 @@ impl SampleMachine {
             Input::Usage(usage) => self.on_usage(now, usage),
             Input::TornDown(survivors) => {
                 if self.stage == Stage::Teardown {
-                    self.problems.extend(survivors);
+                    for problem in survivors {
+                        self.note(problem);
+                    }
                     self.stage = Stage::NetworkCheck;
                     self.actions.push_back(Action::CheckNetwork);
                 }
@@ -418,7 +462,7 @@ impl SampleMachine {
                 if self.stage == Stage::NetworkCheck {
                     match result {
                         Ok(counters) => self.record.network = counters,
-                        Err(reason) => self.problems.push(reason),
+                        Err(reason) => self.note(reason),
                     }
                     self.finish(now);
                 }
@@ -433,7 +477,7 @@ impl SampleMachine {
         if matches!(self.stage, Stage::Spawning(_) | Stage::Waiting(_)) {
             self.stop_sampler();
             self.stage = Stage::Aftermath;
-            self.deadline = Some(now.saturating_add(AFTERMATH.as_nanos() as u64));
+            self.deadline = Some(now.saturating_add(nanos(AFTERMATH)));
         }
     }
 
@@ -446,7 +490,7 @@ impl SampleMachine {
     fn wait(&mut self, now: Nanos, wait: Wait) {
         let timeout = wait.timeout(&self.spec.timing, &self.spec.timeouts);
         self.stage = Stage::Waiting(wait);
-        self.deadline = Some(now.saturating_add(timeout.as_nanos() as u64));
+        self.deadline = Some(now.saturating_add(nanos(timeout)));
     }
 
     fn on_spawned(&mut self, now: Nanos, role: Role) {
@@ -461,15 +505,15 @@ impl SampleMachine {
         match self.stage {
             Stage::Waiting(wait) => self.on_line_while_waiting(now, wait, from, line),
             Stage::Aftermath => match line {
-                Line::Event(Event::Error(e)) => self.problems.push(format!(
+                Line::Event(Event::Error(e)) => self.note(format!(
                     "{from} then reported {} error during {}: {}",
                     with_article(&e.code),
                     e.phase,
                     e.message
                 )),
-                Line::Malformed { text, .. } => self
-                    .problems
-                    .push(format!("{from} then printed a malformed line: {text}")),
+                Line::Malformed { text, .. } => {
+                    self.note(format!("{from} then printed a malformed line: {text}"))
+                }
                 Line::Closed => {
                     self.stage = Stage::AftermathExit(from);
                     self.actions.push_back(Action::AwaitExit {
@@ -643,22 +687,29 @@ impl SampleMachine {
                 ),
             },
             Stage::UnexpectedExit(exited, wait) if exited == role => {
-                let note = status.map_or("still running".to_string(), describe_exit);
-                let reason = if wait == Wait::Stopped(role) {
-                    format!(
-                        "{role} ended its output without printing `stopped` after SHUTDOWN ({note}); `stopped` expected before the exit; see {role}.stderr"
-                    )
-                } else {
-                    format!(
-                        "{role} exited unexpectedly during {} ({note}); see {role}.stderr",
+                let reason = match status {
+                    None => format!(
+                        "{role} closed its stdout during {} but is still running \
+                         (a peer prints events until it exits); see {role}.stderr",
                         wait.phase()
-                    )
+                    ),
+                    Some(status) if wait == Wait::Stopped(role) => format!(
+                        "{role} ended its output without printing `stopped` after SHUTDOWN ({}); `stopped` expected before the exit; see {role}.stderr",
+                        describe_exit(status)
+                    ),
+                    Some(status) => format!(
+                        "{role} exited unexpectedly during {} ({}); see {role}.stderr",
+                        wait.phase(),
+                        describe_exit(status)
+                    ),
                 };
                 self.fail(now, reason);
             }
             Stage::AftermathExit(exited) if exited == role => {
-                let note = status.map_or("still running".to_string(), describe_exit);
-                self.problems.push(format!("{role} then exited ({note})"));
+                self.note(match status {
+                    Some(status) => format!("{role} then exited ({})", describe_exit(status)),
+                    None => format!("{role} then closed its stdout but is still running"),
+                });
                 self.stage = Stage::Aftermath;
             }
             _ => {}
@@ -672,12 +723,22 @@ impl SampleMachine {
         }
     }
 
+    /// Adds a problem to the reason, within its bounds: at most [`MAX_PROBLEMS`] problems of
+    /// at most [`MAX_PROBLEM_BYTES`] each; the rest are counted.
+    fn note(&mut self, problem: String) {
+        if self.problems.len() >= MAX_PROBLEMS {
+            self.untold += 1;
+        } else {
+            self.problems.push(cut(problem, MAX_PROBLEM_BYTES));
+        }
+    }
+
     /// The sample failed for `reason`: listen a little longer, then tear down.
     fn fail(&mut self, now: Nanos, reason: String) {
-        self.problems.push(reason);
+        self.note(reason);
         self.stop_sampler();
         self.stage = Stage::Aftermath;
-        self.deadline = Some(now.saturating_add(AFTERMATH.as_nanos() as u64));
+        self.deadline = Some(now.saturating_add(nanos(AFTERMATH)));
     }
 
     fn teardown(&mut self) {
@@ -698,6 +759,12 @@ impl SampleMachine {
         } else {
             SampleStatus::Failed
         };
+        if self.untold > 0 {
+            self.problems.push(format!(
+                "and {} more problems (the peers' output is in {})",
+                self.untold, self.spec.raw_rel
+            ));
+        }
         record.reason = (!self.problems.is_empty()).then(|| self.problems.join("; "));
         record.elapsed_ms = now / 1_000_000;
         self.stage = Stage::Done;

@@ -17,13 +17,15 @@ use rpcarena_model::record::SampleRecord;
 use rpcarena_netem_core::{LinkStats, LinkWindow};
 use rpcarena_protocol::event::Role;
 use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, channel};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
 use std::time::{Duration, Instant};
 
 /// How often the shell looks for a stop signal while it waits.
 const STOP_POLL: Duration = Duration::from_millis(100);
 /// /proc sampling interval.
 const SAMPLER_INTERVAL: Duration = Duration::from_millis(10);
+/// Lines in flight between the reader threads and the machine (each at most 1 MiB).
+const CHANNEL_BOUND: usize = 16;
 /// How long the teardown waits for a killed group to disappear.
 const REAP_WAIT: Duration = Duration::from_secs(5);
 
@@ -41,7 +43,7 @@ pub(crate) struct SampleIo<'a> {
 struct Shell<'a> {
     io: SampleIo<'a>,
     epoch: Instant,
-    tx: Sender<crate::process::Message>,
+    tx: SyncSender<crate::process::Message>,
     server: Option<PeerProcess>,
     client: Option<PeerProcess>,
     sampler: Option<Sampler>,
@@ -63,7 +65,9 @@ pub(crate) fn wait_at_gate(controls: &NoiseControls, cpus: usize) -> Gate {
 /// Runs one sample to the end (its clock starts now, after the gate) and returns its record;
 /// never panics on peer misbehaviour.
 pub(crate) fn run_sample(spec: SampleSpec, io: SampleIo<'_>) -> SampleRecord {
-    let (tx, rx) = channel();
+    // Bounded: a peer that prints faster than the machine reads waits (and is killed at the
+    // teardown) instead of growing the controller.
+    let (tx, rx) = sync_channel(CHANNEL_BOUND);
     let mut shell = Shell {
         io,
         epoch: Instant::now(),
@@ -206,6 +210,7 @@ impl Shell<'_> {
                     rpcarena_model::duration::format(&REAP_WAIT)
                 ));
             }
+            problems.append(&mut peer.findings);
         }
         problems
     }

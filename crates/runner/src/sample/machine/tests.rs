@@ -457,7 +457,45 @@ fn a_peer_whose_output_ends_is_described_by_its_exit() {
         });
     assert_eq!(
         run.reason(),
-        "server exited unexpectedly during server start-up (still running); see server.stderr"
+        "server closed its stdout during server start-up but is still running (a peer prints \
+         events until it exits); see server.stderr"
+    );
+}
+
+#[test]
+fn a_reason_stays_bounded_whatever_the_peers_print() {
+    let mut run = Run::new();
+    run.armed().actions();
+    let long = "z".repeat(5_000);
+    for _ in 0..200_000 {
+        run.line(
+            Role::Client,
+            Line::Malformed {
+                text: long.clone(),
+                error: "e".into(),
+            },
+        );
+    }
+    let reason = run.reason();
+    // Before the fix: 1M lines made a 13 MB reason (here it would be 1 GB).
+    assert!(reason.len() < 16 * 1024, "{} bytes", reason.len());
+    assert!(
+        reason.ends_with("and 199992 more problems (the peers' output is in raw/r01-001-x)"),
+        "{}",
+        &reason[reason.len() - 200..]
+    );
+}
+
+#[test]
+fn stdout_left_open_after_stopped_says_so() {
+    let mut run = Run::new();
+    run.client_stopped().actions();
+    run.at(20 * S).timeout();
+    // Before the fix: "client did not print `end of output` within 5s".
+    assert_eq!(
+        run.reason(),
+        "client printed `stopped` but its stdout was still open 5s later (timeouts.shutdown): \
+         the peer did not exit, or a process it started holds its stdout"
     );
 }
 
