@@ -78,13 +78,22 @@ function streamSource(stream) {
   };
 }
 
-/** The send side of a QUIC stream: write() resolves once quiche took the bytes; finish() is FIN. */
+/**
+ * The send side of a QUIC stream: write() resolves once quiche took the bytes; finish() is FIN.
+ * `finished` turns true once the FIN is queued: from then on the stream must never be reset,
+ * since RESET_STREAM discards any of its data the peer has not acknowledged yet (STATUS).
+ */
 function streamIo(stream) {
   const writer = stream.writable.getWriter();
-  return {
+  const io = {
+    finished: false,
     write: (buffer) => writer.write(buffer),
-    finish: () => writer.close(),
+    finish: async () => {
+      await writer.close();
+      io.finished = true;
+    },
   };
+  return io;
 }
 
 function cancel(stream, reason) {
@@ -273,19 +282,22 @@ async function serveStream(stream, counters) {
   const reader = new FrameReader(streamSource(stream));
   const io = streamIo(stream);
   const clean = await serveCall(reader, io, counters);
-  if (!clean) {
+  if (!io.finished) {
+    // No STATUS went out (the client went away or the transport failed): reset both sides.
     cancel(stream, new Error('call closed'));
     return;
   }
-  // Read the client's FIN before releasing the stream; nothing may follow END.
+  // STATUS and FIN are out: read up to the client's FIN and let the library close the stream
+  // (both sides finished). Nothing may follow END, but answering that with a reset could cost
+  // the client the STATUS it is owed; the extra bytes are dropped and reported.
+  let extra = 0;
   try {
-    if ((await reader.next()) !== null) {
-      warn('a client sent data after END; closing its stream');
-      cancel(stream, new Error('data after END'));
-    }
+    for (let frame = await reader.next(); frame !== null; frame = await reader.next()) extra++;
   } catch {
-    cancel(stream, new Error('broken stream'));
+    if (clean) warn('a client broke its stream after END');
+    return;
   }
+  if (extra > 0 && clean) warn(`a client sent ${extra} frame(s) after END; dropped`);
 }
 
 /** Starts a QUIC server on `listen`; resolves to {address, close()}; rejects if it cannot bind. */
