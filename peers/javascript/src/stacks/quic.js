@@ -11,7 +11,7 @@ import crypto from 'node:crypto';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import Logger, { ConsoleErrHandler, LogLevel } from '@matrixai/logger';
-import { QUICClient, QUICServer, QUICSocket, events } from '@matrixai/quic';
+import { QUICClient, QUICConnection, QUICServer, QUICSocket, events } from '@matrixai/quic';
 import { OpError, code, warn } from '../protocol.js';
 import { cryptoErrorReason, handshakeMessage, verifyCertificate, certificates } from '../tls.js';
 import { FrameReader } from './framing.js';
@@ -300,6 +300,19 @@ async function serveStream(stream, counters) {
   if (extra > 0 && clean) warn(`a client sent ${extra} frame(s) after END; dropped`);
 }
 
+// @matrixai/quic 2.0.9 processes a server connection's streams as soon as the handshake is
+// secure, while its start() is still pending (running false): a stream whose first data rides
+// with the client's handshake Finished (ngtcp2 clients do this) is then reset with code 0
+// before the application sees it, and a stream created before EventQUICServerConnection would
+// have no listener. So a server connection's streams wait until serve() attached the listener;
+// quiche keeps them readable meanwhile, and serve() processes them at once.
+const SERVING = Symbol('rpcarena serving');
+const processStreams = QUICConnection.prototype.processStreams;
+QUICConnection.prototype.processStreams = function processStreamsWhenServing() {
+  if (this.type === 'server' && !this[SERVING]) return undefined;
+  return processStreams.call(this);
+};
+
 /** Starts a QUIC server on `listen`; resolves to {address, close()}; rejects if it cannot bind. */
 export async function startQuicServer({ listen, certPem, keyPem, counters }) {
   const logger = quietLogger('quic-server');
@@ -323,6 +336,8 @@ export async function startQuicServer({ listen, certPem, keyPem, counters }) {
     connection.addEventListener(events.EventQUICConnectionStream.name, (e) => {
       serveStream(e.detail, counters).catch((err) => warn(`serving a QUIC stream failed: ${err?.stack ?? err}`));
     });
+    connection[SERVING] = true;
+    connection.processStreams();
   });
   await server.start();
   const host = net.isIPv6(socket.host) ? `[${socket.host}]` : socket.host;
