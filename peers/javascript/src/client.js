@@ -85,7 +85,17 @@ export async function runClient(config) {
     state = name;
     setPhase(name);
   };
+  // Once SHUTDOWN (or the end of stdin) arrived, the main flow is abandoned: closing the driver
+  // makes its pending connect, operations or window fail, and none of that may print an error or
+  // a sample before `stopped` (docs/peer-protocol.md "Lifecycle": stop at once, exit 0).
+  let stopping = false;
+  const abandoned = () => new Promise(() => {});
   const closeAndExit = async (bound) => {
+    if (stopping) return;
+    stopping = true;
+    const quiet = (e) => warn(`while stopping: ${e?.message ?? e}`);
+    process.removeAllListeners('uncaughtException').on('uncaughtException', quiet);
+    process.removeAllListeners('unhandledRejection').on('unhandledRejection', quiet);
     await Promise.race([driver.close().catch(() => {}), new Promise((r) => setTimeout(r, bound).unref())]);
     emit({ event: 'stopped' });
     process.exit(0);
@@ -111,65 +121,76 @@ export async function runClient(config) {
     process.exit(1);
   });
 
-  const c0 = nowNs();
   try {
-    await driver.connect();
+    await measure();
   } catch (e) {
-    throw new Failure(phase.CONNECT, e.code ?? code.INTERNAL, e.message);
+    if (stopping) return abandoned();
+    throw e;
   }
-  const connectNs = nowNs() - c0;
+  // Wait for SHUTDOWN (handled above).
+  return abandoned();
 
-  enter(phase.VALIDATE);
-  try {
-    await driver.call(0, 0);
-  } catch (e) {
-    throw new Failure(phase.VALIDATE, e.code ?? code.INTERNAL, `the validation operation failed: ${e.message}`);
-  }
+  async function measure() {
+    const c0 = nowNs();
+    try {
+      await driver.connect();
+    } catch (e) {
+      throw new Failure(phase.CONNECT, e.code ?? code.INTERNAL, e.message);
+    }
+    const connectNs = nowNs() - c0;
 
-  enter(phase.WARMUP);
-  let warmupCompleted = 0;
-  if (config.warmupMs > 0) {
+    enter(phase.VALIDATE);
+    try {
+      await driver.call(0, 0);
+    } catch (e) {
+      throw new Failure(phase.VALIDATE, e.code ?? code.INTERNAL, `the validation operation failed: ${e.message}`);
+    }
+
+    enter(phase.WARMUP);
+    let warmupCompleted = 0;
+    if (config.warmupMs > 0) {
+      const pacer = config.load === 'open' ? new Pacer() : undefined;
+      await pacer?.ready;
+      const window = windowOf(config, nowNs(), config.warmupMs);
+      const tally = new Tally(window, { requestSize: config.requestSize, responseSize: config.responseSize, open: config.load === 'open' });
+      await runModel(config, driver, window, tally, "the warmup's drain bound", pacer);
+      if (tally.failed > 0) {
+        const { code: first, message } = tally.firstFailure;
+        throw new Failure(phase.WARMUP, first, `${tally.failed} warmup operation(s) failed; the first: ${message}`);
+      }
+      warmupCompleted = tally.completed;
+      tally.destroy();
+    }
+
+    // The open model's pacer thread starts now, so that it is waiting when the window opens.
     const pacer = config.load === 'open' ? new Pacer() : undefined;
     await pacer?.ready;
-    const window = windowOf(config, nowNs(), config.warmupMs);
-    const tally = new Tally(window, { requestSize: config.requestSize, responseSize: config.responseSize, open: config.load === 'open' });
-    await runModel(config, driver, window, tally, "the warmup's drain bound", pacer);
-    if (tally.failed > 0) {
-      const { code: first, message } = tally.firstFailure;
-      throw new Failure(phase.WARMUP, first, `${tally.failed} warmup operation(s) failed; the first: ${message}`);
-    }
-    warmupCompleted = tally.completed;
-    tally.destroy();
+    enter(phase.ARMED);
+    const started = new Promise((resolve) => {
+      onStart = resolve;
+    });
+    if (stopping) return abandoned();
+    emit({
+      event: 'armed',
+      lanes,
+      connections: driver.connections,
+      connect_ns: String(Math.round(connectNs)),
+      warmup_completed: String(warmupCompleted),
+    });
+    await started;
+
+    const window = windowOf(config, startAt, config.windowMs);
+    const tally = new Tally(window, {
+      requestSize: config.requestSize,
+      responseSize: config.responseSize,
+      intervals: true,
+      open: config.load === 'open',
+    });
+    const model = await runModel(config, driver, window, tally, 'the drain bound', pacer);
+    if (stopping) return abandoned();
+    emit(tally.sample(config.windowMs, model));
+    enter('sampled');
+    setPhase(phase.SHUTDOWN);
+    if (tally.failed > 0) warn(`${tally.failed} operation(s) failed in the window; the first: ${tally.firstFailure.message}`);
   }
-
-  // The open model's pacer thread starts now, so that it is waiting when the window opens.
-  const pacer = config.load === 'open' ? new Pacer() : undefined;
-  await pacer?.ready;
-  enter(phase.ARMED);
-  const started = new Promise((resolve) => {
-    onStart = resolve;
-  });
-  emit({
-    event: 'armed',
-    lanes,
-    connections: driver.connections,
-    connect_ns: String(Math.round(connectNs)),
-    warmup_completed: String(warmupCompleted),
-  });
-  await started;
-
-  const window = windowOf(config, startAt, config.windowMs);
-  const tally = new Tally(window, {
-    requestSize: config.requestSize,
-    responseSize: config.responseSize,
-    intervals: true,
-    open: config.load === 'open',
-  });
-  const model = await runModel(config, driver, window, tally, 'the drain bound', pacer);
-  emit(tally.sample(config.windowMs, model));
-  enter('sampled');
-  setPhase(phase.SHUTDOWN);
-  if (tally.failed > 0) warn(`${tally.failed} operation(s) failed in the window; the first: ${tally.firstFailure.message}`);
-  // Wait for SHUTDOWN (handled above).
-  await new Promise(() => {});
 }

@@ -4,9 +4,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
 import grpc from '@grpc/grpc-js';
-import { GrpcClient, startGrpcServer } from '../src/stacks/grpc.js';
+import { GrpcClient, SERVICE, startGrpcServer } from '../src/stacks/grpc.js';
 import { ServerCounters } from '../src/stacks/native.js';
-import { KIND, request } from '../src/workload.js';
+import { KIND, request, responseTo } from '../src/workload.js';
 
 const fixture = (name) => fs.readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
 
@@ -55,4 +55,34 @@ test('the grpc server refuses malformed calls with INVALID_ARGUMENT and serves o
   }
   await good.close();
   await server.close();
+});
+
+test('a grpc unary call answered with two responses fails with invalid (it does not hang)', async () => {
+  const server = new grpc.Server();
+  const twice = { Unary: { ...SERVICE.Unary, responseStream: true } };
+  server.addService(twice, {
+    Unary(call) {
+      const response = responseTo(call.request, call.request.seq);
+      call.write(response);
+      call.write(response);
+      call.end();
+    },
+  });
+  const credentials = grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(fixture('ip.pem')), private_key: Buffer.from(fixture('ip.key')) }]);
+  const port = await new Promise((resolve, reject) => server.bindAsync('127.0.0.1:0', credentials, (e, p) => (e ? reject(e) : resolve(p))));
+  const work = { shape: 'unary', kind: KIND.zeros, requestSize: 8, responseSize: 8, messages: 1 };
+  const client = new GrpcClient({ server: { host: '127.0.0.1', port }, serverName: '127.0.0.1', caPem: fixture('ca.pem'), work });
+  try {
+    await client.connect();
+    const failure = await Promise.race([
+      client.call(0, 5).then(() => null, (e) => e),
+      new Promise((resolve) => setTimeout(() => resolve('hung'), 5000)),
+    ]);
+    assert.notEqual(failure, 'hung');
+    assert.equal(failure?.code, 'invalid', failure?.message);
+    assert.match(failure.message, /more than the 1 responses/);
+  } finally {
+    await client.close();
+    server.forceShutdown();
+  }
 });

@@ -189,6 +189,27 @@ test('client lifecycle: START before armed is a protocol error; SHUTDOWN while a
   assert.equal((await s.next()).event, 'stopped');
 });
 
+test('quic client: SHUTDOWN while warming up and in the window stops at once, with nothing else printed', async () => {
+  const s = server('quic');
+  const ready = await s.next();
+  const warming = client('quic', ready.address, { '--warmup-ms': '10000' });
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+  warming.send('SHUTDOWN');
+  assert.deepEqual(await warming.next(), { protocol: 1, event: 'stopped' });
+  assert.equal(await warming.exited, 0);
+  const measuring = client('quic', ready.address, { '--window-ms': '10000' });
+  assert.equal((await measuring.next()).event, 'armed');
+  measuring.send('START');
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  measuring.send('SHUTDOWN');
+  const started = Date.now();
+  assert.deepEqual(await measuring.next(), { protocol: 1, event: 'stopped' });
+  assert.ok(Date.now() - started < 1000, 'stops at once during the window');
+  assert.equal(await measuring.exited, 0);
+  s.send('SHUTDOWN');
+  assert.equal((await s.next()).event, 'stopped');
+});
+
 test('open, window, backpressure and send-saturation samples carry their fields', async () => {
   const s = server('tcp');
   const ready = await s.next();

@@ -174,17 +174,17 @@ export class GrpcClient {
     return this.bidi();
   }
 
-  unary(seq) {
+  /**
+   * A unary call read as a response stream: grpc-js's own unary call reads one message and never
+   * the next, so a server that sends two would leave it waiting for the status forever. Exactly
+   * one response, carrying the request's seq, then status OK.
+   */
+  async unary(seq) {
     const { kind, requestSize, responseSize } = this.work;
-    return new Promise((resolve, reject) => {
-      this.client.Unary(request(kind, seq, requestSize, responseSize, 0), (err, response) => {
-        if (err) return reject(statusToOpError(err));
-        if (response.decodeError) return reject(invalid(`undecodable response message: ${response.decodeError}`));
-        const problem = checkResponse(response, kind, seq, responseSize);
-        if (problem) reject(invalid(problem));
-        else resolve(ONE);
-      });
-    });
+    const { path, requestSerialize, responseDeserialize } = SERVICE.Unary;
+    const call = this.client.makeServerStreamRequest(path, requestSerialize, responseDeserialize, request(kind, seq, requestSize, responseSize, 0));
+    await this.responses(call, 1, () => seq);
+    return ONE;
   }
 
   async clientStream() {
@@ -208,8 +208,8 @@ export class GrpcClient {
     return result;
   }
 
-  /** Reads a response stream: exactly n responses with seq 0..n-1, then status OK. */
-  responses(call, n) {
+  /** Reads a response stream: exactly n responses with seq seqOf(0..n-1), then status OK. */
+  responses(call, n, seqOf = (i) => i) {
     const { kind, responseSize } = this.work;
     return new Promise((resolve, reject) => {
       let received = 0;
@@ -224,7 +224,7 @@ export class GrpcClient {
         if (failure !== undefined) return;
         if (received === n) return fail(invalid(`the server sent more than the ${n} responses asked for`));
         if (response.decodeError) return fail(invalid(`undecodable response message: ${response.decodeError}`));
-        const problem = checkResponse(response, kind, received, responseSize);
+        const problem = checkResponse(response, kind, seqOf(received), responseSize);
         if (problem) return fail(invalid(problem));
         received++;
       });

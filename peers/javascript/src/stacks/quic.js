@@ -11,7 +11,7 @@ import crypto from 'node:crypto';
 import dgram from 'node:dgram';
 import net from 'node:net';
 import Logger, { ConsoleErrHandler, LogLevel } from '@matrixai/logger';
-import { QUICClient, QUICServer, QUICSocket, events } from '@matrixai/quic';
+import { QUICClient, QUICConnection, QUICServer, QUICSocket, events } from '@matrixai/quic';
 import { OpError, code, warn } from '../protocol.js';
 import { cryptoErrorReason, handshakeMessage, verifyCertificate, certificates } from '../tls.js';
 import { FrameReader } from './framing.js';
@@ -78,13 +78,22 @@ function streamSource(stream) {
   };
 }
 
-/** The send side of a QUIC stream: write() resolves once quiche took the bytes; finish() is FIN. */
+/**
+ * The send side of a QUIC stream: write() resolves once quiche took the bytes; finish() is FIN.
+ * `finished` turns true once the FIN is queued: from then on the stream must never be reset,
+ * since RESET_STREAM discards any of its data the peer has not acknowledged yet (STATUS).
+ */
 function streamIo(stream) {
   const writer = stream.writable.getWriter();
-  return {
+  const io = {
+    finished: false,
     write: (buffer) => writer.write(buffer),
-    finish: () => writer.close(),
+    finish: async () => {
+      await writer.close();
+      io.finished = true;
+    },
   };
+  return io;
 }
 
 function cancel(stream, reason) {
@@ -273,20 +282,36 @@ async function serveStream(stream, counters) {
   const reader = new FrameReader(streamSource(stream));
   const io = streamIo(stream);
   const clean = await serveCall(reader, io, counters);
-  if (!clean) {
+  if (!io.finished) {
+    // No STATUS went out (the client went away or the transport failed): reset both sides.
     cancel(stream, new Error('call closed'));
     return;
   }
-  // Read the client's FIN before releasing the stream; nothing may follow END.
+  // STATUS and FIN are out: read up to the client's FIN and let the library close the stream
+  // (both sides finished). Nothing may follow END, but answering that with a reset could cost
+  // the client the STATUS it is owed; the extra bytes are dropped and reported.
+  let extra = 0;
   try {
-    if ((await reader.next()) !== null) {
-      warn('a client sent data after END; closing its stream');
-      cancel(stream, new Error('data after END'));
-    }
+    for (let frame = await reader.next(); frame !== null; frame = await reader.next()) extra++;
   } catch {
-    cancel(stream, new Error('broken stream'));
+    if (clean) warn('a client broke its stream after END');
+    return;
   }
+  if (extra > 0 && clean) warn(`a client sent ${extra} frame(s) after END; dropped`);
 }
+
+// @matrixai/quic 2.0.9 processes a server connection's streams as soon as the handshake is
+// secure, while its start() is still pending (running false): a stream whose first data rides
+// with the client's handshake Finished (ngtcp2 clients do this) is then reset with code 0
+// before the application sees it, and a stream created before EventQUICServerConnection would
+// have no listener. So a server connection's streams wait until serve() attached the listener;
+// quiche keeps them readable meanwhile, and serve() processes them at once.
+const SERVING = Symbol('rpcarena serving');
+const processStreams = QUICConnection.prototype.processStreams;
+QUICConnection.prototype.processStreams = function processStreamsWhenServing() {
+  if (this.type === 'server' && !this[SERVING]) return undefined;
+  return processStreams.call(this);
+};
 
 /** Starts a QUIC server on `listen`; resolves to {address, close()}; rejects if it cannot bind. */
 export async function startQuicServer({ listen, certPem, keyPem, counters }) {
@@ -311,6 +336,8 @@ export async function startQuicServer({ listen, certPem, keyPem, counters }) {
     connection.addEventListener(events.EventQUICConnectionStream.name, (e) => {
       serveStream(e.detail, counters).catch((err) => warn(`serving a QUIC stream failed: ${err?.stack ?? err}`));
     });
+    connection[SERVING] = true;
+    connection.processStreams();
   });
   await server.start();
   const host = net.isIPv6(socket.host) ? `[${socket.host}]` : socket.host;
