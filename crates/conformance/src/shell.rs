@@ -119,8 +119,16 @@ pub(crate) const SERVER_NAME: &str = "127.0.0.1";
 impl Bench {
     /// Creates the certificates in `dir`.
     pub fn new(dir: &Path, peer: Vec<String>, rust: Vec<String>) -> Result<Bench> {
-        let ca = rpcarena_runner::Authority::create(&dir.join("certificates"), &dir.join("private"), "conformance")?;
-        let other = rpcarena_runner::Authority::create(&dir.join("other-ca"), &dir.join("other-ca-private"), "not trusted")?;
+        let ca = rpcarena_runner::Authority::create(
+            &dir.join("certificates"),
+            &dir.join("private"),
+            "conformance",
+        )?;
+        let other = rpcarena_runner::Authority::create(
+            &dir.join("other-ca"),
+            &dir.join("other-ca-private"),
+            "not trusted",
+        )?;
         let id = ca.server(SERVER_NAME)?;
         Ok(Bench {
             dir: dir.to_path_buf(),
