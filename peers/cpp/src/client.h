@@ -4,12 +4,8 @@
 
 namespace rpcarena {
 
-// Thrown to leave the process at once with `code` after the events are printed.
-struct ExitNow {
-  int code;
-};
-
-// The client role; returns the exit code (throws Failure or ExitNow).
+// The client role; returns the exit code of a failure (throws Failure); after `stopped` it exits 0
+// itself, without unwinding.
 int run_client(const ClientArgs& args);
 // The server role.
 int run_server(const ServerArgs& args);

@@ -34,8 +34,6 @@ int main(int argc, char** argv) {
     leave(emit_failure(Failure(phase::kStartup, code::kConfig, e.what())));
   } catch (const Failure& f) {
     leave(emit_failure(f));
-  } catch (const ExitNow& e) {
-    leave(e.code);
   } catch (const std::exception& e) {
     leave(emit_failure(Failure(phase::kStartup, code::kInternal, e.what())));
   }
