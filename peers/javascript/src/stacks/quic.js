@@ -337,6 +337,31 @@ QUICConnection.prototype.processStreams = function processStreamsWhenServing() {
   return processStreams.call(this);
 };
 
+// @matrixai/quic 2.0.9 serialises each received datagram's recv() and send() with an
+// @matrixai/async-locks Lock, whose withF() builds, per call, an AbortController, a Timer (an
+// infinite setInterval), a timeout error with a captured stack trace and a cancellable promise,
+// then aborts them all (a DOMException): the largest share of the library's CPU per packet
+// (README "Performance"). recvLock has no other user and is taken without a timeout or signal,
+// so a plain FIFO promise chain gives the same mutual exclusion and order; each connection gets
+// one before its first datagram.
+class RecvLock {
+  tail = Promise.resolve();
+
+  withF(f) {
+    const run = this.tail.then(() => f());
+    this.tail = run.then(
+      () => {},
+      () => {},
+    );
+    return run;
+  }
+}
+const recv = QUICConnection.prototype.recv;
+QUICConnection.prototype.recv = function recvWithPlainLock(data, remoteInfo) {
+  if (!(this.recvLock instanceof RecvLock)) this.recvLock = new RecvLock();
+  return recv.call(this, data, remoteInfo);
+};
+
 /** Starts a QUIC server on `listen`; resolves to {address, close()}; rejects if it cannot bind. */
 export async function startQuicServer({ listen, certPem, keyPem, counters }) {
   const logger = quietLogger('quic-server');
