@@ -113,7 +113,8 @@ function streamIo(stream) {
       } finally {
         // A closed stream is being destroyed (the library then drops its listeners).
         if (!stream.closed) stream.addEventListener(events.EventQUICStreamSend.name, flush);
-        await flush();
+        // A failed connection send has already been dispatched as a connection error.
+        await flush().catch(() => {});
       }
     },
   };
@@ -341,7 +342,7 @@ QUICConnection.prototype.processStreams = function processStreamsWhenServing() {
 // @matrixai/async-locks Lock, whose withF() builds, per call, an AbortController, a Timer (an
 // infinite setInterval), a timeout error with a captured stack trace and a cancellable promise,
 // then aborts them all (a DOMException): the largest share of the library's CPU per packet
-// (README "Performance"). recvLock has no other user and is taken without a timeout or signal,
+// (README, "Is @matrixai/quic able to carry the native framing?"). recvLock has no other user and is taken without a timeout or signal,
 // so a plain FIFO promise chain gives the same mutual exclusion and order; each connection gets
 // one before its first datagram.
 class RecvLock {
