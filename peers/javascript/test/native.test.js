@@ -151,3 +151,41 @@ test('the client fails a misbehaving server with the code of "Error codes"', asy
   await assert.rejects(againstServer(stream(17), 'server_stream'), { code: 'invalid', message: /more than the 16/ });
   assert.deepEqual(await againstServer(stream(16), 'server_stream'), { requests: 1, responses: 16 });
 });
+
+/** An io like QUIC's: every write and finish is recorded; end() is the last write and the end. */
+function recordingIo(pipe, log, who) {
+  return {
+    write: (b) => {
+      log.push(`${who} write`);
+      return pipe.write(b);
+    },
+    finish: () => {
+      log.push(`${who} finish`);
+      pipe.end();
+    },
+    end: async (b) => {
+      log.push(`${who} end ${b.length}`);
+      await pipe.write(b);
+      pipe.end();
+    },
+  };
+}
+
+test('with io.end the last bytes and the end of the send side go together, never a bare finish', async () => {
+  // quiche acknowledges a stream complete without its FIN frame when the FIN went alone
+  // (stacks/quic.js, streamIo): the client's END and the server's STATUS must carry the end.
+  for (const shape of ['unary', 'client_stream', 'server_stream', 'bidi']) {
+    const up = new Pipe();
+    const down = new Pipe();
+    const log = [];
+    const counters = new ServerCounters();
+    const serving = serveCall(new FrameReader(up), recordingIo(down, log, 'server'), counters);
+    const outcome = await call(new FrameReader(down), recordingIo(up, log, 'client'), work(shape, KIND.zeros), 0, true);
+    assert.equal(await serving, true);
+    assert.ok(outcome.requests >= 1, shape);
+    assert.ok(!log.some((e) => e.endsWith('finish')), `${shape}: ${log.join(', ')}`);
+    assert.equal(log.filter((e) => e.startsWith('client end')).length, 1, `${shape}: ${log.join(', ')}`);
+    assert.equal(log.filter((e) => e.startsWith('server end')).length, 1, `${shape}: ${log.join(', ')}`);
+    assert.ok(!log.some((e) => /end 0$/.test(e)), `${shape}: an empty end: ${log.join(', ')}`);
+  }
+});

@@ -3,8 +3,9 @@
 // quic stack runs them on one QUIC stream per call, the tcp stack on one TLS connection per lane.
 //
 // A transport gives a FrameReader and an `io` with `write(buffer)` (resolves once the transport
-// took the bytes: flow control pushes back here) and `finish()` (ends the call's send side:
-// QUIC FIN; nothing on a TCP connection that carries the next call). Frames are batched and
+// took the bytes: flow control pushes back here), `finish()` (ends the call's send side:
+// QUIC FIN; nothing on a TCP connection that carries the next call) and optionally `end(buffer)`
+// (the last bytes and the end together: QUIC's FIN rides on them). Frames are batched and
 // flushed at 32 KiB, after the client's END, and when a server has answered everything it has
 // already received, so a unary call is one write each way.
 import { OpError, code, warn } from '../protocol.js';
@@ -80,6 +81,26 @@ async function write(io, batch) {
   }
 }
 
+/**
+ * The last bytes of a call's send side, then its end: in one step where the transport offers it
+ * (`io.end`: QUIC sends the FIN with the bytes, see stacks/quic.js), else write() and finish().
+ */
+async function writeLast(io, buffer) {
+  if (io.end) return io.end(buffer);
+  await io.write(buffer);
+  return io.finish();
+}
+
+/** The client's END (with whatever the batch still holds) and the end of its send side. */
+async function sendEnd(io, batch) {
+  batch.add(FRAME.END, EMPTY);
+  try {
+    await writeLast(io, batch.take());
+  } catch (e) {
+    throw transportError(e, 'ending the request stream');
+  }
+}
+
 /** HEADER, the requests (built lazily, inside the measured operation), END; flushed; finished. */
 async function sendRequests(io, shape, count, build) {
   const batch = new FrameBatch();
@@ -91,13 +112,7 @@ async function sendRequests(io, shape, count, build) {
       await turn?.maybe();
     }
   }
-  batch.add(FRAME.END, EMPTY);
-  await write(io, batch);
-  try {
-    await io.finish();
-  } catch (e) {
-    throw transportError(e, 'ending the request stream');
-  }
+  await sendEnd(io, batch);
 }
 
 /** Exactly one MESSAGE of `type`, then STATUS OK. */
@@ -200,13 +215,7 @@ export async function saturate(reader, io, work, sender, clock, oneCall) {
     }
     sender.accepted(clock());
   }
-  batch.add(FRAME.END, EMPTY);
-  await write(io, batch);
-  try {
-    await io.finish();
-  } catch (e) {
-    throw transportError(e, 'ending the request stream');
-  }
+  await sendEnd(io, batch);
   const summary = await readOne(reader, Summary);
   const problem = checkSummary(summary, kind, sender.sent, requestSize, responseSize);
   if (problem) throw invalid(problem);
@@ -358,8 +367,7 @@ async function skipToEnd(reader) {
 async function reply(io, batch, status, message) {
   batch.add(FRAME.STATUS, status === STATUS.OK ? EMPTY : Status.encode({ code: status, message }).finish());
   try {
-    await io.write(batch.take());
-    await io.finish();
+    await writeLast(io, batch.take());
     return true;
   } catch {
     return false;

@@ -79,9 +79,20 @@ function streamSource(stream) {
 }
 
 /**
- * The send side of a QUIC stream: write() resolves once quiche took the bytes; finish() is FIN.
+ * The send side of a QUIC stream: write() resolves once quiche took the bytes; finish() is FIN;
+ * end(buffer) writes the last bytes and the FIN in one STREAM frame (what native.js uses).
  * `finished` turns true once the FIN is queued: from then on the stream must never be reset,
  * since RESET_STREAM discards any of its data the peer has not acknowledged yet (STATUS).
+ *
+ * Why end(): quiche 0.18 (in @matrixai/quic 2.0.9) counts a stream's send side complete once
+ * its bytes 0..final size are acknowledged, whether or not the frame carrying the FIN was
+ * (cloudflare/quiche#2525). The library sends a write's bytes at once (writableWrite dispatches
+ * a connection send) and close() as a separate zero-length FIN frame; when the packet with that
+ * frame is lost after the data's packet was acknowledged, quiche collects the stream and never
+ * sends the FIN again: the peer waits forever for the end of the stream (a call that never
+ * finishes on a lossy link). So while the last bytes and the FIN are handed over, this stream's
+ * sends are held back and flushed once both are queued: quiche then packs them into one frame,
+ * and a loss retransmits the FIN with the bytes.
  */
 function streamIo(stream) {
   const writer = stream.writable.getWriter();
@@ -91,6 +102,20 @@ function streamIo(stream) {
     finish: async () => {
       await writer.close();
       io.finished = true;
+    },
+    end: async (buffer) => {
+      const flush = stream.connection.handleEventQUICStreamSend;
+      stream.removeEventListener(events.EventQUICStreamSend.name, flush);
+      try {
+        await writer.write(buffer);
+        await writer.close();
+        io.finished = true;
+      } finally {
+        // A closed stream is being destroyed (the library then drops its listeners).
+        if (!stream.closed) stream.addEventListener(events.EventQUICStreamSend.name, flush);
+        // A failed connection send has already been dispatched as a connection error.
+        await flush().catch(() => {});
+      }
     },
   };
   return io;
@@ -311,6 +336,31 @@ const processStreams = QUICConnection.prototype.processStreams;
 QUICConnection.prototype.processStreams = function processStreamsWhenServing() {
   if (this.type === 'server' && !this[SERVING]) return undefined;
   return processStreams.call(this);
+};
+
+// @matrixai/quic 2.0.9 serialises each received datagram's recv() and send() with an
+// @matrixai/async-locks Lock, whose withF() builds, per call, an AbortController, a Timer (an
+// infinite setInterval), a timeout error with a captured stack trace and a cancellable promise,
+// then aborts them all (a DOMException): the largest share of the library's CPU per packet
+// (README, "Is @matrixai/quic able to carry the native framing?"). recvLock has no other user and is taken without a timeout or signal,
+// so a plain FIFO promise chain gives the same mutual exclusion and order; each connection gets
+// one before its first datagram.
+class RecvLock {
+  tail = Promise.resolve();
+
+  withF(f) {
+    const run = this.tail.then(() => f());
+    this.tail = run.then(
+      () => {},
+      () => {},
+    );
+    return run;
+  }
+}
+const recv = QUICConnection.prototype.recv;
+QUICConnection.prototype.recv = function recvWithPlainLock(data, remoteInfo) {
+  if (!(this.recvLock instanceof RecvLock)) this.recvLock = new RecvLock();
+  return recv.call(this, data, remoteInfo);
 };
 
 /** Starts a QUIC server on `listen`; resolves to {address, close()}; rejects if it cannot bind. */
