@@ -226,12 +226,6 @@ pub struct TopologyInfo {
     pub timing: Option<TimingOptions>,
     /// How the timing aids went: latency request held or refused, real-time priority refused.
     pub timing_notes: Vec<String>,
-    /// The TCP congestion control both namespaces default to (`net.ipv4.tcp_congestion_control`
-    /// inside them): `cubic`, as docs/stacks.md asks, so a peer that cannot set
-    /// `TCP_CONGESTION` on its sockets (the JVM, Node.js) gets it too; `None` when not set
-    /// (runs before it was, or a kernel without cubic).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tcp_congestion_control: Option<String>,
 }
 
 /// Counters of both directions of the userspace emulator.

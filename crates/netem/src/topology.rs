@@ -183,10 +183,8 @@ impl Topology {
         let stem = netns::unique_stem();
         let client_ns = Namespace::create(&format!("{stem}-c"))?;
         let server_ns = Namespace::create(&format!("{stem}-s"))?;
-        let mut congestion = Vec::new();
         for ns in [&client_ns, &server_ns] {
             in_namespace(ns.name(), tun::disable_ipv6)?;
-            congestion.push(in_namespace(ns.name(), tun::default_congestion_control)?);
         }
         let mut info = TopologyInfo {
             backend,
@@ -206,12 +204,6 @@ impl Topology {
             kernel_qdisc: None,
             timing: None,
             timing_notes: Vec::new(),
-            // Both namespaces, or neither (a kernel without cubic keeps its default).
-            tcp_congestion_control: if congestion.iter().all(|c| c.is_some()) {
-                congestion.pop().flatten()
-            } else {
-                None
-            },
         };
         let latency_request = latency_request(backend, &config.timing, &mut info);
         let link = match (backend, profile) {

@@ -28,19 +28,6 @@ pub(crate) fn disable_ipv6() {
     }
 }
 
-/// The TCP congestion control every socket in this namespace starts with: `cubic`, the one
-/// docs/stacks.md asks of every TCP stack. Peers set it per socket (`TCP_CONGESTION`), but some
-/// runtimes cannot (the JVM, Node.js) and would otherwise get the host's default (BBR on this
-/// project's machines), comparing congestion controllers instead of stacks. A namespace starts
-/// with the host's default; writing under /proc/sys/net acts on the writing thread's namespace.
-/// Returns what the namespace now uses, or `None` if the kernel refused `cubic`.
-pub(crate) fn default_congestion_control() -> Option<String> {
-    let path = "/proc/sys/net/ipv4/tcp_congestion_control";
-    std::fs::write(path, "cubic").ok()?;
-    let now = std::fs::read_to_string(path).ok()?;
-    (now.trim() == "cubic").then(|| now.trim().to_string())
-}
-
 /// Creates the TUN device in `namespace` with `local` <-> `peer` point-to-point addresses,
 /// brings it up, and returns it in non-blocking mode; `offload` makes it hand over and take GSO
 /// bundles behind a virtio-net header.

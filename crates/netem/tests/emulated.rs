@@ -231,30 +231,6 @@ fn exec_prefix_runs_commands_inside_the_namespace() {
 }
 
 #[test]
-fn both_namespaces_default_to_cubic_and_the_host_keeps_its_own() {
-    if !required_by_test("both_namespaces_default_to_cubic_and_the_host_keeps_its_own") {
-        return;
-    }
-    let path = "/proc/sys/net/ipv4/tcp_congestion_control";
-    let host_before = std::fs::read_to_string(path).expect("read the host's default");
-    let available = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
-        .unwrap_or_default();
-    let topo = userspace(DirectionSpec::default(), 5);
-    for side in [Side::Client, Side::Server] {
-        let inside = topo
-            .run_in(side, || std::fs::read_to_string(path).expect("read inside"))
-            .expect("enter the namespace");
-        if available.split_whitespace().any(|a| a == "cubic") {
-            assert_eq!(inside.trim(), "cubic", "{side:?}");
-        }
-    }
-    if available.split_whitespace().any(|a| a == "cubic") {
-        assert_eq!(topo.info().tcp_congestion_control.as_deref(), Some("cubic"));
-    }
-    assert_eq!(std::fs::read_to_string(path).unwrap(), host_before);
-}
-
-#[test]
 fn kernel_backend_is_used_or_refused_clearly() {
     if !required_by_test("kernel_backend_is_used_or_refused_clearly") {
         return;

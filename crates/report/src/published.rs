@@ -213,12 +213,6 @@ pub fn write_network(out: &mut String, manifest: &Manifest, rows: &[Row]) {
             t.emulator.kind, t.emulator.version
         );
         let _ = writeln!(out, "| MTU | {} |", t.mtu);
-        if let Some(cc) = &t.tcp_congestion_control {
-            let _ = writeln!(
-                out,
-                "| TCP congestion control, both namespaces' default | {cc} (for sockets whose peer cannot set it) |"
-            );
-        }
         if let Some(q) = &t.kernel_qdisc {
             let _ = writeln!(out, "| Kernel qdisc | `{}` |", q.replace('|', "\\|"));
         }

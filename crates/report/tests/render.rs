@@ -261,7 +261,6 @@ fn emulated() -> Artifacts {
         kernel_qdisc: None,
         timing: Some(TimingOptions::default()),
         timing_notes: Vec::new(),
-        tcp_congestion_control: None,
     };
     artifacts.manifest.network = NetworkDescription::of_topology(&campaign, &topology);
     artifacts

@@ -175,7 +175,6 @@ mod tests {
             kernel_qdisc: None,
             timing: Some(rpcarena_netem_core::TimingOptions::default()),
             timing_notes: vec!["cpu wake-up latency request (0 us) held".into()],
-            tcp_congestion_control: None,
         }
     }
 
