@@ -28,8 +28,9 @@ fi
   exit 1
 }
 
-# Offline when every dependency is already in the local repository, else online.
-if ! mvn -q -B -o package 2>/dev/null; then
-  mvn -q -B package
+# Offline when every dependency is already in the local repository, else online. The Kotlin
+# compiler runs in Maven's JVM (no compile daemon), so a build leaves no process behind.
+if ! mvn -q -B -o -Dkotlin.compiler.daemon=false package 2>/dev/null; then
+  mvn -q -B -Dkotlin.compiler.daemon=false package
 fi
 echo "build.sh: built $(pwd) with $(java -version 2>&1 | head -1)" >&2
