@@ -536,6 +536,9 @@ fn flag_meaning(flag: &str) -> &'static str {
             "the client used nearly all of its CPU: the figure describes the load generator, not the stack"
         }
         "server-saturated" => "the server used nearly all of its CPU",
+        "cpu-in-latency" => {
+            "on an emulated link, the peers' CPU per operation (client + server, after the readings' resolution) was at least 5% of the median latency: the row may be slower than the network allows because of processing (a JIT still compiling, a costly library), not the network"
+        }
         "drift" => {
             "throughput changed between the window's halves by more than the threshold (judged on windows of at least 4 s, and only beyond what counting noise explains)"
         }

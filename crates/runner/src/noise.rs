@@ -136,12 +136,24 @@ pub struct Observed {
     pub generator_behind: bool,
     /// The load gate timed out.
     pub gate_timed_out: bool,
+    /// The peers talk through an emulated link, so the latency has a network floor.
+    pub emulated: bool,
+    /// Client and server CPU per operation, microseconds, each lowered by its reading's
+    /// resolution; `None` without readings or operations.
+    pub cpu_per_op_floor_us: Option<(f64, f64)>,
+    /// Median latency, microseconds.
+    pub p50_us: Option<f64>,
 }
 
 /// Near this share of its CPUs a process is considered saturated.
 pub const SATURATED: f64 = 0.9;
 /// Full seconds of window needed before drift is flagged.
 pub const MIN_DRIFT_SECONDS: usize = 4;
+/// On an emulated link, peers' CPU per operation (client + server) at or above this share of
+/// the median latency is flagged: the processing on an operation's path is then large enough to
+/// move the row by as much as the tolerance users compare rows with (5 %), so the row is not
+/// the network's alone (a JIT still compiling, a library that costs milliseconds per call).
+pub const CPU_IN_LATENCY: f64 = 0.05;
 /// Steal above this percentage is flagged.
 pub const STEAL_PCT: f64 = 2.0;
 
@@ -178,6 +190,22 @@ pub fn flags(o: &Observed, plan: &PinPlan, drift_threshold: f64, noise: &mut Noi
             format!(
                 "the server used {:.2} cores of {}: it ran at its limit",
                 o.server_cores, o.server_cpu_count
+            ),
+        );
+    }
+    if let (true, Some((client_us, server_us)), Some(p50_us)) =
+        (o.emulated, o.cpu_per_op_floor_us, o.p50_us)
+        && p50_us > 0.0
+        && client_us + server_us >= CPU_IN_LATENCY * p50_us
+    {
+        flag(
+            "cpu-in-latency",
+            format!(
+                "the peers used at least {:.2} ms (client) + {:.2} ms (server) of CPU per operation, {:.0}% of the {:.2} ms median latency: part of the latency may be processing (a JIT still compiling, a costly library), not the network",
+                client_us / 1e3,
+                server_us / 1e3,
+                100.0 * (client_us + server_us) / p50_us,
+                p50_us / 1e3
             ),
         );
     }
@@ -258,6 +286,41 @@ mod tests {
     }
 
     #[test]
+    fn cpu_in_latency_only_on_an_emulated_link_and_above_five_percent() {
+        let judge = |emulated: bool, cpu: Option<(f64, f64)>| {
+            let o = Observed {
+                client_cpu_count: 1,
+                server_cpu_count: 1,
+                emulated,
+                cpu_per_op_floor_us: cpu,
+                // a 31 ms round trip plus processing
+                p50_us: Some(35_000.0),
+                ..Observed::default()
+            };
+            let mut noise = Noise::default();
+            flags(&o, &PinPlan::default(), 0.03, &mut noise);
+            noise
+        };
+        // JavaScript QUIC on the regional WAN: about 2 ms per call on each side.
+        let slow = judge(true, Some((2_000.0, 1_800.0)));
+        assert_eq!(slow.flags, ["cpu-in-latency"]);
+        assert!(slow.warnings[0].contains("2.00 ms (client) + 1.80 ms (server)"));
+        assert!(slow.warnings[0].contains("11% of the 35.00 ms"));
+        // Rust gRPC: tens of microseconds, far below 5% of the latency.
+        assert!(judge(true, Some((60.0, 55.0))).flags.is_empty());
+        // Just below the threshold (1,749 us of 35,000), and just above it.
+        assert!(judge(true, Some((1_000.0, 749.0))).flags.is_empty());
+        assert_eq!(
+            judge(true, Some((1_000.0, 752.0))).flags,
+            ["cpu-in-latency"]
+        );
+        // On loopback processing is all the latency there is: never flagged.
+        assert!(judge(false, Some((2_000.0, 1_800.0))).flags.is_empty());
+        // No readings: nothing to judge.
+        assert!(judge(true, None).flags.is_empty());
+    }
+
+    #[test]
     fn flags_say_what_they_saw() {
         let o = Observed {
             client_cores: 0.95,
@@ -271,6 +334,7 @@ mod tests {
             per_second: vec![1000.0, 1000.0, 900.0, 900.0],
             generator_behind: true,
             gate_timed_out: false,
+            ..Observed::default()
         };
         let mut noise = Noise::default();
         flags(&o, &PinPlan::default(), 0.03, &mut noise);

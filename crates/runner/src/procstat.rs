@@ -84,6 +84,11 @@ impl Drop for Sampler {
     }
 }
 
+/// One clock tick of process CPU time, microseconds: the resolution of a process's CPU reading.
+pub fn tick_us() -> f64 {
+    1e6 / procfs::ticks_per_second().max(1) as f64
+}
+
 fn sample_loop(pgids: &[i32], interval: Duration, stop: &AtomicBool) -> WindowUsage {
     let ticks_per_second = procfs::ticks_per_second().max(1) as f64;
     let page_size = procfs::page_size();

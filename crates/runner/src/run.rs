@@ -321,6 +321,7 @@ fn sample_spec(
         pins: pins.clone(),
         cpus,
         drift_threshold: campaign.noise.drift_threshold,
+        emulated: campaign.network.backend == NetworkBackend::Emulated,
         started_at: host::now_rfc3339(),
         gate: sample::wait_at_gate(&campaign.noise, cpus),
         server_argv,

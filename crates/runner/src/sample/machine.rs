@@ -125,6 +125,8 @@ pub(crate) struct SampleSpec {
     pub cpus: usize,
     /// The campaign's drift threshold.
     pub drift_threshold: f64,
+    /// Whether the peers talk through an emulated link (a delay that bounds latency from below).
+    pub emulated: bool,
     /// The raw directory, relative to the run directory.
     pub raw_rel: String,
     /// UTC start time (RFC 3339).
@@ -642,6 +644,7 @@ impl SampleMachine {
             pins: &self.spec.pins,
             cpus: self.spec.cpus,
             drift_threshold: self.spec.drift_threshold,
+            emulated: self.spec.emulated,
             gate_timed_out: self.spec.gate.timed_out,
         };
         let (checks, warnings) = outcome::apply(&mut self.record, armed, report, usage, &context);

@@ -4,7 +4,7 @@
 
 use crate::checks::{Asked, check_report};
 use crate::noise::{self, Observed, PinPlan};
-use crate::procstat::{GroupUsage, WindowUsage};
+use crate::procstat::{self, GroupUsage, WindowUsage};
 use rpcarena_model::metrics::{self, Detail, measure};
 use rpcarena_model::record::{ClientResult, ProcessStats, SampleRecord};
 use rpcarena_protocol::event::{Armed, SampleReport};
@@ -24,6 +24,8 @@ pub(crate) struct Context<'a> {
     pub drift_threshold: f64,
     /// Whether the load gate gave up before the sample.
     pub gate_timed_out: bool,
+    /// Whether the peers talk through an emulated link.
+    pub emulated: bool,
 }
 
 /// Fills the record from the client's events and the sampler's readings; returns the problems
@@ -68,7 +70,8 @@ pub(crate) fn apply(
         record.server_process = Some(process_stats(server, result.completed));
     }
     if let Some(noise) = record.noise.as_mut() {
-        let observed = observe(&usage, &result, context);
+        let p50_ns = record.metrics.as_ref().map(|m| m.p50_ns);
+        let observed = observe(&usage, &result, p50_ns, context);
         noise.steal_pct = observed.steal_pct;
         noise.client_cores = observed.client_cores;
         noise.server_cores = observed.server_cores;
@@ -91,7 +94,12 @@ fn process_stats(usage: GroupUsage, completed: u64) -> ProcessStats {
 }
 
 /// What the window looked like to the /proc sampler and the client, for the noise flags.
-fn observe(usage: &WindowUsage, result: &ClientResult, context: &Context<'_>) -> Observed {
+fn observe(
+    usage: &WindowUsage,
+    result: &ClientResult,
+    p50_ns: Option<u64>,
+    context: &Context<'_>,
+) -> Observed {
     let elapsed_us = (usage.elapsed_s * 1e6).max(1.0);
     let cores = |i: usize| usage.groups.get(i).map_or(0.0, |g| g.cpu_us / elapsed_us);
     let busiest = |i: usize| {
@@ -128,5 +136,62 @@ fn observe(usage: &WindowUsage, result: &ClientResult, context: &Context<'_>) ->
         per_second,
         generator_behind: result.fell_behind == Some(true),
         gate_timed_out: context.gate_timed_out,
+        emulated: context.emulated,
+        cpu_per_op_floor_us: cpu_per_op_floor(usage, result.completed, procstat::tick_us()),
+        p50_us: p50_ns.map(|ns| ns as f64 / 1e3),
+    }
+}
+
+/// Client and server CPU per operation over the window, each lowered by what its reading cannot
+/// resolve (two clock ticks per process: the first and the last reading each round down), so a
+/// flag built on it never rests on rounding; `None` without both groups' readings or operations.
+fn cpu_per_op_floor(usage: &WindowUsage, completed: u64, tick_us: f64) -> Option<(f64, f64)> {
+    let [client, server] = usage.groups[..] else {
+        return None;
+    };
+    if completed == 0 {
+        return None;
+    }
+    let floor = |g: GroupUsage| {
+        (g.cpu_us - 2.0 * tick_us * f64::from(g.processes.max(1))).max(0.0) / completed as f64
+    };
+    Some((floor(client), floor(server)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn group(cpu_us: f64, processes: u32) -> GroupUsage {
+        GroupUsage {
+            cpu_us,
+            processes,
+            ..GroupUsage::default()
+        }
+    }
+
+    #[test]
+    fn cpu_per_op_floor_takes_off_two_ticks_per_process() {
+        let usage = WindowUsage {
+            elapsed_s: 5.0,
+            steal_pct: 0.0,
+            groups: vec![group(1_120_000.0, 1), group(1_020_000.0, 2)],
+        };
+        // 560 operations; 10 ms ticks: the client loses 20 ms, the server (two processes) 40 ms.
+        let (c, s) = cpu_per_op_floor(&usage, 560, 10_000.0).unwrap();
+        assert!((c - 1_100_000.0 / 560.0).abs() < 1e-9, "{c}");
+        assert!((s - 980_000.0 / 560.0).abs() < 1e-9, "{s}");
+        // Less CPU than the resolution: zero, never negative.
+        let idle = WindowUsage {
+            groups: vec![group(10_000.0, 1), group(0.0, 1)],
+            ..usage.clone()
+        };
+        assert_eq!(cpu_per_op_floor(&idle, 560, 10_000.0), Some((0.0, 0.0)));
+        assert_eq!(cpu_per_op_floor(&usage, 0, 10_000.0), None);
+        let one = WindowUsage {
+            groups: vec![group(1.0, 1)],
+            ..usage
+        };
+        assert_eq!(cpu_per_op_floor(&one, 560, 10_000.0), None);
     }
 }

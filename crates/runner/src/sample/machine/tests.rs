@@ -29,6 +29,7 @@ fn spec() -> SampleSpec {
         pins: PinPlan::default(),
         cpus: 2,
         drift_threshold: 0.03,
+        emulated: false,
         raw_rel: "raw/r01-001-x".into(),
         started_at: "2026-11-30T00:00:00Z".into(),
         gate: Gate {
