@@ -12,13 +12,9 @@
 //! ```
 
 use proptest::prelude::*;
-use proptest::strategy::ValueTree;
-use proptest::test_runner::TestRunner;
+use rpcarena_fuzz_support::fuzz;
 use rpcarena_model::campaign::{Campaign, decode};
 use rpcarena_model::matrix;
-use std::fmt::Debug;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::{Duration, Instant};
 
 const FULL: &str = r#"name = "fuzz"
 description = "every section"
@@ -69,37 +65,6 @@ max_load = 1.5
 gate_timeout = "30s"
 drift_threshold = 0.03
 "#;
-
-/// Seconds each target runs.
-fn budget() -> Duration {
-    let secs = std::env::var("RPCARENA_FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2);
-    Duration::from_secs(secs)
-}
-
-/// Runs `check` on values of `strategy` until the budget is spent; a panic names its input.
-fn fuzz<S: Strategy>(name: &str, strategy: S, check: impl Fn(&S::Value) -> bool)
-where
-    S::Value: Debug,
-{
-    let mut runner = TestRunner::default();
-    let started = Instant::now();
-    let (mut executions, mut accepted) = (0u64, 0u64);
-    while started.elapsed() < budget() {
-        let value = strategy.new_tree(&mut runner).unwrap().current();
-        match catch_unwind(AssertUnwindSafe(|| check(&value))) {
-            Ok(ok) => accepted += u64::from(ok),
-            Err(_) => panic!("{name}: panicked on input {value:?}"),
-        }
-        executions += 1;
-    }
-    println!(
-        "fuzz {name}: {executions} executions ({accepted} accepted by the parser) in {:.0} s, no panic",
-        started.elapsed().as_secs_f64()
-    );
-}
 
 /// What must hold for any text; whether the parser accepted it.
 fn check_text(text: &str) -> bool {

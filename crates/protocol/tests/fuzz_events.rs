@@ -11,13 +11,9 @@
 //! ```
 
 use proptest::prelude::*;
-use proptest::strategy::ValueTree;
-use proptest::test_runner::TestRunner;
+use rpcarena_fuzz_support::fuzz;
 use rpcarena_protocol::event::{Event, parse_event};
 use rpcarena_protocol::histogram;
-use std::fmt::Debug;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::time::{Duration, Instant};
 
 const EVENTS: [&str; 7] = [
     r#"{"protocol":1,"event":"ready","role":"server","address":"127.0.0.1:4000","pid":7}"#,
@@ -28,35 +24,6 @@ const EVENTS: [&str; 7] = [
     r#"{"protocol":1,"event":"stopped","counters":{"rpcs":"104"}}"#,
     r#"{"protocol":1,"event":"sample","completed":"1","failed":"0","requests":"1","responses":"1","request_bytes":"0","response_bytes":"0","window_ns":"1","drain_ns":"0","histogram":"","load":"open","target_rate":1.5,"fell_behind":true}"#,
 ];
-
-fn budget() -> Duration {
-    let secs = std::env::var("RPCARENA_FUZZ_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2);
-    Duration::from_secs(secs)
-}
-
-fn fuzz<S: Strategy>(name: &str, strategy: S, check: impl Fn(&S::Value) -> bool)
-where
-    S::Value: Debug,
-{
-    let mut runner = TestRunner::default();
-    let started = Instant::now();
-    let (mut executions, mut accepted) = (0u64, 0u64);
-    while started.elapsed() < budget() {
-        let value = strategy.new_tree(&mut runner).unwrap().current();
-        match catch_unwind(AssertUnwindSafe(|| check(&value))) {
-            Ok(ok) => accepted += u64::from(ok),
-            Err(_) => panic!("{name}: panicked on input {value:?}"),
-        }
-        executions += 1;
-    }
-    println!(
-        "fuzz {name}: {executions} executions ({accepted} accepted by the parser) in {:.0} s, no panic",
-        started.elapsed().as_secs_f64()
-    );
-}
 
 /// What must hold for any line; whether the parser accepted it.
 fn check_line(line: &str) -> bool {
