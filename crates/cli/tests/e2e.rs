@@ -6,9 +6,10 @@
 
 mod common;
 
-use common::{peer, records, rpcarena, survivors};
+use common::{peer, records, rpcarena, rpcarena_ok, rust_peer_on_every_stack, survivors};
 use rpcarena_model::record::{SampleRecord, SampleStatus};
 use rpcarena_protocol::histogram;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -73,14 +74,7 @@ fn write_script(path: &Path, body: &str) {
 fn three_stacks_by_four_shapes_by_two_concurrencies_all_pass_and_reports_regenerate() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let peers = format!(
-        "[[peers]]\nid = \"rust\"\ncommand = [{:?}]\n",
-        peer().display().to_string()
-    );
-    let cells: String = ["grpc", "quic", "tcp"]
-        .iter()
-        .map(|s| format!("[[cells]]\nid = \"rust-{s}\"\nclient = \"rust\"\nserver = \"rust\"\nstack = \"{s}\"\n"))
-        .collect();
+    let (peers, cells) = rust_peer_on_every_stack();
     let text = campaign(
         &peers,
         &cells,
@@ -141,16 +135,7 @@ fn three_stacks_by_four_shapes_by_two_concurrencies_all_pass_and_reports_regener
     let before_md = std::fs::read(run.dir.join("report.md")).unwrap();
     let before_csv = std::fs::read(run.dir.join("aggregate.csv")).unwrap();
     std::fs::remove_file(run.dir.join("report.md")).unwrap();
-    let out = Command::new(rpcarena())
-        .arg("report")
-        .arg(&run.dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    rpcarena_ok(&[OsStr::new("report"), run.dir.as_os_str()]);
     assert_eq!(std::fs::read(run.dir.join("report.md")).unwrap(), before_md);
     assert_eq!(
         std::fs::read(run.dir.join("aggregate.csv")).unwrap(),
@@ -318,14 +303,7 @@ fn an_invalid_campaign_is_refused_before_anything_runs() {
 fn every_load_model_and_structured_payloads_run_on_every_stack_with_noise_recorded() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let peers = format!(
-        "[[peers]]\nid = \"rust\"\ncommand = [{:?}]\n",
-        peer().display().to_string()
-    );
-    let cells: String = ["grpc", "quic", "tcp"]
-        .iter()
-        .map(|s| format!("[[cells]]\nid = \"rust-{s}\"\nclient = \"rust\"\nserver = \"rust\"\nstack = \"{s}\"\n"))
-        .collect();
+    let (peers, cells) = rust_peer_on_every_stack();
     let timing = "warmup = \"200ms\"\nwindow = \"500ms\"\ndrain = \"5s\"\n";
     let text = campaign(
         &peers,

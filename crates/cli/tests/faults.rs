@@ -6,8 +6,9 @@
 
 mod common;
 
-use common::{peer, records, rpcarena, survivors, wait_until};
+use common::{peer, records, rpcarena, rpcarena_ok, survivors, wait_until};
 use rpcarena_model::record::SampleStatus;
+use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -360,16 +361,7 @@ fn a_full_disk_stops_the_run_with_every_record_whole() {
     assert!(!dir.join("manifest.json.tmp").exists());
     // With room again, the report of the samples that fitted is made.
     std::fs::remove_file(&filler).unwrap();
-    let out = Command::new(rpcarena())
-        .arg("report")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    rpcarena_ok(&[OsStr::new("report"), dir.as_os_str()]);
     let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
     assert!(report.contains("6 planned"), "{report}");
     drop(disk);

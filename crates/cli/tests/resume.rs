@@ -3,8 +3,9 @@
 
 mod common;
 
-use common::{peer, records, rpcarena, survivors, wait_until};
+use common::{peer, records, rpcarena, rpcarena_ok, survivors, wait_until};
 use std::collections::BTreeSet;
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -119,16 +120,7 @@ fn a_run_killed_with_sigkill_and_resumed_has_every_sample_once() {
         serde_json::from_str(&std::fs::read_to_string(cut.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["resumed_at"].as_array().unwrap().len(), 1);
     assert!(cut.join("report.html").is_file());
-    let verify = Command::new(rpcarena())
-        .arg("verify")
-        .arg(&cut)
-        .output()
-        .unwrap();
-    assert!(
-        verify.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verify.stdout)
-    );
+    rpcarena_ok(&[OsStr::new("verify"), cut.as_os_str()]);
 
     // The two runs compare benchstat-style, configuration by configuration.
     let compare = Command::new(rpcarena())

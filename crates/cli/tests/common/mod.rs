@@ -3,12 +3,42 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use rpcarena_model::record::SampleRecord;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 /// The controller under test.
 pub fn rpcarena() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_rpcarena"))
+}
+
+/// Runs the controller with `args` and returns what it printed; a failure shows its stdout and
+/// stderr (`verify` says why on stdout, everything else on stderr).
+pub fn rpcarena_ok<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    let out = Command::new(rpcarena()).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "rpcarena {:?} failed\nstdout:\n{}\nstderr:\n{}",
+        args.iter().map(|a| a.as_ref()).collect::<Vec<_>>(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The `[[peers]]` entry of the Rust peer and one same-language cell per stack (`rust-grpc`,
+/// `rust-quic`, `rust-tcp`), as campaign text.
+pub fn rust_peer_on_every_stack() -> (String, String) {
+    let peers = format!(
+        "[[peers]]\nid = \"rust\"\ncommand = [{:?}]\n",
+        peer().display().to_string()
+    );
+    let cells = ["grpc", "quic", "tcp"]
+        .iter()
+        .map(|s| format!("[[cells]]\nid = \"rust-{s}\"\nclient = \"rust\"\nserver = \"rust\"\nstack = \"{s}\"\n"))
+        .collect();
+    (peers, cells)
 }
 
 /// The Rust peer, built next to the controller by `cargo test --workspace`.
