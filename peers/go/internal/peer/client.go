@@ -17,6 +17,7 @@ import (
 	"rpcarena/peers/go/internal/stack/grpcstack"
 	"rpcarena/peers/go/internal/stack/quicstack"
 	"rpcarena/peers/go/internal/stack/tcpstack"
+	"rpcarena/peers/go/internal/transport"
 )
 
 // Safety bounds of the phases before the window (the controller has its own, usually shorter,
@@ -206,6 +207,9 @@ func RunClient(a *args.Client, inputs <-chan protocol.Input, out *protocol.Outpu
 		return finish(out, misplaced(protocol.PhaseArmed, input))
 	}
 
+	// Transport statistics: read at START, polled through the window, read after the drain.
+	poller := transport.Start(client.TransportProbe())
+	defer poller.Stop()
 	w := engine.NewWindow(clock.Now(), engine.Nanos(a.WindowMs)*1e6, engine.Nanos(a.DrainMs)*1e6)
 	bound := "the drain bound (--drain-ms)"
 	if a.Load == args.SendSaturation {
@@ -230,11 +234,13 @@ func RunClient(a *args.Client, inputs <-chan protocol.Input, out *protocol.Outpu
 			return finish(out, misplaced(protocol.PhaseMeasure, input))
 		}
 	}
+	stats := poller.Finish()
 	sample, reportErr := totals.Report(w)
 	if reportErr != nil {
 		client.Close()
 		return finish(out, fail(protocol.PhaseMeasure, protocol.CodeInternal, "%v", reportErr))
 	}
+	sample.Transport = stats
 	out.Emit("sample", sample)
 
 	input := <-inputs

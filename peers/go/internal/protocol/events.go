@@ -99,6 +99,33 @@ type Sample struct {
 	SendLagHistogram     *string            `json:"send_lag_histogram,omitempty"`
 	Sent                 *Counter           `json:"sent,omitempty"`
 	Received             *Counter           `json:"received,omitempty"`
+	Transport            *Transport         `json:"transport,omitempty"`
+}
+
+// Transport is the sample's optional `transport` object (docs/peer-protocol.md, "Transport
+// statistics"): what the client's connections did during the window, summed over them. Every
+// field but Transport and Connections is left out when the transport does not give it.
+type Transport struct {
+	Transport        string   `json:"transport"`
+	Connections      Counter  `json:"connections"`
+	Polls            *Counter `json:"polls,omitempty"`
+	PacketsSent      *Counter `json:"packets_sent,omitempty"`
+	BytesSent        *Counter `json:"bytes_sent,omitempty"`
+	Retransmitted    *Counter `json:"retransmitted,omitempty"`
+	Lost             *Counter `json:"lost,omitempty"`
+	Timeouts         *Counter `json:"timeouts,omitempty"`
+	CongestionEvents *Counter `json:"congestion_events,omitempty"`
+	CwndBytes        *Counter `json:"cwnd_bytes,omitempty"`
+	CwndMinBytes     *Counter `json:"cwnd_min_bytes,omitempty"`
+	CwndMeanBytes    *Counter `json:"cwnd_mean_bytes,omitempty"`
+	SrttNs           *Counter `json:"srtt_ns,omitempty"`
+	MinRttNs         *Counter `json:"min_rtt_ns,omitempty"`
+	DeliveryRateBps  *Counter `json:"delivery_rate_bps,omitempty"`
+	BusyNs           *Counter `json:"busy_ns,omitempty"`
+	RwndLimitedNs    *Counter `json:"rwnd_limited_ns,omitempty"`
+	SndbufLimitedNs  *Counter `json:"sndbuf_limited_ns,omitempty"`
+	DatagramsSent    *Counter `json:"datagrams_sent,omitempty"`
+	SendCalls        *Counter `json:"send_calls,omitempty"`
 }
 
 // Error is the `error` event.

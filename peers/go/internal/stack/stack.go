@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"rpcarena/peers/go/internal/engine"
+	"rpcarena/peers/go/internal/transport"
 	"rpcarena/peers/go/internal/workload"
 )
 
@@ -43,6 +44,8 @@ type Client interface {
 	Submitter(ctx context.Context) engine.Submitter
 	// Connections is the number of transport connections opened.
 	Connections() uint32
+	// TransportProbe reads the connections' transport statistics (the sample's `transport`).
+	TransportProbe() transport.Probe
 	// Close closes every connection (bounded in time).
 	Close()
 }

@@ -14,6 +14,7 @@ import (
 	"rpcarena/peers/go/internal/stack/quicstack"
 	"rpcarena/peers/go/internal/stack/tcpstack"
 	"rpcarena/peers/go/internal/testpki"
+	"rpcarena/peers/go/internal/transport"
 	"rpcarena/peers/go/internal/workload"
 )
 
@@ -107,6 +108,45 @@ func TestEveryStackServesEveryShapeAndPayload(t *testing.T) {
 		server.Stop()
 		if counters.RPCs.Load() == 0 || counters.Rejected.Load() != 0 {
 			t.Fatalf("%s: %d calls, %d rejected", name, counters.RPCs.Load(), counters.Rejected.Load())
+		}
+	}
+}
+
+func TestEveryStackReportsWhatItsConnectionsSent(t *testing.T) {
+	pki := testpki.Write(t)
+	wl := workload.Workload{Shape: workload.ClientStream, RequestSize: 32 * 1024, ResponseSize: 64, Messages: 4, Kind: workload.Zeros}
+	for name, s := range stacks {
+		server, err := s.serve("127.0.0.1:0", pki, &stack.Counters{})
+		if err != nil {
+			t.Fatal(name, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		client, opErr := s.connect(ctx, settings(t, server.Addr().String(), pki.CA, "127.0.0.1", s.alpn, wl))
+		if opErr != nil {
+			t.Fatalf("%s: %v", name, opErr)
+		}
+		poller := transport.Start(client.TransportProbe())
+		for seq, lane := range client.Lanes() {
+			if _, opErr := lane.Call(ctx, uint64(seq)); opErr != nil {
+				t.Fatalf("%s: %v", name, opErr)
+			}
+		}
+		time.Sleep(3 * transport.PollInterval)
+		stats := poller.Finish()
+		client.Close()
+		server.Stop()
+		cancel()
+		want := map[string]string{"grpc": "tcp", "tcp": "tcp", "quic": "quic"}[name]
+		if stats == nil || stats.Transport != want || uint32(stats.Connections) != client.Connections() {
+			t.Fatalf("%s: %+v", name, stats)
+		}
+		sent := uint64(len(client.Lanes())) * uint64(wl.Messages) * uint64(wl.RequestSize)
+		if stats.BytesSent == nil || uint64(*stats.BytesSent) < sent || stats.PacketsSent == nil || *stats.PacketsSent == 0 ||
+			stats.CwndBytes == nil || *stats.CwndBytes == 0 || stats.Polls == nil || *stats.Polls < 2 || stats.SrttNs == nil {
+			t.Fatalf("%s: %+v after sending %d bytes", name, stats, sent)
+		}
+		if (name == "quic") != (stats.Lost != nil) || (name == "quic") == (stats.Retransmitted != nil) {
+			t.Fatalf("%s: lost (QUIC) and retransmitted (TCP) mixed up: %+v", name, stats)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	pb "rpcarena/peers/go/internal/benchpb"
 	"rpcarena/peers/go/internal/engine"
 	"rpcarena/peers/go/internal/stack"
+	"rpcarena/peers/go/internal/transport"
 	"rpcarena/peers/go/internal/workload"
 )
 
@@ -67,18 +68,24 @@ type Client struct {
 	client   pb.BenchServiceClient
 	workload workload.Workload
 	lanes    []engine.Lane
+	sockets  *transport.TCPSockets
 }
 
 // Connect opens the channel and forces it READY, so that a TLS or TCP failure surfaces here as
 // `tls` or `connect` and not in the first call.
 func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engine.OpError) {
 	creds := &recorder{TransportCredentials: credentials.NewTLS(settings.TLS), sink: &sink{server: settings.Server}}
+	// Every TCP connection grpc-go opens comes through here, so its socket is registered for
+	// the transport statistics (a reconnection adds a socket; a closed one drops out).
+	sockets := &transport.TCPSockets{}
 	dial := func(ctx context.Context, address string) (net.Conn, error) {
 		conn, err := stack.DialTCP(ctx, address)
 		if err != nil {
 			creds.note(engine.Errorf("connect", "TCP connection to %s failed: %v", address, err))
+			return conn, err
 		}
-		return conn, err
+		sockets.Register(conn)
+		return conn, nil
 	}
 	conn, err := grpc.NewClient("passthrough:///"+settings.Server,
 		grpc.WithTransportCredentials(creds),
@@ -106,7 +113,7 @@ func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engi
 			return nil, engine.Errorf("timeout", "connecting to %s: %v", settings.Server, ctx.Err())
 		}
 	}
-	client := &Client{conn: conn, client: pb.NewBenchServiceClient(conn), workload: settings.Workload}
+	client := &Client{conn: conn, client: pb.NewBenchServiceClient(conn), workload: settings.Workload, sockets: sockets}
 	for range settings.Lanes {
 		client.lanes = append(client.lanes, &lane{client: client.client, workload: settings.Workload})
 	}
@@ -118,6 +125,9 @@ func (c *Client) Lanes() []engine.Lane { return c.lanes }
 
 // Connections is 1.
 func (c *Client) Connections() uint32 { return 1 }
+
+// TransportProbe reads TCP_INFO of the channel's socket.
+func (c *Client) TransportProbe() transport.Probe { return c.sockets }
 
 // Close closes the channel.
 func (c *Client) Close() { _ = c.conn.Close() }

@@ -18,6 +18,7 @@ import (
 	"rpcarena/peers/go/internal/engine"
 	"rpcarena/peers/go/internal/stack"
 	"rpcarena/peers/go/internal/stack/native"
+	"rpcarena/peers/go/internal/transport"
 	"rpcarena/peers/go/internal/workload"
 )
 
@@ -137,6 +138,9 @@ func (c *Client) Lanes() []engine.Lane { return c.lanes }
 
 // Connections is 1.
 func (c *Client) Connections() uint32 { return 1 }
+
+// TransportProbe reads quic-go's statistics of the connection.
+func (c *Client) TransportProbe() transport.Probe { return transport.QUICConn{Conn: c.conn} }
 
 // Close closes the connection with an application CONNECTION_CLOSE, code 0, reason "done".
 func (c *Client) Close() {

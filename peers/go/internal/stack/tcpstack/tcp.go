@@ -15,6 +15,7 @@ import (
 	"rpcarena/peers/go/internal/engine"
 	"rpcarena/peers/go/internal/stack"
 	"rpcarena/peers/go/internal/stack/native"
+	"rpcarena/peers/go/internal/transport"
 	"rpcarena/peers/go/internal/workload"
 )
 
@@ -35,13 +36,15 @@ func DialTLS(ctx context.Context, settings stack.ClientSettings) (*tls.Conn, *en
 
 // Client holds one connection per lane.
 type Client struct {
-	lanes []*lane
+	lanes   []*lane
+	sockets *transport.TCPSockets
 }
 
 // Connect opens every lane's connection concurrently.
 func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engine.OpError) {
 	lanes := make([]*lane, settings.Lanes)
 	errs := make([]*engine.OpError, settings.Lanes)
+	sockets := &transport.TCPSockets{}
 	var group sync.WaitGroup
 	for i := range lanes {
 		group.Go(func() {
@@ -50,12 +53,13 @@ func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engi
 				errs[i] = err
 				return
 			}
+			sockets.Register(conn.NetConn())
 			lanes[i] = &lane{conn: conn, workload: settings.Workload,
 				reader: native.NewReader(conn), writer: native.NewWriter(conn)}
 		})
 	}
 	group.Wait()
-	client := &Client{}
+	client := &Client{sockets: sockets}
 	for _, l := range lanes {
 		if l != nil {
 			client.lanes = append(client.lanes, l)
@@ -81,6 +85,9 @@ func (c *Client) Lanes() []engine.Lane {
 
 // Connections is one per lane.
 func (c *Client) Connections() uint32 { return uint32(len(c.lanes)) }
+
+// TransportProbe reads TCP_INFO of every lane's socket.
+func (c *Client) TransportProbe() transport.Probe { return c.sockets }
 
 // Close sends TLS close_notify and closes every connection.
 func (c *Client) Close() {
