@@ -11,6 +11,7 @@ import { runBackpressure, runLanes } from './engine/lanes.js';
 import { Pacer, runOpen } from './engine/open.js';
 import { runSaturation } from './engine/saturation.js';
 import { Tally, Window } from './tally.js';
+import { TransportPoller } from './transport.js';
 import { KIND } from './workload.js';
 import { readPem } from './tls.js';
 
@@ -178,6 +179,9 @@ export async function runClient(config) {
       warmup_completed: String(warmupCompleted),
     });
     await started;
+    // Transport statistics: the reading when START arrives, polls through the window, the
+    // reading after the drain (docs/peer-protocol.md "Transport statistics"; quic only).
+    const poller = TransportPoller.start(driver);
 
     const window = windowOf(config, startAt, config.windowMs);
     const tally = new Tally(window, {
@@ -187,8 +191,11 @@ export async function runClient(config) {
       open: config.load === 'open',
     });
     const model = await runModel(config, driver, window, tally, 'the drain bound', pacer);
+    const transport = poller?.finish();
     if (stopping) return abandoned();
-    emit(tally.sample(config.windowMs, model));
+    const sample = tally.sample(config.windowMs, model);
+    if (transport !== undefined) sample.transport = transport;
+    emit(sample);
     enter('sampled');
     setPhase(phase.SHUTDOWN);
     if (tally.failed > 0) warn(`${tally.failed} operation(s) failed in the window; the first: ${tally.firstFailure.message}`);

@@ -141,6 +141,18 @@ for (const stack of ['grpc', 'quic', 'tcp']) {
     assert.equal(sample.window_ns, '300000000');
     assert.equal(sample.intervals.length, 1);
     assert.equal(sample.intervals[0].completed, sample.completed);
+    if (stack === 'quic') {
+      // quiche's statistics through @matrixai/quic (src/transport.js); loopback: no losses.
+      const t = sample.transport;
+      assert.equal(t.transport, 'quic');
+      assert.equal(t.connections, '1');
+      assert.ok(Number(t.polls) >= 1, JSON.stringify(t));
+      assert.ok(Number(t.packets_sent) > 0 && Number(t.bytes_sent) > Number(t.packets_sent), JSON.stringify(t));
+      assert.ok(Number(t.cwnd_min_bytes) > 0 && Number(t.cwnd_min_bytes) <= Number(t.cwnd_mean_bytes), JSON.stringify(t));
+      assert.ok(Object.values(t).every((v) => typeof v === 'string' && /^\d+$|^quic$/.test(v)), JSON.stringify(t));
+    } else {
+      assert.equal(sample.transport, undefined, 'grpc-js and node:tls expose no TCP_INFO');
+    }
     c.send('START');
     await expectError(c, 'shutdown', 'protocol', 1);
     s.send('SHUTDOWN');

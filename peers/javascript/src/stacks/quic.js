@@ -16,6 +16,7 @@ import { OpError, code, warn } from '../protocol.js';
 import { cryptoErrorReason, handshakeMessage, verifyCertificate, certificates } from '../tls.js';
 import { FrameReader } from './framing.js';
 import { call as nativeCall, saturate as nativeSaturate, serveCall } from './native.js';
+import { quicReading } from '../transport.js';
 
 export const ALPN = 'rpcarena/1';
 export const WINDOW = 16 * 1024 * 1024;
@@ -182,6 +183,7 @@ export class QuicClient {
     this.work = work;
     this.address = net.isIPv6(server.host) ? `[${server.host}]:${server.port}` : `${server.host}:${server.port}`;
     this.connections = 1;
+    this.transport = 'quic';
   }
 
   /** Opens the connection (TLS handshake included); rejects with OpError (`tls` or `connect`). */
@@ -289,6 +291,13 @@ export class QuicClient {
       cancel(stream, e);
       throw e;
     }
+  }
+
+  /** The connection's transport statistics now (src/transport.js), from quiche's own counters. */
+  transportReadings() {
+    const conn = this.client?.connection?.conn;
+    if (conn === undefined) return undefined;
+    return [quicReading(0, conn.stats(), [...conn.pathStats()])];
   }
 
   /** Closes with an application CONNECTION_CLOSE, code 0, reason "done". */

@@ -103,11 +103,15 @@ object ClientRole {
             Cmd.OTHER -> Exit.error("armed", "protocol", "${describe(cmd, text)} while armed")
         }
         enter("measure")
+        // Transport statistics: the reading when START arrives, polls through the window, the
+        // reading after the drain (docs/peer-protocol.md "Transport statistics").
+        val poller = stack.transportProbe()?.let { TransportPoller.start(it) }
         val t0 = System.nanoTime()
         val windowNs = cfg.windowMs * 1_000_000L
         val drainNs = cfg.drainMs * 1_000_000L
         val r = runBlocking(Dispatchers.Default) { engine.run(t0, windowNs, drainNs) }
         val sample = sampleFields(cfg, r, windowNs, drainNs, t0)
+        poller?.finish()?.let { sample["transport"] = it }
         synchronized(lock) {
             Events.emit("sample", sample)
             phase = "sampled"
@@ -116,7 +120,7 @@ object ClientRole {
         while (true) Thread.sleep(60_000)
     }
 
-    private fun sampleFields(cfg: ClientConfig, r: PhaseResult, windowNs: Long, drainNs: Long, t0: Long): Map<String, Any?> {
+    private fun sampleFields(cfg: ClientConfig, r: PhaseResult, windowNs: Long, drainNs: Long, t0: Long): MutableMap<String, Any?> {
         val t = r.tally
         val deadline = t0 + windowNs
         val bound = if (cfg.load == "send-saturation") minOf(drainNs, cfg.settleMs * 1_000_000L) else drainNs

@@ -36,6 +36,9 @@ interface ClientStack {
      */
     suspend fun saturate(deadline: Long, accepted: (Long) -> Unit): Long
 
+    /** Reads the connections' transport statistics; null where the library gives none. */
+    fun transportProbe(): TransportProbe? = null
+
     fun close()
 }
 

@@ -8,7 +8,12 @@ import io.grpc.StatusException
 import io.grpc.netty.shaded.io.grpc.netty.GrpcSslContexts
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder
 import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder
+import io.grpc.netty.shaded.io.netty.channel.ChannelFactory
 import io.grpc.netty.shaded.io.netty.channel.ChannelOption
+import io.grpc.netty.shaded.io.netty.channel.epoll.Epoll
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollEventLoopGroup
+import io.grpc.netty.shaded.io.netty.channel.epoll.EpollSocketChannel
+import io.grpc.netty.shaded.io.netty.util.concurrent.DefaultThreadFactory
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslContextBuilder
 import io.grpc.netty.shaded.io.netty.handler.ssl.SslProvider
 import kotlinx.coroutines.Dispatchers
@@ -62,6 +67,14 @@ class GrpcClient(private val cfg: ClientConfig) : ClientStack {
     private val channel: ManagedChannel
     private val stub: BenchServiceGrpcKt.BenchServiceCoroutineStub
 
+    /**
+     * The epoll transport grpc-java picks by default on Linux, made explicit so that the client
+     * holds its sockets (TcpProbe): one event loop (one connection), daemon threads as grpc's own
+     * group. Without native epoll the builder keeps its defaults (NIO) and reports no statistics.
+     */
+    private val group = if (Epoll.isAvailable()) EpollEventLoopGroup(1, DefaultThreadFactory("grpc-client-epoll", true)) else null
+    private val sockets = java.util.concurrent.CopyOnWriteArrayList<EpollSocketChannel>()
+
     init {
         val trust = CampaignTrust(loadCa(cfg.ca), cfg.serverName)
         val ssl = GrpcSslContexts.configure(SslContextBuilder.forClient(), SslProvider.JDK)
@@ -78,6 +91,15 @@ class GrpcClient(private val cfg: ClientConfig) : ClientStack {
             .withOption(ChannelOption.TCP_NODELAY, true)
             .executor(Dispatchers.Default.asExecutor())
             .disableRetry()
+            .apply {
+                if (group != null) {
+                    eventLoopGroup(group)
+                    channelFactory(
+                        ChannelFactory { EpollSocketChannel().also { sockets.add(it) } },
+                        InetSocketAddress::class.java,
+                    )
+                }
+            }
             .build()
         stub = BenchServiceGrpcKt.BenchServiceCoroutineStub(channel)
             .withMaxInboundMessageSize(MAX_FRAME)
@@ -163,10 +185,48 @@ class GrpcClient(private val cfg: ClientConfig) : ClientStack {
         return summary.count
     }
 
+    override fun transportProbe(): TransportProbe? {
+        val first = sockets.firstOrNull { it.isActive } ?: return null
+        return TcpProbe(sockets, first.eventLoop())
+    }
+
     override fun close() {
         channel.shutdownNow()
+        group?.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS)
     }
 }
+
+/**
+ * TCP_INFO of the client's open sockets through Netty's `EpollSocketChannel.tcpInfo()`, which
+ * copies only the classic `struct tcp_info` fields up to `tcpi_total_retrans` (no `segs_out`,
+ * `bytes_sent`, `min_rtt`, `delivery_rate`, `busy_time`, `rwnd_limited`, `sndbuf_limited` or
+ * `total_rto`: those fields are left out). A getsockopt per socket, on the first socket's event loop.
+ */
+class TcpProbe(
+    private val sockets: List<EpollSocketChannel>,
+    override val executor: java.util.concurrent.ScheduledExecutorService,
+) : TransportProbe {
+    override val transport = "tcp"
+
+    override fun read(): List<ConnReading> = sockets.mapIndexedNotNull { i, ch ->
+        if (!ch.isActive) return@mapIndexedNotNull null
+        val t = try { ch.tcpInfo() } catch (e: Exception) { return@mapIndexedNotNull null }
+        tcpReading(i.toLong(), t.caState(), t.sndCwnd(), t.sndMss(), t.rtt(), t.totalRetrans())
+    }
+}
+
+/** Linux's TCP_CA_Recovery and TCP_CA_Loss (include/net/tcp.h's tcp_ca_state). */
+const val TCP_CA_RECOVERY = 3
+const val TCP_CA_LOSS = 4
+
+/** One socket's reading from the TCP_INFO fields Netty gives (`rttUs` in microseconds). */
+fun tcpReading(id: Long, caState: Int, sndCwnd: Long, sndMss: Long, rttUs: Long, totalRetrans: Long) = ConnReading(
+    id = id,
+    retransmitted = totalRetrans,
+    inRecovery = caState == TCP_CA_RECOVERY || caState == TCP_CA_LOSS,
+    cwndBytes = sndCwnd * sndMss,
+    srttNs = rttUs * 1000,
+)
 
 /** The grpc server: validates every request (BadRequest -> INVALID_ARGUMENT). */
 class GrpcService : BenchServiceGrpcKt.BenchServiceCoroutineImplBase(Dispatchers.Default) {

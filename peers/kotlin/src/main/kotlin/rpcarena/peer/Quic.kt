@@ -378,6 +378,8 @@ class QuicClient private constructor(
         }
     }
 
+    override fun transportProbe(): TransportProbe = QuicProbe(quic)
+
     override fun close() {
         try {
             quic.close(true, 0, Unpooled.copiedBuffer("done".toByteArray())).await(1000)
@@ -387,6 +389,40 @@ class QuicClient private constructor(
         group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS)
     }
 }
+
+/**
+ * The QUIC codec's statistics of the client's one connection: `collectStats()` (quiche's
+ * connection counters) and `collectPathStats(0)` (the active path's gauges). On the connection's
+ * event loop both complete at once, so a poll costs two native calls and never waits.
+ */
+class QuicProbe(private val quic: QuicChannel) : TransportProbe {
+    override val transport = "quic"
+    override val executor: java.util.concurrent.ScheduledExecutorService = quic.eventLoop()
+
+    override fun read(): List<ConnReading> {
+        val stats = quic.collectStats()
+        val path = quic.collectPathStats(0)
+        if (!stats.isSuccess || !path.isSuccess) return emptyList()
+        return listOf(quicReading(0, stats.now, path.now))
+    }
+}
+
+/**
+ * One QUIC connection's reading. quiche's units: `rtt` in nanoseconds (its C API's
+ * `rtt.as_nanos()`), `deliveryRate` in bytes/s, `cwnd` and `sentBytes` in bytes; `sent`, `lost`
+ * and `retrans` are packets (`retrans`: packets that carried retransmitted data).
+ */
+fun quicReading(id: Long, s: io.netty.handler.codec.quic.QuicConnectionStats, p: io.netty.handler.codec.quic.QuicConnectionPathStats) =
+    ConnReading(
+        id = id,
+        packetsSent = s.sent(),
+        bytesSent = s.sentBytes(),
+        retransmitted = s.retrans(),
+        lost = s.lost(),
+        cwndBytes = p.cwnd(),
+        srttNs = p.rtt(),
+        deliveryRateBps = p.deliveryRate() * 8,
+    )
 
 /** One server call on one stream: frames in, checks, responses and STATUS out. */
 private class ServerCall : ChannelInboundHandlerAdapter() {
