@@ -53,8 +53,15 @@ pub(crate) fn run(
         max_delay_ns: max_one_way_ns(spec, send.wire_len()) + 500_000_000,
     };
     let (outcome, _) = ctx.udp_stream("overfill", profile, config, true)?;
-    // Steady state: packets sent once the queue was full.
-    let half = steady_from_seq.min(outcome.sent / 2);
+    // Steady state: packets sent once the queue was full (at the latest, the second half of
+    // what was sent). A queue of bundles takes most of the phase to fill (regional-wan: 1,000
+    // bundles of 5.3 ms, ~11 s at the 50 % excess), so there the window is what was sent after
+    // it filled, which the phase's length makes at least a second's worth.
+    let half = if send.is_bundle() {
+        steady_from_seq.min(outcome.sent.saturating_sub(segments))
+    } else {
+        steady_from_seq.min(outcome.sent / 2)
+    };
     let delays: Vec<f64> = outcome
         .records
         .iter()
@@ -104,14 +111,15 @@ pub(crate) fn run(
         drop * 100.0,
         1.0,
         format!(
-            "offered {:.0} {}/s against {:.0} the link carries",
+            "offered {:.0} {}/s against {:.0} the link carries{}",
             offered_actual,
             if send.is_bundle() {
                 "bundles"
             } else {
                 "packets"
             },
-            link_pps
+            link_pps,
+            super::rate::sender_behind(outcome.units_sent, send_secs, offered, send)
         ),
     );
     Ok(())

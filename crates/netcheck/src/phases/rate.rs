@@ -6,7 +6,7 @@ use rpcarena_netem::Side;
 use rpcarena_netem_core::{DelaySampler, LinkProfile, LossModel};
 
 use super::full_size_units;
-use crate::bundle::payload_rate_bps;
+use crate::bundle::{Unit, payload_rate_bps};
 use crate::context::{Context, SECOND, max_one_way_ns};
 use crate::error::NetcheckError;
 use crate::figures::{Figures, pass_if};
@@ -69,6 +69,9 @@ pub(crate) fn run(
             detail: format!("only {} packets received", records.len()),
         });
     };
+    let scheduled = link_units * OVER;
+    let send_secs = outcome.last_send_ns.saturating_sub(outcome.first_send_ns) as f64 / SECOND;
+    let behind = sender_behind(outcome.units_sent, send_secs, scheduled, send);
     let bundles = if send.is_bundle() {
         format!(
             "; {} bundles sent, {} datagrams received, the emulator saw {} units; expected \
@@ -91,7 +94,7 @@ pub(crate) fn run(
         0.01 * expected / 1e6,
         format!(
             "{} at {:.0} % of the link rate for {:.1} s; rate over the last {} \
-             arrivals (kernel receive timestamps); {} of {} received, {} queue drops{}",
+             arrivals (kernel receive timestamps); {} of {} received, {} queue drops{}{}",
             send.describe(),
             OVER * 100.0,
             secs,
@@ -100,6 +103,7 @@ pub(crate) fn run(
             outcome.sent,
             queue_dropped.map_or("?".to_string(), |q| q.to_string()),
             bundles,
+            behind,
         ),
     );
     figures.push(
@@ -110,4 +114,41 @@ pub(crate) fn run(
         "",
     );
     Ok(())
+}
+
+/// A note when the sender could not keep to its schedule (below 99 % of `scheduled` units/s):
+/// the link then idles and the measured rate is the sender's, not the emulator's.
+pub(crate) fn sender_behind(units_sent: u64, send_secs: f64, scheduled: f64, send: Unit) -> String {
+    let achieved = units_sent as f64 / send_secs.max(1e-9);
+    if achieved >= 0.99 * scheduled {
+        return String::new();
+    }
+    format!(
+        "; SENDER-LIMITED: the sender achieved {:.0} of {:.0} scheduled sends/s ({:.0} Mbit/s of \
+         payload), so the link idled and this rate is the load generator's, not the emulator's",
+        achieved,
+        scheduled,
+        achieved * (send.segments * send.payload) as f64 * 8.0 / 1e6
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sender_behind_schedule_is_named() {
+        let unit = Unit {
+            segments: 44,
+            payload: 1472,
+        };
+        // 15,600 bundles in 1 s against 19,300 scheduled: 8,083 Mbit/s of payload.
+        let note = sender_behind(15_600, 1.0, 19_300.0, unit);
+        assert!(note.contains("SENDER-LIMITED"), "{note}");
+        assert!(
+            note.contains("15600 of 19300") && note.contains("8083 Mbit/s"),
+            "{note}"
+        );
+        assert_eq!(sender_behind(19_200, 1.0, 19_300.0, unit), "");
+    }
 }
