@@ -18,10 +18,16 @@
 //! 6. **Release lateness** of the userspace emulator during phases 1, 3 and 5.
 //! 7. **Plain forwarding**: TCP goodput through the emulator with no delay, rate or loss.
 //!
+//! With loss granularity `offload` the one-way UDP phases (2, 3, 5) send UDP GSO bundles, the
+//! way quinn and quiche send, and receive them with `UDP_GRO`; the figures they are judged
+//! against follow from the emulator's rules for bundles (`bundle`). The RTT echoes stay single
+//! small datagrams (a bundle of one) and the TCP phases go through TSO bundles either way.
+//!
 //! Layout: [`options`] (what to run), [`report`] (what came out), `context` (the topologies
 //! and the prologue every phase shares), one module per phase under `phases`, `probes` (the
 //! traffic) and `expect` (what a profile implies).
 
+mod bundle;
 mod context;
 pub mod error;
 mod expect;
@@ -100,6 +106,7 @@ pub fn netcheck(
         seed: options.seed,
         seconds: started.elapsed().as_secs_f64(),
         load_average: (load_before, context::load_average()),
+        udp_probes: bundle::describe_udp_probes(profile.granularity),
         figures: figures.into_inner(),
     })
 }

@@ -59,6 +59,10 @@ pub struct NetcheckReport {
     /// 1-minute load average before and after the check: timing figures degrade when other
     /// work competes for the CPUs, and this says how much there was.
     pub load_average: (f64, f64),
+    /// What the UDP phases sent: single datagrams (granularity `packet`) or UDP GSO bundles
+    /// (`offload`), in words.
+    #[serde(default)]
+    pub udp_probes: String,
     /// The figures, in phase order.
     pub figures: Vec<Figure>,
 }
@@ -109,6 +113,9 @@ impl fmt::Display for NetcheckReport {
             self.seconds,
             if self.quick { ", QUICK run" } else { "" }
         )?;
+        if !self.udp_probes.is_empty() {
+            writeln!(f, "udp probes: {}", self.udp_probes)?;
+        }
         writeln!(
             f,
             "{:<38} {:>12} {:>12}  {:<26} verdict",

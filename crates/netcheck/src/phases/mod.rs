@@ -11,6 +11,7 @@ pub(crate) mod tcp;
 
 use rpcarena_netem_core::LinkProfile;
 
+use crate::bundle::Unit;
 use crate::context::Context;
 use crate::error::NetcheckError;
 use crate::figures::Figures;
@@ -30,23 +31,25 @@ pub(crate) const BEFORE_LATENESS: [(Phase, &str, PhaseFn); 5] = [
     (Phase::Overfill, "overfilled queue", overfill::run),
 ];
 
-/// Full-MTU datagrams for a phase that loads the client-to-server link: (UDP payload bytes,
-/// packets per second the link carries). `None`, with an informative figure saying the phase
-/// was skipped, when the direction has no rate to load.
-pub(crate) fn full_size_datagrams(
+/// Full-MTU sends for a phase that loads the client-to-server link: (what one send carries,
+/// sends per second the link carries). A send is a datagram in packet granularity and a UDP
+/// GSO bundle of full-MTU segments in offload granularity. `None`, with an informative figure
+/// saying the phase was skipped, when the direction has no rate to load.
+pub(crate) fn full_size_units(
     profile: &LinkProfile,
     figures: &mut Figures,
     name: &str,
     unit: &str,
-) -> Option<(usize, f64)> {
+) -> Option<(Unit, f64)> {
     let spec = &profile.client_to_server;
     if spec.rate_bps.is_none() {
         figures.info(name, unit, None, None, "no rate configured: skipped");
         return None;
     }
     let mtu = profile.mtu as usize;
-    let link_pps = spec.packets_per_second(mtu).unwrap_or(1.0);
-    Some((mtu - crate::context::UDP_IP_HEADERS, link_pps))
+    let send = Unit::of(profile.granularity, mtu - crate::context::UDP_IP_HEADERS);
+    let link_units = send.per_second(spec).unwrap_or(1.0);
+    Some((send, link_units))
 }
 
 /// The nearest-rank percentile `p` (0 to 100) of measured values, 0 when there are none.

@@ -1,10 +1,11 @@
-//! Phase 5, overfilled queue: 1.5x the link rate; one-way delay settles at `limit` packets of
-//! serialization and the excess is dropped.
+//! Phase 5, overfilled queue: 1.5x the link rate; one-way delay settles at `limit` units of
+//! serialization and the excess is dropped. A unit is a packet, or in offload granularity a
+//! UDP GSO bundle, which takes one slot of `limit` (crate::bundle).
 
 use rpcarena_netem::Side;
 use rpcarena_netem_core::{DirectionSpec, LinkProfile};
 
-use super::{full_size_datagrams, percentile};
+use super::{full_size_units, percentile};
 use crate::context::{Context, MS, SECOND, max_one_way_ns};
 use crate::error::NetcheckError;
 use crate::expect;
@@ -14,8 +15,8 @@ use crate::probes::StreamConfig;
 /// The sender's rate relative to the link's.
 const OVER: f64 = 1.5;
 
-/// When the queue is full, s after the first send, for `offered` packets/s into a link of
-/// `link_pps`: the first packets wait out their delay, then the queue fills at the excess rate.
+/// When the queue is full, s after the first send, for `offered` units/s into a link of
+/// `link_pps`: the first units wait out their delay, then the queue fills at the excess rate.
 fn queue_full_after_s(spec: &DirectionSpec, offered: f64, link_pps: f64) -> f64 {
     let delay_s = spec.delay_ns as f64 / SECOND;
     let limit = spec.limit_packets as f64;
@@ -32,29 +33,35 @@ pub(crate) fn run(
     figures: &mut Figures,
 ) -> Result<(), NetcheckError> {
     let spec = &profile.client_to_server;
-    let Some((payload, link_pps)) =
-        full_size_datagrams(profile, figures, "overfilled queue delay", "ms")
+    let Some((send, link_pps)) = full_size_units(profile, figures, "overfilled queue delay", "ms")
     else {
         return Ok(());
     };
-    let mtu = profile.mtu as usize;
+    let segments = send.segments as u64;
     let offered = OVER * link_pps;
     // Measure only what is sent once the queue is full (with a margin), and send long enough
     // for a second of that.
     let steady_from_s = queue_full_after_s(spec, offered, link_pps) * 1.2 + 0.1;
     let secs = ctx.options.overfill_secs.max(steady_from_s + 1.0);
-    let steady_from_seq = (offered * steady_from_s) as u64;
+    let steady_from_seq = (offered * steady_from_s) as u64 * segments;
     let config = StreamConfig {
         from: Side::Client,
-        count: (offered * secs) as u64,
-        pps: offered,
-        payload,
+        count: (offered * secs) as u64 * segments,
+        pps: offered * segments as f64,
+        unit: send,
         record: true,
-        max_delay_ns: max_one_way_ns(spec, mtu) + 500_000_000,
+        max_delay_ns: max_one_way_ns(spec, send.wire_len()) + 500_000_000,
     };
     let (outcome, _) = ctx.udp_stream("overfill", profile, config, true)?;
-    // Steady state: packets sent once the queue was full.
-    let half = steady_from_seq.min(outcome.sent / 2);
+    // Steady state: packets sent once the queue was full (at the latest, the second half of
+    // what was sent). A queue of bundles takes most of the phase to fill (regional-wan: 1,000
+    // bundles of 5.3 ms, ~11 s at the 50 % excess), so there the window is what was sent after
+    // it filled, which the phase's length makes at least a second's worth.
+    let half = if send.is_bundle() {
+        steady_from_seq.min(outcome.sent.saturating_sub(segments))
+    } else {
+        steady_from_seq.min(outcome.sent / 2)
+    };
     let delays: Vec<f64> = outcome
         .records
         .iter()
@@ -67,11 +74,11 @@ pub(crate) fn run(
             detail: "no packet sent after the queue filled arrived".to_string(),
         });
     }
-    let ser = spec.serialization_ns(mtu).unwrap_or(0) as f64;
+    let ser = send.serialization_ns(spec).unwrap_or(0) as f64;
     let expected_delay = spec.limit_packets as f64 * ser;
     let (mean, _, _) = expect::moments(&delays);
     let send_secs = outcome.last_send_ns.saturating_sub(outcome.first_send_ns) as f64 / SECOND;
-    let offered_actual = outcome.sent as f64 / send_secs.max(1e-9);
+    let offered_actual = outcome.units_sent as f64 / send_secs.max(1e-9);
     let expected_drop = (1.0 - link_pps / offered_actual).max(0.0);
     let steady_sent = outcome.sent - half;
     let drop = 1.0 - delays.len() as f64 / steady_sent.max(1) as f64;
@@ -82,13 +89,19 @@ pub(crate) fn run(
         mean / MS,
         0.02 * expected_delay / MS,
         format!(
-            "{payload}-byte datagrams at 150 % of the link rate; limit {} packets x {:.1} us; \
+            "{} at 150 % of the link rate; limit {} {} x {:.1} us; \
              p50 {:.2} ms, p99 {:.2} ms over packets sent after {:.2} s (queue full)",
+            send.describe(),
             spec.limit_packets,
+            if send.is_bundle() {
+                "bundles (one slot each)"
+            } else {
+                "packets"
+            },
             ser / 1e3,
             percentile(&delays, 50.0) / MS,
             percentile(&delays, 99.0) / MS,
-            half as f64 / offered
+            half as f64 / (offered * segments as f64)
         ),
     );
     figures.within(
@@ -98,8 +111,15 @@ pub(crate) fn run(
         drop * 100.0,
         1.0,
         format!(
-            "offered {:.0} packets/s against {:.0} the link carries",
-            offered_actual, link_pps
+            "offered {:.0} {}/s against {:.0} the link carries{}",
+            offered_actual,
+            if send.is_bundle() {
+                "bundles"
+            } else {
+                "packets"
+            },
+            link_pps,
+            super::rate::sender_behind(outcome.units_sent, send_secs, offered, send)
         ),
     );
     Ok(())

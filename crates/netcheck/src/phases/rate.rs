@@ -1,10 +1,12 @@
 //! Phase 3, UDP rate: loss off, the sender 2 % above the link rate; payload rate at the
-//! receiver (kernel receive timestamps) and reordering.
+//! receiver (kernel receive timestamps) and reordering. In offload granularity the sends are
+//! UDP GSO bundles and the expected rate charges them as the emulator does (crate::bundle).
 
 use rpcarena_netem::Side;
 use rpcarena_netem_core::{DelaySampler, LinkProfile, LossModel};
 
-use super::full_size_datagrams;
+use super::full_size_units;
+use crate::bundle::{Unit, payload_rate_bps};
 use crate::context::{Context, SECOND, max_one_way_ns};
 use crate::error::NetcheckError;
 use crate::figures::{Figures, pass_if};
@@ -20,23 +22,22 @@ pub(crate) fn run(
 ) -> Result<(), NetcheckError> {
     let lossless = profile.map_directions(|d| d.loss = LossModel::None);
     let spec = &lossless.client_to_server;
-    let Some((payload, link_pps)) =
-        full_size_datagrams(&lossless, figures, "udp payload rate", "Mbit/s")
+    let Some((send, link_units)) =
+        full_size_units(&lossless, figures, "udp payload rate", "Mbit/s")
     else {
         return Ok(());
     };
-    let rate = spec.rate_bps.unwrap_or_default();
-    let mtu = profile.mtu as usize;
-    // Send only as long as the queue can absorb the 2 % excess without dropping.
+    // Send only as long as the queue (`limit` units: packets, or bundles) can absorb the 2 %
+    // excess without dropping.
     let (_, hi) = DelaySampler::new(spec.delay_ns, spec.jitter_ns, spec.distribution).range();
-    let in_flight = link_pps * hi.max(0) as f64 / SECOND;
+    let in_flight = link_units * hi.max(0) as f64 / SECOND;
     let free = spec.limit_packets as f64 - in_flight;
     let secs = ctx
         .options
         .rate_secs
-        .min(0.8 * free.max(0.0) / ((OVER - 1.0) * link_pps));
-    let count = (link_pps * OVER * secs) as u64;
-    if count < 100 {
+        .min(0.8 * free.max(0.0) / ((OVER - 1.0) * link_units));
+    let units = (link_units * OVER * secs) as u64;
+    if units < 100 {
         figures.info(
             "udp payload rate",
             "Mbit/s",
@@ -48,28 +49,43 @@ pub(crate) fn run(
     }
     let config = StreamConfig {
         from: Side::Client,
-        count,
-        pps: link_pps * OVER,
-        payload,
+        count: units * send.segments as u64,
+        pps: link_units * OVER * send.segments as f64,
+        unit: send,
         record: true,
-        max_delay_ns: max_one_way_ns(spec, mtu) + 500_000_000,
+        max_delay_ns: max_one_way_ns(spec, send.wire_len()) + 500_000_000,
     };
     let (outcome, stats) = ctx.udp_stream("udp rate", &lossless, config, true)?;
-    let queue_dropped = stats.map(|s| s.client_to_server.counters.queue_dropped);
+    let counters = stats.map(|s| s.client_to_server.counters);
+    let queue_dropped = counters.map(|c| c.queue_dropped);
     let records = &outcome.records;
     // The first 30 % of packets build the backlog; after that the link never idles.
     let window = &records[records.len() * 3 / 10..];
-    let expected = rate as f64 * payload as f64 / (mtu as f64 + spec.overhead_bytes as f64);
-    if window.len() < 10 {
+    let expected = send.payload_rate_bps(spec).unwrap_or_default();
+    let measured = payload_rate_bps(window, send).filter(|_| window.len() >= 10);
+    let Some(measured) = measured else {
         return Err(NetcheckError::Phase {
             phase: "udp rate".to_string(),
             detail: format!("only {} packets received", records.len()),
         });
-    }
-    let first = window.first().map_or(0, |r| r.2);
-    let last = window.last().map_or(0, |r| r.2);
-    let measured =
-        (window.len() - 1) as f64 * payload as f64 * 8.0 / ((last - first) as f64 / SECOND);
+    };
+    let scheduled = link_units * OVER;
+    let send_secs = outcome.last_send_ns.saturating_sub(outcome.first_send_ns) as f64 / SECOND;
+    let behind = sender_behind(outcome.units_sent, send_secs, scheduled, send);
+    let bundles = if send.is_bundle() {
+        format!(
+            "; {} bundles sent, {} datagrams received, the emulator saw {} units; expected \
+             charges {} x {} + {} overhead bytes per bundle",
+            outcome.units_sent,
+            outcome.datagrams,
+            counters.map_or("?".to_string(), |c| c.arrived.to_string()),
+            send.segments,
+            send.payload + crate::context::UDP_IP_HEADERS,
+            spec.overhead_bytes,
+        )
+    } else {
+        String::new()
+    };
     figures.within(
         "udp payload rate (loss off)",
         "Mbit/s",
@@ -77,15 +93,17 @@ pub(crate) fn run(
         measured / 1e6,
         0.01 * expected / 1e6,
         format!(
-            "{}-byte datagrams at {:.0} % of the link rate for {:.1} s; rate over the last {} \
-             arrivals (kernel receive timestamps); {} of {} received, {} queue drops",
-            payload,
+            "{} at {:.0} % of the link rate for {:.1} s; rate over the last {} \
+             arrivals (kernel receive timestamps); {} of {} received, {} queue drops{}{}",
+            send.describe(),
             OVER * 100.0,
             secs,
             window.len(),
             outcome.received,
             outcome.sent,
             queue_dropped.map_or("?".to_string(), |q| q.to_string()),
+            bundles,
+            behind,
         ),
     );
     figures.push(
@@ -96,4 +114,41 @@ pub(crate) fn run(
         "",
     );
     Ok(())
+}
+
+/// A note when the sender could not keep to its schedule (below 99 % of `scheduled` units/s):
+/// the link then idles and the measured rate is the sender's, not the emulator's.
+pub(crate) fn sender_behind(units_sent: u64, send_secs: f64, scheduled: f64, send: Unit) -> String {
+    let achieved = units_sent as f64 / send_secs.max(1e-9);
+    if achieved >= 0.99 * scheduled {
+        return String::new();
+    }
+    format!(
+        "; SENDER-LIMITED: the sender achieved {:.0} of {:.0} scheduled sends/s ({:.0} Mbit/s of \
+         payload), so the link idled and this rate is the load generator's, not the emulator's",
+        achieved,
+        scheduled,
+        achieved * (send.segments * send.payload) as f64 * 8.0 / 1e6
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_sender_behind_schedule_is_named() {
+        let unit = Unit {
+            segments: 44,
+            payload: 1472,
+        };
+        // 15,600 bundles in 1 s against 19,300 scheduled: 8,083 Mbit/s of payload.
+        let note = sender_behind(15_600, 1.0, 19_300.0, unit);
+        assert!(note.contains("SENDER-LIMITED"), "{note}");
+        assert!(
+            note.contains("15600 of 19300") && note.contains("8083 Mbit/s"),
+            "{note}"
+        );
+        assert_eq!(sender_behind(19_200, 1.0, 19_300.0, unit), "");
+    }
 }

@@ -9,8 +9,8 @@ use rpcarena_netem::{Side, Topology};
 use rpcarena_netem_core::ThreadPriority;
 
 use super::{
-    ECHO_PORT, HEADER_LEN, SECOND, phase_error, prepare_thread, read_header, recv_timestamped,
-    udp_socket, wait_readable, write_header,
+    Datagram, ECHO_PORT, HEADER_LEN, SECOND, phase_error, prepare_thread, read_header,
+    recv_timestamped, udp_socket, wait_readable, write_header,
 };
 use crate::error::NetcheckError;
 
@@ -62,7 +62,13 @@ fn echo_server(socket: &UdpSocket, run: u32, stop: &AtomicBool, deadline: u64) {
     let mut buf = vec![0u8; 65_536];
     while !stop.load(Ordering::Relaxed) && mono_ns() < deadline {
         wait_readable(socket.as_fd(), 20_000_000);
-        while let Ok(Some((n, rx_ns, Some(from)))) = recv_timestamped(socket, &mut buf) {
+        while let Ok(Some(Datagram {
+            len: n,
+            rx_ns,
+            from: Some(from),
+            ..
+        })) = recv_timestamped(socket, &mut buf)
+        {
             if let Some((seq, tx, _)) = read_header(&buf[..n], run) {
                 let turnaround = realtime_ns().saturating_sub(rx_ns);
                 write_header(&mut buf[..n], run, seq, tx, turnaround);
@@ -96,7 +102,7 @@ fn echo_client(
             last_send = mono_ns();
             next_send = last_send + spacing_ns;
         }
-        while let Some((n, rx_ns, _)) = recv_timestamped(socket, &mut rx_buf)? {
+        while let Some(Datagram { len: n, rx_ns, .. }) = recv_timestamped(socket, &mut rx_buf)? {
             if let Some((seq, tx, turnaround)) = read_header(&rx_buf[..n], run)
                 && (seq as usize) < seen.len()
                 && !seen[seq as usize]

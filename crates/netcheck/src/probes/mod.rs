@@ -84,6 +84,20 @@ fn udp_socket(topo: &Topology, side: Side, port: u16) -> Result<UdpSocket, Netch
     })
 }
 
+/// Offload granularity: the sender sends UDP GSO bundles of `segment`-byte segments
+/// (`UDP_SEGMENT`, as quinn and quiche do per send) and the receiver takes them whole
+/// (`UDP_GRO`), with room for many 64 KiB bundles in its buffer.
+fn enable_udp_offload(
+    sender: &UdpSocket,
+    receiver: &UdpSocket,
+    segment: usize,
+) -> std::io::Result<()> {
+    setsockopt(sender, sockopt::UdpGsoSegment, &(segment as i32))?;
+    setsockopt(receiver, sockopt::UdpGroSegment, &true)?;
+    setsockopt(receiver, sockopt::RcvBufForce, &(256 << 20))?;
+    Ok(())
+}
+
 /// Timer slack 1 ns and the forwarders' priority (one real-time level below) for a probe
 /// thread, so that probes are not delayed behind unrelated work any more than the forwarders
 /// are. Probe threads never spin, so a real-time priority cannot starve the machine.
@@ -99,13 +113,20 @@ fn wait_readable(fd: BorrowedFd<'_>, timeout_ns: u64) {
     let _ = ppoll(&mut fds, Some(ts), None);
 }
 
-/// One datagram with its kernel receive time (REALTIME ns) and sender; `None` when none waits.
-fn recv_timestamped(
-    socket: &UdpSocket,
-    buf: &mut [u8],
-) -> std::io::Result<Option<(usize, u64, Option<SocketAddrV4>)>> {
+/// One received datagram.
+struct Datagram {
+    len: usize,
+    /// Kernel receive time, REALTIME ns.
+    rx_ns: u64,
+    from: Option<SocketAddrV4>,
+    /// Segment size when `UDP_GRO` delivered several segments as one datagram.
+    gro_size: Option<usize>,
+}
+
+/// One datagram with its kernel receive time and sender; `None` when none waits.
+fn recv_timestamped(socket: &UdpSocket, buf: &mut [u8]) -> std::io::Result<Option<Datagram>> {
     let mut iov = [IoSliceMut::new(buf)];
-    let mut cmsg = nix::cmsg_space!(TimeSpec);
+    let mut cmsg = nix::cmsg_space!(TimeSpec, i32);
     let msg = match recvmsg::<SockaddrIn>(
         socket.as_raw_fd(),
         &mut iov,
@@ -117,10 +138,15 @@ fn recv_timestamped(
         Err(e) => return Err(e.into()),
     };
     let mut rx_ns = 0;
+    let mut gro_size = None;
     if let Ok(cmsgs) = msg.cmsgs() {
         for c in cmsgs {
-            if let ControlMessageOwned::ScmTimestampns(t) = c {
-                rx_ns = t.tv_sec() as u64 * SECOND + t.tv_nsec() as u64;
+            match c {
+                ControlMessageOwned::ScmTimestampns(t) => {
+                    rx_ns = t.tv_sec() as u64 * SECOND + t.tv_nsec() as u64;
+                }
+                ControlMessageOwned::UdpGroSegments(size) => gro_size = Some(size.max(0) as usize),
+                _ => {}
             }
         }
     }
@@ -132,5 +158,10 @@ fn recv_timestamped(
         .address
         .filter(|a| a.len() > 0)
         .map(|a| SocketAddrV4::new(a.ip(), a.port()));
-    Ok(Some((msg.bytes, rx_ns, from)))
+    Ok(Some(Datagram {
+        len: msg.bytes,
+        rx_ns,
+        from,
+        gro_size,
+    }))
 }
