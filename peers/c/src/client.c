@@ -50,7 +50,7 @@ void client_main(const client_args *a) {
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 
     workload_t w = {a->shape, a->request_size, a->response_size, a->messages, a->payload};
-    client_stack s;
+    client_stack s = {0};
     failure_t f;
     fail_clear(&f);
     bool made = a->stack == STACK_GRPC ? grpc_client_new(a, &w, ca, &s, &f)
@@ -104,7 +104,9 @@ void client_main(const client_args *a) {
     phase_make(&p, RUN_MEASURE, a, t0);
     tally_init(&t, &p);
     s.run(s.self, &p, &t);
-    char *line = sample_event(&t, &p, a);
+    tstats ts = {0};
+    if (s.transport) s.transport(s.self, &ts);
+    char *line = sample_event(&t, &p, a, &ts);
     if (!line) out_error_exit(PH_MEASURE, CODE_INTERNAL, "cannot build the sample event");
     out_event_then_phase(line, PH_SAMPLED);
     free(line);

@@ -20,6 +20,8 @@ typedef struct {
     void (*run)(void *self, const phase_t *p, tally_t *out);
     /* Closes the connection (bounded in time). */
     void (*close)(void *self);
+    /* The transport statistics of the last RUN_MEASURE phase (out->present false: none). */
+    void (*transport)(void *self, tstats *out);
     unsigned connections;
 } client_stack;
 

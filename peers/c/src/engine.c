@@ -222,7 +222,8 @@ static void put_hist(json_t *j, const char *key, struct hdr_histogram *h) {
     free(text);
 }
 
-char *sample_event(const tally_t *t, const phase_t *p, const client_args *a) {
+char *sample_event(const tally_t *t, const phase_t *p, const client_args *a,
+                   const tstats *transport) {
     json_t j;
     json_init(&j);
     json_open(&j);
@@ -273,6 +274,7 @@ char *sample_event(const tally_t *t, const phase_t *p, const client_args *a) {
         put_hist(&j, "uncorrected_histogram", t->uncorrected);
         put_hist(&j, "send_lag_histogram", t->lag);
     }
+    transport_json(&j, transport);
     json_close(&j);
     if (j.oom) {
         json_free(&j);

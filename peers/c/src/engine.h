@@ -10,6 +10,7 @@
 
 #include "args.h"
 #include "hist.h"
+#include "transport.h"
 #include "util.h"
 
 typedef enum { RUN_VALIDATE = 0, RUN_WARMUP, RUN_MEASURE } run_kind;
@@ -91,7 +92,9 @@ void schedule_init(schedule_t *s, arrival_kind kind, double rate, uint64_t seed,
 uint64_t schedule_next(schedule_t *s);
 double rng_uniform(uint64_t rng[4]);
 
-/* The `sample` event (a JSON line, malloc'd). */
-char *sample_event(const tally_t *t, const phase_t *p, const client_args *a);
+/* The `sample` event (a JSON line, malloc'd); `transport` NULL or not present: no transport
+ * object. */
+char *sample_event(const tally_t *t, const phase_t *p, const client_args *a,
+                   const tstats *transport);
 
 #endif

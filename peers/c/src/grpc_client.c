@@ -100,6 +100,11 @@ typedef struct gclient {
     pthread_cond_t cv;
     gop *lanes;
     uint32_t n_lanes;
+
+    /* transport statistics of the measured window: TCP_INFO of the sockets the socket
+     * mutator registered (grpc_common.c) */
+    tpoller poller;
+    tstats stats;
 } gclient;
 
 static void op_start(gop *op);
@@ -726,8 +731,29 @@ done:
     return true;
 }
 
+/* The measured window is polled from a thread of its own: TCP_INFO of every socket of the
+ * channel, at START, every 5 ms and after the drain. */
+static size_t read_sockets(void *ctx, treading *out, size_t cap) {
+    (void)ctx;
+    return tcp_sockets_read(out, cap);
+}
+
+static void run_with_stats(void *self, const phase_t *p, tally_t *out) {
+    gclient *cl = self;
+    if (p->kind != RUN_MEASURE) {
+        run_phase(self, p, out);
+        return;
+    }
+    tpoller_start(&cl->poller, "tcp", read_sockets, NULL);
+    run_phase(self, p, out);
+    tpoller_finish(&cl->poller, &cl->stats);
+}
+
+static void transport_stats(void *self, tstats *out) { *out = ((gclient *)self)->stats; }
+
 static void do_close(void *self) {
     gclient *cl = self;
+    tcp_sockets_clear(); /* the duplicates first, or they would keep the connection open */
     grpc_channel_destroy(cl->ch);
     cl->ch = NULL;
 }
@@ -778,8 +804,9 @@ bool grpc_client_new(const client_args *a, const workload_t *w, const char *ca_p
     cond_init_monotonic(&cl->cv);
     out->self = cl;
     out->connect = do_connect;
-    out->run = run_phase;
+    out->run = run_with_stats;
     out->close = do_close;
+    out->transport = transport_stats;
     out->connections = 1;
     return true;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "netutil.h"
+#include "transport.h"
 #include "util.h"
 
 /* gRPC core declares `grpc_socket_mutator` in its public header (grpc_types.h, with the
@@ -45,6 +46,8 @@ static bool mutate_fd(int fd, grpc_socket_mutator *m) {
     return true; /* a refused congestion controller is reported, not fatal */
 }
 static bool mutate_fd_2(const mutate_socket_info *info, grpc_socket_mutator *m) {
+    /* a client's connections are the ones its transport statistics read */
+    if (info->usage == FD_CLIENT_CONNECTION_USAGE) tcp_sockets_register(info->fd);
     return mutate_fd(info->fd, m);
 }
 static int mutator_compare(grpc_socket_mutator *a, grpc_socket_mutator *b) {

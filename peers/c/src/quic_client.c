@@ -72,6 +72,11 @@ typedef struct qclient {
     uint64_t *due;
     size_t due_head, due_tail, due_cap;
     structured_t scratch; /* shared by dynamic ops: the loop is one thread */
+    /* transport statistics of the measured window (loop thread; read by the control thread
+     * after phase_done) */
+    bool tracking;
+    tracker_t tracker;
+    tstats stats;
 } qclient;
 
 static void op_begin(qop *op);
@@ -514,6 +519,41 @@ static void on_app_timer(qloop *l) {
 
 /* ------------------------------------------------------------------ phase control */
 
+/* ------------------------------------------------------------------ transport statistics */
+
+/* The connection as a reading (none when it is gone). */
+static size_t read_transport(qclient *cl, treading *out) {
+    if (!cl->c) return 0;
+    qconn_reading(cl->c, 0, out);
+    return 1;
+}
+
+static void stats_begin(qclient *cl) {
+    treading r;
+    size_t n = read_transport(cl, &r);
+    tracker_init(&cl->tracker, "quic", &r, n);
+    memset(&cl->stats, 0, sizeof cl->stats);
+    cl->tracking = true;
+    qloop_set_poll(&cl->loop, TRANSPORT_POLL_NS);
+}
+
+static void on_poll(qloop *l) {
+    qclient *cl = l->app;
+    if (!cl->tracking) return;
+    treading r;
+    size_t n = read_transport(cl, &r);
+    tracker_observe(&cl->tracker, &r, n);
+}
+
+static void stats_end(qclient *cl) {
+    if (!cl->tracking) return;
+    cl->tracking = false;
+    qloop_set_poll(&cl->loop, 0);
+    treading r;
+    size_t n = read_transport(cl, &r);
+    if (n > 0) tracker_finish(&cl->tracker, &r, n, &cl->stats); /* else none: the connection died */
+}
+
 static void check_phase_done(qclient *cl) {
     if (!cl->running) return;
     if (cl->lanes_active > 0 || cl->generating || !list_empty(&cl->inflight) || !list_empty(&cl->waitq)) return;
@@ -523,6 +563,7 @@ static void check_phase_done(qclient *cl) {
         return; /* the submitter waits for stream credit */
     cl->running = false;
     qloop_set_app_timer(&cl->loop, 0);
+    stats_end(cl);
     cl->out->max_in_flight = cl->max_in_flight;
     if (cl->ph->load == LOAD_SEND_SATURATION && cl->ph->kind != RUN_VALIDATE) cl->out->max_in_flight = cl->n_lanes;
     pthread_mutex_lock(&cl->mu);
@@ -533,6 +574,7 @@ static void check_phase_done(qclient *cl) {
 
 static void begin_phase(qclient *cl) {
     const phase_t *p = cl->ph;
+    if (p->kind == RUN_MEASURE) stats_begin(cl);
     cl->running = true;
     cl->in_flight = cl->max_in_flight = cl->next_seq = 0;
     cl->stop_starting = false;
@@ -675,6 +717,7 @@ static bool do_connect(void *self, failure_t *f) {
     cl->loop.hooks.on_conn_close = on_conn_close;
     cl->loop.on_app_timer = on_app_timer;
     cl->loop.on_wake = on_wake;
+    cl->loop.on_poll = on_poll;
     cl->c = qconn_client(&cl->loop, &cl->remote, cl->a->server_name, cl->cred, err, sizeof err);
     if (!cl->c) {
         fail_set(f, CODE_INTERNAL, "%s", err);
@@ -709,6 +752,8 @@ static void do_run(void *self, const phase_t *p, tally_t *out) {
     while (!cl->phase_done) pthread_cond_wait(&cl->cv, &cl->mu);
     pthread_mutex_unlock(&cl->mu);
 }
+
+static void transport_stats(void *self, tstats *out) { *out = ((qclient *)self)->stats; }
 
 static void do_close(void *self) {
     qclient *cl = self;
@@ -752,6 +797,7 @@ bool quic_client_new(const client_args *a, const workload_t *w, const char *ca_p
     out->connect = do_connect;
     out->run = do_run;
     out->close = do_close;
+    out->transport = transport_stats;
     out->connections = 1;
     return true;
 }

@@ -385,9 +385,10 @@ bool qloop_init(qloop *l, const addr_t *bind_addr, bool is_server, char *err, si
     l->ep = epoll_create1(EPOLL_CLOEXEC);
     l->tfd = timer_fd();
     l->afd = timer_fd();
+    l->pfd = timer_fd();
     l->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    int fds[4] = {l->fd, l->tfd, l->afd, l->efd};
-    for (int i = 0; i < 4; i++) {
+    int fds[5] = {l->fd, l->tfd, l->afd, l->efd, l->pfd};
+    for (int i = 0; i < 5; i++) {
         struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
         epoll_ctl(l->ep, EPOLL_CTL_ADD, fds[i], &ev);
     }
@@ -405,11 +406,25 @@ void qloop_set_app_timer(qloop *l, uint64_t at) {
     arm(l->afd, at);
 }
 
+void qloop_set_poll(qloop *l, uint64_t interval_ns) {
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    its.it_interval.tv_sec = (time_t)(interval_ns / NS_PER_SEC);
+    its.it_interval.tv_nsec = (long)(interval_ns % NS_PER_SEC);
+    its.it_value = its.it_interval; /* relative: the first poll one interval from now */
+    timerfd_settime(l->pfd, 0, &its, NULL);
+}
+
 static void send_packet(qconn *c, const uint8_t *data, size_t len) {
     ssize_t n;
     do {
         n = sendto(c->loop->fd, data, len, 0, (const struct sockaddr *)&c->remote.ss, c->remote.len);
     } while (n < 0 && errno == EINTR);
+    if (n >= 0) {
+        c->tx_datagrams++;
+        c->tx_bytes += len;
+        c->tx_calls++;
+    }
     /* EAGAIN: the socket buffer is full; QUIC recovers the packet as lost */
 }
 
@@ -443,6 +458,11 @@ static void send_batch(qconn *c, const uint8_t *data, size_t len, size_t segment
     do {
         n = sendmsg(c->loop->fd, &msg, 0);
     } while (n < 0 && errno == EINTR);
+    if (n >= 0) {
+        c->tx_datagrams += (uint64_t)count;
+        c->tx_bytes += len;
+        c->tx_calls++;
+    }
     if (n < 0 && errno == EIO) {
         /* the device cannot segment: stop using GSO and send them one by one */
         c->loop->gso = false;
@@ -603,6 +623,7 @@ static void conn_write(qconn *c) {
             s = c->send_head;
         }
         packets++;
+        c->tx_packets++;
         /* batch packets of one size for GSO; a shorter one ends the batch, a longer one starts
          * the next */
         if (count == 0) {
@@ -685,6 +706,7 @@ static qconn *conn_alloc(qloop *l, const addr_t *remote) {
     c->ref.get_conn = get_conn;
     c->ref.user_data = c;
     ngtcp2_connection_close_error_default(&c->last_error);
+    c->cc_recovery_ts = UINT64_MAX;
     return c;
 }
 
@@ -725,6 +747,39 @@ static qconn *server_accept(qloop *l, const addr_t *remote, const uint8_t *pkt, 
     return c;
 }
 
+/* ngtcp2 0.12 counts no congestion events, but each one (a loss, or ECN CE, outside the current
+ * recovery period) sets cstat.congestion_recovery_start_ts to the time passed to the call that
+ * found it, and only read_pkt and handle_expiry find them: so a new value after one of those
+ * calls is one event. Persistent congestion resets the time to UINT64_MAX in the same call as
+ * its event, and collapses the window: counted by the window falling while the time is unset
+ * (a spurious-loss undo also unsets it, but raises the window). */
+static void track_congestion(qconn *c) {
+    ngtcp2_conn_stat st;
+    ngtcp2_conn_get_conn_stat(c->conn, &st);
+    uint64_t ts = st.congestion_recovery_start_ts;
+    if (ts != UINT64_MAX && ts != c->cc_recovery_ts) c->cc_events++;
+    else if (ts == UINT64_MAX && st.cwnd < c->cc_cwnd) c->cc_events++;
+    c->cc_recovery_ts = ts;
+    c->cc_cwnd = st.cwnd;
+}
+
+void qconn_reading(qconn *c, uint64_t id, treading *out) {
+    memset(out, 0, sizeof *out);
+    out->id = id;
+    out->in_recovery = -1;
+    ngtcp2_conn_stat st;
+    ngtcp2_conn_get_conn_stat(c->conn, &st);
+    treading_set(out, TF_PACKETS_SENT, c->tx_packets);
+    treading_set(out, TF_BYTES_SENT, c->tx_bytes);
+    treading_set(out, TF_CONGESTION_EVENTS, c->cc_events);
+    treading_set(out, TF_CWND, st.cwnd);
+    treading_set(out, TF_SRTT, st.smoothed_rtt);
+    if (st.min_rtt != UINT64_MAX) treading_set(out, TF_MIN_RTT, st.min_rtt);
+    treading_set(out, TF_DELIVERY_RATE, st.delivery_rate_sec * 8);
+    treading_set(out, TF_DATAGRAMS_SENT, c->tx_datagrams);
+    treading_set(out, TF_SEND_CALLS, c->tx_calls);
+}
+
 static void on_readable(qloop *l) {
     uint8_t buf[65536];
     for (int i = 0; i < 256; i++) {
@@ -749,6 +804,7 @@ static void on_readable(qloop *l) {
         ngtcp2_pkt_info pi = {0};
         int rv = ngtcp2_conn_read_pkt(c->conn, &path, &pi, buf, (size_t)n, now_ns());
         if (rv != 0) conn_fail(c, rv, "ngtcp2_conn_read_pkt");
+        else if (!l->is_server) track_congestion(c);
         process_ready(c);
         if (c->failed) conn_end(c);
     }
@@ -764,6 +820,7 @@ static void on_expiry(qloop *l) {
         if (ngtcp2_conn_get_expiry(c->conn) <= now) {
             int rv = ngtcp2_conn_handle_expiry(c->conn, now);
             if (rv != 0) conn_fail(c, rv, "ngtcp2_conn_handle_expiry");
+            else if (!l->is_server) track_congestion(c);
             process_ready(c);
             if (c->failed) conn_end(c);
         }
@@ -782,7 +839,12 @@ void qloop_run(qloop *l) {
             int fd = evs[i].data.fd;
             if (fd == l->fd) on_readable(l);
             else if (fd == l->tfd) on_expiry(l);
-            else if (fd == l->afd) {
+            else if (fd == l->pfd) {
+                uint64_t x;
+                ssize_t r = read(l->pfd, &x, sizeof x);
+                (void)r;
+                if (l->on_poll) l->on_poll(l);
+            } else if (fd == l->afd) {
                 uint64_t x;
                 ssize_t r = read(l->afd, &x, sizeof x);
                 (void)r;

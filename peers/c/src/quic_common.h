@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "netutil.h"
+#include "transport.h"
 #include "util.h"
 
 #define QS_LOW_WATER (32 * 1024)
@@ -95,6 +96,10 @@ typedef struct qconn {
     size_t n_streams;
     struct qconn *next; /* the loop's list */
     void *app;
+    /* transport statistics (client; loop thread): packets ngtcp2 wrote, datagrams, bytes and
+     * send calls the kernel took, congestion events seen in ngtcp2's recovery start time */
+    uint64_t tx_packets, tx_datagrams, tx_bytes, tx_calls;
+    uint64_t cc_events, cc_recovery_ts, cc_cwnd;
 } qconn;
 
 typedef struct qloop {
@@ -108,6 +113,8 @@ typedef struct qloop {
     bool gso; /* UDP_SEGMENT works on this socket */
     uint64_t app_timer_at; /* 0: off */
     void (*on_app_timer)(struct qloop *l);
+    int pfd; /* the periodic poll timer (transport statistics) */
+    void (*on_poll)(struct qloop *l);
     void (*on_wake)(struct qloop *l);
     /* server only: credentials for new sessions */
     gnutls_certificate_credentials_t cred;
@@ -122,6 +129,8 @@ void qloop_run(qloop *l);
 void qloop_wake(qloop *l);
 /* Arms the application timer (absolute monotonic ns; 0 disarms). */
 void qloop_set_app_timer(qloop *l, uint64_t at);
+/* Arms the periodic poll timer: on_poll every interval_ns from now (0 disarms). */
+void qloop_set_poll(qloop *l, uint64_t interval_ns);
 /* Writes what every connection has to send and re-arms the timer. */
 void qloop_flush(qloop *l);
 
@@ -131,6 +140,8 @@ qconn *qconn_client(qloop *l, const addr_t *remote, const char *server_name,
 /* Closes with an application CONNECTION_CLOSE (code 0 and `reason`), sends it. */
 void qconn_close(qconn *c, const char *reason);
 void qconn_free(qconn *c);
+/* The connection's transport statistics now (loop thread), as reading `id`. */
+void qconn_reading(qconn *c, uint64_t id, treading *out);
 
 /* Opens a bidirectional stream; NULL when the peer's stream credit is used up. */
 qstream *qstream_open(qconn *c, void *app);

@@ -85,7 +85,8 @@ static void the_tally_counts_intervals_by_start_and_caps_the_drain(void) {
     CHECK(hdr_max(t.hist) >= (int64_t)(5100 * NS_PER_MS - NS_PER_MS));
     CHECK(hdr_min(t.uncorrected) <= (int64_t)(151 * NS_PER_MS) && hdr_min(t.uncorrected) >= (int64_t)(149 * NS_PER_MS));
     t.offered = 4; /* one intended start never started */
-    char *line = sample_event(&t, &p, &a);
+    char *line = sample_event(&t, &p, &a, NULL);
+    CHECK(line && !strstr(line, "\"transport\""));
     CHECK(line && strstr(line, "\"completed\":\"2\"") && strstr(line, "\"failures\":{\"timeout\":\"1\"}"));
     CHECK(line && strstr(line, "\"first_failure\":\"late\"") && strstr(line, "\"fell_behind\":true"));
     CHECK(line && strstr(line, "\"window_ns\":\"2500000000\"") && strstr(line, "\"target_rate\":1000"));

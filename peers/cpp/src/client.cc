@@ -47,7 +47,8 @@ constexpr int64_t kValidateBound = 120 * int64_t{1000000000};
                     "; expected START or SHUTDOWN");
 }
 
-Json sample_event(const ClientArgs& args, const PhaseResult& r, int64_t window_ns) {
+Json sample_event(const ClientArgs& args, const PhaseResult& r, int64_t window_ns,
+                  const std::optional<TransportStats>& transport) {
   const Totals& t = r.totals;
   Json s;
   s["completed"] = counter(t.completed);
@@ -90,6 +91,7 @@ Json sample_event(const ClientArgs& args, const PhaseResult& r, int64_t window_n
     s["sent"] = counter(t.sent);
     s["received"] = counter(t.completed);
   }
+  if (transport) s["transport"] = transport->to_json();
   return s;
 }
 
@@ -168,9 +170,16 @@ int run_client(const ClientArgs& args) {
   spec.window_ns = static_cast<int64_t>(args.window_ms) * 1000000;
   spec.bound_ns = static_cast<int64_t>(args.drain_ms) * 1000000;
   spec.measure = true;
+  // The transport statistics: read at START, polled through the window, read after the drain.
+  std::optional<Poller> poller;
+  if (!stack->transport().empty()) {
+    poller.emplace(stack->transport(), [stack] { return stack->read_transport(); });
+  }
   PhaseResult measured = run_phase(*stack, args, spec, wakeup, busy_stop);
   if (measured.abandoned) interrupted(commands, phase::kMeasure);
-  emit("sample", sample_event(args, measured, spec.window_ns));
+  std::optional<TransportStats> transport;
+  if (poller) transport = poller->finish();
+  emit("sample", sample_event(args, measured, spec.window_ns, transport));
 
   // sampled: wait for SHUTDOWN; one sample per client.
   for (;;) {

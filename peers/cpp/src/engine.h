@@ -24,6 +24,7 @@
 
 #include "args.h"
 #include "tally.h"
+#include "transport.h"
 
 namespace rpcarena {
 
@@ -66,6 +67,10 @@ class ClientStack {
   // Opens one send-saturation client stream.
   virtual void start_saturation(SaturationSink* sink) = 0;
   virtual int connections() const { return 1; }
+  // Transport statistics: where they come from ("tcp", "quic"; empty: the stack has none), and
+  // every connection's reading now. read_transport may be called from any thread.
+  virtual std::string transport() const { return ""; }
+  virtual std::vector<ConnReading> read_transport() { return {}; }
   // Diagnostics for stderr when operations miss their bound: what is still in flight.
   virtual std::string describe_in_flight() { return ""; }
 };

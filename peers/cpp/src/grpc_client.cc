@@ -387,7 +387,11 @@ class GrpcClient final : public ClosableStack {
   void start_saturation(SaturationSink* sink) override {
     new SaturationCall(&one_response_, w_, sink);
   }
-  void close() override {}
+  // The duplicates of the channel's sockets first, or they would keep the connection open.
+  void close() override { tcp_sockets::clear(); }
+  // TCP_INFO of the sockets the socket mutator registered (grpc_tuning.cc).
+  std::string transport() const override { return "tcp"; }
+  std::vector<ConnReading> read_transport() override { return tcp_sockets::read(); }
 
  private:
   const ClientArgs& args_;

@@ -16,6 +16,7 @@
 
 #include "args.h"
 #include "net.h"
+#include "transport.h"
 
 // --- The socket mutator ABI of gRPC 1.51 --------------------------------------------------------
 // gRPC ships no public header for socket mutators (ChannelArguments::SetSocketMutator takes one),
@@ -92,6 +93,8 @@ bool mutate(int fd) {
 }
 bool mutate_fd(int fd, grpc_socket_mutator*) { return mutate(fd); }
 bool mutate_fd_2(const grpc_mutate_socket_info* info, grpc_socket_mutator*) {
+  // a client's connections are the ones its transport statistics read
+  if (info->usage == GRPC_FD_CLIENT_CONNECTION_USAGE) tcp_sockets::add(info->fd);
   return mutate(info->fd);
 }
 int compare(grpc_socket_mutator* a, grpc_socket_mutator* b) { return a == b ? 0 : (a < b ? -1 : 1); }

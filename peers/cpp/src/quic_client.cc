@@ -94,6 +94,20 @@ class QuicClient final : public ClosableStack, public QuicConnection {
   void set_ready_hook(std::function<void()> hook) override { ready_hook_ = std::move(hook); }
   void post(std::function<void()> fn) override { loop_.post(std::move(fn)); }
   void close() override;
+  // ngtcp2's connection statistics and the send path's own counts, read on the loop thread (the
+  // connection belongs to it); none when the connection is closed or the loop does not answer.
+  std::string transport() const override { return "quic"; }
+  std::vector<ConnReading> read_transport() override {
+    auto p = std::make_shared<std::promise<std::vector<ConnReading>>>();
+    auto f = p->get_future();
+    loop_.post([this, p] {
+      std::vector<ConnReading> out;
+      if (!closed() && conn_) out.push_back(transport_reading(0));
+      p->set_value(std::move(out));
+    });
+    if (f.wait_for(std::chrono::seconds(1)) != std::future_status::ready) return {};
+    return f.get();
+  }
   std::string describe_in_flight() override {
     std::promise<std::string> p;
     auto f = p.get_future();

@@ -401,6 +401,7 @@ bool QuicConnection::on_packet(const uint8_t* data, size_t len, const SockAddr& 
                    nullptr};
   ngtcp2_pkt_info pi{};
   int rv = ngtcp2_conn_read_pkt(conn_, &path, &pi, data, len, static_cast<ngtcp2_tstamp>(now_ns()));
+  if (rv == 0) track_congestion();
   after_read();
   if (rv != 0) {
     if (rv == NGTCP2_ERR_DRAINING) {
@@ -429,6 +430,42 @@ bool QuicConnection::on_packet(const uint8_t* data, size_t len, const SockAddr& 
     }
   }
   return true;
+}
+
+// ngtcp2 0.12 counts no congestion events, but each one (a loss, or ECN CE, outside the current
+// recovery period) sets cstat.congestion_recovery_start_ts to the time passed to the call that found
+// it, and only read_pkt and handle_expiry find them: a new value after one of those calls is one
+// event. Persistent congestion resets the time to UINT64_MAX in the same call as its event and
+// collapses the window: counted by the window falling while the time is unset (a spurious-loss
+// undo also unsets it, but raises the window).
+void QuicConnection::track_congestion() {
+  ngtcp2_conn_stat st;
+  ngtcp2_conn_get_conn_stat(conn_, &st);
+  uint64_t ts = st.congestion_recovery_start_ts;
+  if (ts != UINT64_MAX && ts != cc_recovery_ts_) {
+    ++cc_events_;
+  } else if (ts == UINT64_MAX && st.cwnd < cc_cwnd_) {
+    ++cc_events_;
+  }
+  cc_recovery_ts_ = ts;
+  cc_cwnd_ = st.cwnd;
+}
+
+ConnReading QuicConnection::transport_reading(uint64_t id) {
+  ngtcp2_conn_stat st;
+  ngtcp2_conn_get_conn_stat(conn_, &st);
+  ConnReading r;
+  r.id = id;
+  r.packets_sent = tx_packets_;
+  r.bytes_sent = tx_bytes_;
+  r.congestion_events = cc_events_;
+  r.cwnd_bytes = st.cwnd;
+  r.srtt_ns = st.smoothed_rtt;
+  if (st.min_rtt != UINT64_MAX) r.min_rtt_ns = st.min_rtt;
+  r.delivery_rate_bps = st.delivery_rate_sec * 8;
+  r.datagrams_sent = tx_datagrams_;
+  r.send_calls = tx_calls_;
+  return r;
 }
 
 void QuicConnection::mark_closed(const std::string& why) {
@@ -463,7 +500,12 @@ void QuicConnection::send_batch(const uint8_t* data, size_t len, size_t segment)
     std::memcpy(CMSG_DATA(c), &seg, sizeof seg);
     for (;;) {
       ssize_t n = sendmsg(fd_, &msg, 0);
-      if (n >= 0) return;
+      if (n >= 0) {
+        tx_datagrams_ += (len + segment - 1) / segment;
+        tx_bytes_ += len;
+        ++tx_calls_;
+        return;
+      }
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         wait_writable();
@@ -480,7 +522,12 @@ void QuicConnection::send_batch(const uint8_t* data, size_t len, size_t segment)
     size_t n = std::min(segment, len - off);
     for (;;) {
       ssize_t sent = sendto(fd_, data + off, n, 0, remote_.sa(), remote_.len);
-      if (sent >= 0) break;
+      if (sent >= 0) {
+        ++tx_datagrams_;
+        tx_bytes_ += n;
+        ++tx_calls_;
+        break;
+      }
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         wait_writable();
@@ -572,6 +619,7 @@ void QuicConnection::write() {
       return;
     }
     if (n == 0) break;
+    ++tx_packets_;
     size_t len = static_cast<size_t>(n);
     if (segment == 0) segment = len;
     if (len > segment) {
@@ -599,6 +647,7 @@ void QuicConnection::on_timer() {
   timer_.drain();
   if (closed_) return;
   int rv = ngtcp2_conn_handle_expiry(conn_, static_cast<ngtcp2_tstamp>(now_ns()));
+  if (rv == 0) track_congestion();
   if (rv != 0) {
     mark_closed(rv == NGTCP2_ERR_IDLE_CLOSE ? "the connection was idle for 30 s and closed"
                                             : failure_text(rv));

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "net.h"
+#include "transport.h"
 
 namespace rpcarena {
 
@@ -144,6 +145,8 @@ class QuicConnection {
   uint64_t buffered() const { return buffered_; }
   Timer& timer() { return timer_; }
   bool queue_empty() const { return sendq_.empty(); }
+  // The connection's transport statistics now (loop thread), as reading `id`.
+  ConnReading transport_reading(uint64_t id);
 
  protected:
   // Installs conn_ and session_ (called by the subclasses' set-up).
@@ -181,6 +184,11 @@ class QuicConnection {
  private:
   void send_packet(const uint8_t* data, size_t len);
   void send_batch(const uint8_t* data, size_t len, size_t segment);
+  void track_congestion();
+  // Transport statistics (loop thread): packets ngtcp2 wrote; datagrams, bytes and send calls the
+  // kernel took; congestion events seen in ngtcp2's recovery start time (track_congestion).
+  uint64_t tx_packets_ = 0, tx_datagrams_ = 0, tx_bytes_ = 0, tx_calls_ = 0;
+  uint64_t cc_events_ = 0, cc_recovery_ts_ = UINT64_MAX, cc_cwnd_ = 0;
   void wait_writable();
   std::deque<SendStream*> sendq_;
 };
