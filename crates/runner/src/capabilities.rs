@@ -6,7 +6,6 @@ use rpcarena_model::campaign::{Campaign, Problem};
 use rpcarena_protocol::event::{Capabilities, Event, Role, parse_event};
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -40,17 +39,16 @@ fn drain(mut stream: impl Read, keep: usize) -> (Vec<u8>, usize) {
 pub fn query(peer_id: &str, command: &[String], timeout: Duration) -> Result<Capabilities, String> {
     let shown = format!("{} capabilities", command.join(" "));
     let (program, args) = command.split_first().ok_or("empty command")?;
-    let mut child = std::process::Command::new(program)
-        .args(args)
-        .arg("capabilities")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("peer {peer_id}: could not start `{shown}`: {e}"))?;
+    let mut child = crate::process::spawn_group(
+        std::process::Command::new(program)
+            .args(args)
+            .arg("capabilities")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .map_err(|e| format!("peer {peer_id}: could not start `{shown}`: {e}"))?;
     let pgid = child.id() as i32;
-    crate::process::track_group(pgid);
     let readers = (child.stdout.take(), child.stderr.take());
     let inodes: Vec<u64> = [
         readers.0.as_ref().and_then(crate::escape::pipe_inode),

@@ -8,7 +8,7 @@
 //! the controller knows (not its own, not a live peer's) is an escaped helper. It is killed
 //! with its own group, reaped, and named in the sample's reason.
 
-use crate::process::tracked_groups;
+use crate::process::{tracked_groups, while_no_spawn};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::waitpid;
 use nix::unistd::{Pid, getpgrp, getpid};
@@ -96,8 +96,7 @@ fn holds(pid: i32, inodes: &[u64]) -> bool {
 /// now and named as some peer's helper. Returns one sentence per helper for the reason.
 pub(crate) fn kill_escaped(owner: &str, inodes: &[u64], others: &[u64]) -> Vec<String> {
     let me = getpid().as_raw();
-    let known = tracked_groups();
-    let found = escaped(&processes(), me, getpgrp().as_raw(), &known);
+    let found = while_no_spawn(|| escaped(&processes(), me, getpgrp().as_raw(), &tracked_groups()));
     found
         .into_iter()
         .filter_map(|p| {

@@ -81,11 +81,27 @@ pub(crate) fn tracked_groups() -> Vec<i32> {
     LIVE_GROUPS.lock().map(|g| g.clone()).unwrap_or_default()
 }
 
-/// Tracks a process group started outside [`PeerProcess`] (a capabilities query).
-pub(crate) fn track_group(pgid: i32) {
+/// Held while a process group is started and tracked, and while escapees are looked for. A
+/// child is in its own new group from before `spawn` returns; without this lock a concurrent
+/// escape scan (another sample's teardown, a capabilities query) could see it before it is
+/// tracked and kill it as an escaped helper.
+static SPAWNING: Mutex<()> = Mutex::new(());
+
+/// Starts `command` as the leader of a new process group and tracks that group before anyone
+/// can look for escapees.
+pub(crate) fn spawn_group(command: &mut std::process::Command) -> std::io::Result<Child> {
+    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    let child = command.process_group(0).spawn()?;
     if let Ok(mut groups) = LIVE_GROUPS.lock() {
-        groups.push(pgid);
+        groups.push(child.id() as i32);
     }
+    Ok(child)
+}
+
+/// Runs `scan` with no process group half-started (see [`SPAWNING`]).
+pub(crate) fn while_no_spawn<T>(scan: impl FnOnce() -> T) -> T {
+    let _spawning = SPAWNING.lock().unwrap_or_else(|e| e.into_inner());
+    scan()
 }
 
 /// Stops tracking `pgid`.
@@ -139,18 +155,15 @@ impl PeerProcess {
             .with_context(|| format!("creating {}", stderr_path.display()))?;
         let stdout_copy = File::create(&stdout_path)
             .with_context(|| format!("creating {}", stdout_path.display()))?;
-        let mut child = std::process::Command::new(program)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .with_context(|| format!("starting {role} peer {}", argv.join(" ")))?;
+        let mut child = spawn_group(
+            std::process::Command::new(program)
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .with_context(|| format!("starting {role} peer {}", argv.join(" ")))?;
         let pid = child.id();
-        if let Ok(mut groups) = LIVE_GROUPS.lock() {
-            groups.push(pid as i32);
-        }
         let stdin = child.stdin.take();
         let stdout = child
             .stdout

@@ -243,19 +243,16 @@ fn read_group(members: &mut BTreeSet<i32>, page_size: u64) -> Reading {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::process::CommandExt;
 
     #[test]
     fn measures_cpu_and_memory_of_a_busy_group() {
         // A shell whose child (same process group) burns CPU until the group is killed.
-        let mut child = std::process::Command::new("sh")
-            .args(["-c", "sh -c 'while :; do :; done' & sleep 5"])
-            .process_group(0)
-            .spawn()
-            .unwrap();
         // A group of its own that no PeerProcess tracks: known, so that a concurrent test's
         // teardown does not take it for an escaped helper.
-        crate::process::track_group(child.id() as i32);
+        let mut child = crate::process::spawn_group(
+            std::process::Command::new("sh").args(["-c", "sh -c 'while :; do :; done' & sleep 5"]),
+        )
+        .unwrap();
         let sampler = Sampler::start(vec![child.id() as i32], Duration::from_millis(10));
         std::thread::sleep(Duration::from_millis(600));
         let window = sampler.stop().unwrap();
