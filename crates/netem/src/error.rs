@@ -80,6 +80,21 @@ pub enum NetemError {
         /// What the probe saw.
         reason: String,
     },
+    /// A veth did not take the offload settings its loss granularity needs (kernel backend).
+    #[error(
+        "{device} in namespace {namespace}: {detail}; the kernel backend cannot give loss \
+         granularity \"{granularity}\" on this host: use emulator = \"userspace\""
+    )]
+    Offloads {
+        /// Namespace of the device.
+        namespace: String,
+        /// The veth end.
+        device: String,
+        /// The granularity asked for.
+        granularity: String,
+        /// Which setting did not take, and what the device reports.
+        detail: String,
+    },
     /// An external command (`ip`, `tc`, `ethtool`) failed.
     #[error("command `{command}` failed ({status}): {stderr}")]
     Command {

@@ -4,7 +4,7 @@ use std::io::Write as _;
 use std::net::Ipv4Addr;
 use std::sync::OnceLock;
 
-use rpcarena_netem_core::DirectionSpec;
+use rpcarena_netem_core::{DirectionSpec, Granularity};
 
 use crate::error::NetemError;
 use crate::{cmd, netns};
@@ -53,20 +53,82 @@ pub(crate) fn create_veth(
     Ok(())
 }
 
-/// Switches segmentation and receive offloads off, so netem sees (and delays, drops and
-/// rate-limits) wire-sized packets instead of 64 KiB bundles.
-pub(crate) fn disable_offloads(namespace: &str, device: &str) -> Result<(), NetemError> {
+/// The offloads that decide what kernel netem sees on a veth's egress, per granularity:
+/// "packet" switches segmentation (TSO, GSO) and receive (GRO) offloads off, so netem sees (and
+/// delays, drops and rate-limits) wire-sized packets; "offload" switches TSO and GSO on (a
+/// veth's default, set explicitly so a host's other default cannot change the result), so netem
+/// sees the 64 KiB bundles, as on a veth nobody tuned.
+pub(crate) fn offload_settings(granularity: Granularity) -> &'static [(&'static str, bool)] {
+    match granularity {
+        Granularity::Packet => &[("tso", false), ("gso", false), ("gro", false)],
+        Granularity::Offload => &[("tso", true), ("gso", true)],
+    }
+}
+
+/// Sets the offloads of `device` in `namespace` for `granularity` with `ethtool -K`, then reads
+/// them back with `ethtool -k`: a setting the driver did not take is an error that names it.
+pub(crate) fn set_offloads(
+    namespace: &str,
+    device: &str,
+    granularity: Granularity,
+) -> Result<(), NetemError> {
     let ethtool = cmd::require_tool(
         "ethtool",
-        "to switch TSO/GSO/GRO off on the veth for kernel netem",
+        "to set TSO/GSO/GRO on the veth for kernel netem",
         "ethtool",
     )?;
     let ethtool = ethtool.to_string_lossy().into_owned();
-    cmd::ip(&[
-        "netns", "exec", namespace, &ethtool, "-K", device, "tso", "off", "gso", "off", "gro",
-        "off",
-    ])
-    .map(drop)
+    let wanted = offload_settings(granularity);
+    let mut args = vec!["netns", "exec", namespace, &ethtool, "-K", device];
+    for (name, on) in wanted {
+        args.extend([*name, if *on { "on" } else { "off" }]);
+    }
+    cmd::ip(&args)?;
+    let shown = cmd::ip(&["netns", "exec", namespace, &ethtool, "-k", device])?;
+    let state = parse_offloads(&shown);
+    for (name, on) in wanted {
+        let long = long_offload_name(name);
+        if state.get(long) != Some(on) {
+            return Err(NetemError::Offloads {
+                namespace: namespace.to_string(),
+                device: device.to_string(),
+                granularity: granularity.as_str().to_string(),
+                detail: format!(
+                    "`ethtool -K {device} {name} {}` did not take ({long} is {})",
+                    if *on { "on" } else { "off" },
+                    state
+                        .get(long)
+                        .map_or("not listed", |v| if *v { "on" } else { "off" }),
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// `ethtool -k` names the offloads `-K` takes by their short names.
+fn long_offload_name(short: &str) -> &str {
+    match short {
+        "tso" => "tcp-segmentation-offload",
+        "gso" => "generic-segmentation-offload",
+        "gro" => "generic-receive-offload",
+        other => other,
+    }
+}
+
+/// Parses `ethtool -k` output (`name: on`, `name: off [fixed]`) into each offload's state.
+fn parse_offloads(text: &str) -> std::collections::BTreeMap<&str, bool> {
+    text.lines()
+        .filter_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            let on = match value.split_whitespace().next()? {
+                "on" => true,
+                "off" => false,
+                _ => return None,
+            };
+            Some((name.trim(), on))
+        })
+        .collect()
 }
 
 /// `tc qdisc add dev DEVICE root netem ...` inside `namespace`.
@@ -152,4 +214,63 @@ fn probe_netem_qdisc() -> Result<(), String> {
         );
     }
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_ethtool_offload_states() {
+        let text = "Features for rpa-c:\nrx-checksumming: on\n\
+                    tcp-segmentation-offload: off\n\ttx-tcp-segmentation: off\n\
+                    generic-segmentation-offload: on\ngeneric-receive-offload: off [fixed]\n\
+                    highdma: on [fixed]\n";
+        let state = parse_offloads(text);
+        assert_eq!(state.get("tcp-segmentation-offload"), Some(&false));
+        assert_eq!(state.get("generic-segmentation-offload"), Some(&true));
+        assert_eq!(state.get("generic-receive-offload"), Some(&false));
+        assert_eq!(state.get("Features for rpa-c"), None);
+    }
+
+    /// The kernel backend's granularity knob on a real veth (no `sch_netem` needed for this
+    /// half): each granularity's settings are applied and read back, in both orders.
+    #[test]
+    fn each_granularity_sets_and_reads_back_the_veth_offloads() {
+        if !crate::privileges::required_by_test("each_granularity_sets_the_veth_offloads") {
+            return;
+        }
+        if cmd::find_tool("ethtool").is_none() {
+            assert!(
+                !std::env::var("CI").is_ok_and(|v| v == "true"),
+                "CI installs ethtool (.ci/run); it is missing"
+            );
+            println!("SKIP: ethtool is not installed (package ethtool)");
+            return;
+        }
+        let name = format!("{}-o", netns::unique_stem());
+        let _scratch = netns::Namespace::create(&name).unwrap();
+        cmd::ip(&[
+            "-n", &name, "link", "add", "rpa-p0", "type", "veth", "peer", "name", "rpa-p1",
+        ])
+        .unwrap();
+        let ethtool = cmd::find_tool("ethtool").unwrap();
+        let ethtool = ethtool.to_string_lossy();
+        for granularity in [
+            Granularity::Packet,
+            Granularity::Offload,
+            Granularity::Packet,
+        ] {
+            set_offloads(&name, "rpa-p0", granularity).unwrap();
+            let shown = cmd::ip(&["netns", "exec", &name, &ethtool, "-k", "rpa-p0"]).unwrap();
+            let state = parse_offloads(&shown);
+            for (short, on) in offload_settings(granularity) {
+                assert_eq!(
+                    state.get(long_offload_name(short)),
+                    Some(on),
+                    "{granularity:?}: {short}\n{shown}"
+                );
+            }
+        }
+    }
 }

@@ -493,11 +493,9 @@ fn kernel_netem(
             &profile.server_to_client,
         ),
     ] {
-        // Granularity "packet": offloads off, netem sees wire packets; "offload": the veth
-        // keeps its default TSO/GSO/GRO, so netem sees the bundles.
-        if profile.granularity == Granularity::Packet {
-            kernel::disable_offloads(ns, dev)?;
-        }
+        // Granularity "packet": offloads off, netem sees wire packets; "offload": TSO/GSO
+        // on, netem sees the bundles.
+        kernel::set_offloads(ns, dev, profile.granularity)?;
         kernel::add_netem(ns, dev, spec)?;
         qdisc.push(format!("{ns}: {}", kernel::qdisc_text(ns, dev, false)));
     }
