@@ -199,6 +199,11 @@ export function checkStructured(what, body, seq, size) {
   if (len !== size) {
     return `${what}: structured payload encodes to ${len} bytes but ${size} was requested`;
   }
+  return structuredMismatch(what, body, seq, size);
+}
+
+/** checkStructured for a body already known to encode to `size` bytes. */
+function structuredMismatch(what, body, seq, size) {
   const field = structuredDifference(body ?? {}, structured(seq, size));
   if (field === null) return null;
   return `${what}: structured payload differs from the one generated for seq ${seq} and ${size} bytes in ${field}`;
@@ -306,7 +311,8 @@ export function checkRequest(req, shape, index, first) {
     if (length === 1 || length === 2) {
       return `${where}: a structured body of ${length} bytes cannot be generated (0 or at least 3)`;
     }
-    const problem = checkStructured(where, req.body, req.seq, length);
+    // `length` is the body's own encoded length: only its fields remain to be compared.
+    const problem = structuredMismatch(where, req.body, req.seq, length);
     if (problem) return problem;
   }
   if (first !== undefined) {
@@ -338,13 +344,17 @@ export class SummaryBuilder {
     this.kind = KIND.zeros;
   }
 
-  add(req) {
+  /**
+   * Counts `req`, whose payload is `length` bytes (its payloadLength; a caller that checked the
+   * request against the stream's head passes the head's, which checkRequest found equal).
+   */
+  add(req, length = payloadLength(req)) {
     if (this.count === 0) {
       this.responseSize = req.responseSize;
       this.kind = req.payloadKind;
     }
     this.count++;
-    this.payloadBytes += payloadLength(req);
+    this.payloadBytes += length;
     this.lastSeq = req.seq;
   }
 

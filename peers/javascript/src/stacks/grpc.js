@@ -365,7 +365,7 @@ function handlers(counters) {
           return callback(refuse(counters, problem));
         }
         head ??= streamHead(req);
-        summary.add(req);
+        summary.add(req, head.length);
       });
       call.on('error', () => {});
       call.on('end', () => {

@@ -324,7 +324,7 @@ async function serveShape(shape, reader, io, batch, counters) {
       const problem = checkRequest(req, shape, summary.count, head);
       if (problem) throw rejected(problem, false);
       head ??= streamHead(req);
-      summary.add(req);
+      summary.add(req, head.length);
     }
     if (summary.count === 0) throw rejected('a client stream carries at least one request', true);
     counters.responses++;

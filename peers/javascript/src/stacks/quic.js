@@ -17,6 +17,7 @@ import { cryptoErrorReason, handshakeMessage, verifyCertificate, certificates } 
 import { FrameReader } from './framing.js';
 import { call as nativeCall, saturate as nativeSaturate, serveCall } from './native.js';
 import { quicReading } from '../transport.js';
+import { nowNs } from '../clock.js';
 
 export const ALPN = 'rpcarena/1';
 export const WINDOW = 16 * 1024 * 1024;
@@ -68,11 +69,17 @@ function tuneUdp(quicSocket) {
   return got;
 }
 
-/** Bytes of a web ReadableStream as a chunk source for FrameReader. */
-function streamSource(stream) {
+/**
+ * Bytes of a web ReadableStream as a chunk source for FrameReader. With `turn` (a TurnBudget
+ * shared by every stream of the server), a read first gives the event loop its I/O turn once the
+ * streams have run `turn.everyNs` without one; see "Why the server yields" below.
+ */
+function streamSource(stream, turn) {
   const reader = stream.readable.getReader();
   return {
     async read() {
+      const wait = turn?.maybe();
+      if (wait !== undefined) await wait;
       const { value, done } = await reader.read();
       return done ? null : value;
     },
@@ -312,8 +319,8 @@ export class QuicClient {
 // ---------------------------------------------------------------------------------------------
 // Server
 
-async function serveStream(stream, counters) {
-  const reader = new FrameReader(streamSource(stream));
+async function serveStream(stream, counters, turn) {
+  const reader = new FrameReader(streamSource(stream, turn));
   const io = streamIo(stream);
   const clean = await serveCall(reader, io, counters);
   if (!io.finished) {
@@ -354,11 +361,25 @@ QUICConnection.prototype.processStreams = function processStreamsWhenServing() {
 // (README, "Is @matrixai/quic able to carry the native framing?"). recvLock has no other user and is taken without a timeout or signal,
 // so a plain FIFO promise chain gives the same mutual exclusion and order; each connection gets
 // one before its first datagram.
+// The lock also marks the connection as receiving while recv()'s synchronous part runs (quiche's
+// recv, the stream processing, and the call of send() it then awaits), for sendOncePerTurn.
+const IN_RECV = Symbol('rpcarena in recv');
 class RecvLock {
   tail = Promise.resolve();
 
+  constructor(connection) {
+    this.connection = connection;
+  }
+
   withF(f) {
-    const run = this.tail.then(() => f());
+    const run = this.tail.then(() => {
+      this.connection[IN_RECV] = true;
+      try {
+        return f();
+      } finally {
+        this.connection[IN_RECV] = false;
+      }
+    });
     this.tail = run.then(
       () => {},
       () => {},
@@ -368,9 +389,71 @@ class RecvLock {
 }
 const recv = QUICConnection.prototype.recv;
 QUICConnection.prototype.recv = function recvWithPlainLock(data, remoteInfo) {
-  if (!(this.recvLock instanceof RecvLock)) this.recvLock = new RecvLock();
+  if (!(this.recvLock instanceof RecvLock)) this.recvLock = new RecvLock(this);
   return recv.call(this, data, remoteInfo);
 };
+
+// Why the server yields, and sends once per turn of the event loop (README, "send-saturation
+// into the quic server"). @matrixai/quic 2.0.9 answers every received datagram with a send()
+// of its own (quiche then writes one ACK datagram, and the library resets its timeout Timer),
+// and every 16 KiB a stream reads with another; and a stream's reader parses, decodes and checks
+// what it read before the loop reads the next datagram. A client that sends faster than that
+// (the Rust client's send-saturation on loopback: ~55 MB/s of 64-byte messages on 4 streams)
+// then queues up to the 8 MiB UDP receive buffer: the client's RTT estimate grows to the queue
+// (0.2-0.7 s), the buffer overflows (15-20% of the datagrams lost), and the lost tail of a
+// stream is resent only after a probe timeout scaled to that RTT: summaries missed the 2 s
+// settle bound of `rpcarena conformance`. So a server connection sends at most once per turn:
+// the datagrams libuv delivers in one poll phase are acknowledged together (quiche's ACK frame
+// carries all their ranges), and the streams give the loop its I/O turn every millisecond, so
+// datagrams are read (and acknowledged) promptly and the backlog waits in quiche's stream
+// buffers, which the 16 MiB flow-control windows bound, not in the socket.
+const SEND_PENDING = Symbol('rpcarena send pending');
+const send = QUICConnection.prototype.send;
+QUICConnection.prototype.send = function sendOncePerTurn() {
+  if (this.type !== 'server') return send.call(this);
+  if (this[SEND_PENDING] === undefined) {
+    const pending = new Promise((resolve) => setImmediate(resolve)).then(() => {
+      this[SEND_PENDING] = undefined;
+      return send.call(this);
+    });
+    // A failed send is dispatched as a connection error by the library itself.
+    pending.catch(() => {});
+    this[SEND_PENDING] = pending;
+  }
+  // recv() awaits its send() holding the recvLock: waiting a turn there would hold back every
+  // datagram behind it, so it goes on at once and the send follows in the check phase.
+  if (this[IN_RECV]) return Promise.resolve();
+  return this[SEND_PENDING];
+};
+/** How long a server's streams may run without giving the event loop its I/O turn. */
+export const SERVER_TURN_NS = 1_000_000;
+
+/**
+ * Gives the event loop its I/O turn once the code calling `maybe()` has run `everyNs` since the
+ * loop last came round: the first call after a turn marks the start of a run (and a setImmediate
+ * marks its end), a later call in the same run that finds `everyNs` passed returns a promise that
+ * resolves after one turn; otherwise `maybe()` returns undefined (nothing to wait for). Unlike
+ * lanes.js's Yielder, an idle server's first read never waits.
+ */
+export class TurnBudget {
+  constructor(clock, everyNs) {
+    this.clock = clock;
+    this.everyNs = everyNs;
+    this.since = undefined;
+  }
+
+  maybe() {
+    if (this.since === undefined) {
+      this.since = this.clock();
+      setImmediate(() => {
+        this.since = undefined;
+      });
+      return undefined;
+    }
+    if (this.clock() - this.since < this.everyNs) return undefined;
+    return new Promise((resolve) => setImmediate(resolve));
+  }
+}
 
 /** Starts a QUIC server on `listen`; resolves to {address, close()}; rejects if it cannot bind. */
 export async function startQuicServer({ listen, certPem, keyPem, counters }) {
@@ -390,10 +473,12 @@ export async function startQuicServer({ listen, certPem, keyPem, counters }) {
     socket,
     logger,
   });
+  // Shared by every stream: the streams together give the loop a turn every SERVER_TURN_NS.
+  const turn = new TurnBudget(nowNs, SERVER_TURN_NS);
   server.addEventListener(events.EventQUICServerConnection.name, (evt) => {
     const connection = evt.detail;
     connection.addEventListener(events.EventQUICConnectionStream.name, (e) => {
-      serveStream(e.detail, counters).catch((err) => warn(`serving a QUIC stream failed: ${err?.stack ?? err}`));
+      serveStream(e.detail, counters, turn).catch((err) => warn(`serving a QUIC stream failed: ${err?.stack ?? err}`));
     });
     connection[SERVING] = true;
     connection.processStreams();
