@@ -420,6 +420,36 @@ impl Probe {
     }
 }
 
+/// Whether a poll that reads no connection counts as a poll.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Empty {
+    Counts,
+    Skipped,
+}
+
+/// The polling task of [`Poller`] and [`ServerPoller`]: `read` every [`POLL_INTERVAL`] into
+/// `tracker`, until aborted.
+fn poll_every_interval(
+    tracker: Arc<Mutex<Tracker>>,
+    read: impl Fn() -> Vec<ConnReading> + Send + 'static,
+    empty: Empty,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(POLL_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tick.tick().await;
+            let reading = read();
+            if reading.is_empty() && empty == Empty::Skipped {
+                continue;
+            }
+            if let Ok(mut t) = tracker.lock() {
+                t.observe(&reading);
+            }
+        }
+    })
+}
+
 /// Polls a probe through the window on a task of its own.
 pub struct Poller {
     probe: Probe,
@@ -432,18 +462,8 @@ impl Poller {
     pub fn start(probe: Probe) -> Poller {
         let tracker = Arc::new(Mutex::new(Tracker::new(probe.transport(), probe.read())));
         let task = {
-            let (probe, tracker) = (probe.clone(), tracker.clone());
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(POLL_INTERVAL);
-                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-                loop {
-                    tick.tick().await;
-                    let reading = probe.read();
-                    if let Ok(mut t) = tracker.lock() {
-                        t.observe(&reading);
-                    }
-                }
-            })
+            let probe = probe.clone();
+            poll_every_interval(tracker.clone(), move || probe.read(), Empty::Counts)
         };
         Poller {
             probe,
@@ -474,21 +494,8 @@ impl ServerPoller {
     pub fn start(transport: &'static str, connections: ServerConnections) -> ServerPoller {
         let tracker = Arc::new(Mutex::new(Tracker::new(transport, Vec::new())));
         let task = {
-            let (connections, tracker) = (connections.clone(), tracker.clone());
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(POLL_INTERVAL);
-                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-                loop {
-                    tick.tick().await;
-                    let reading = connections.poll();
-                    if reading.is_empty() {
-                        continue;
-                    }
-                    if let Ok(mut t) = tracker.lock() {
-                        t.observe(&reading);
-                    }
-                }
-            })
+            let connections = connections.clone();
+            poll_every_interval(tracker.clone(), move || connections.poll(), Empty::Skipped)
         };
         ServerPoller {
             connections,
