@@ -123,8 +123,31 @@ pub fn error_expectation(phases: &[&str], code: &str, exit: i32) -> String {
     format!("error phase {} code {code}; exit {exit}", phases.join("|"))
 }
 
-/// `stopped` (no `sample` when `sample` is false), exit 0, within the bound.
+/// The problems of every transport object in the transcript (the client's in `sample`, the
+/// server's in `stopped`), by the controller's own check of them.
+pub fn transport_problems(t: &Transcript) -> Vec<String> {
+    t.events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Sample(s) => s.transport.as_deref().map(|x| ("sample", x)),
+            Event::Stopped(s) => s.transport.as_deref().map(|x| ("stopped", x)),
+            _ => None,
+        })
+        .flat_map(|(event, x)| {
+            x.problems()
+                .into_iter()
+                .map(move |p| format!("`{event}`: {p}"))
+        })
+        .collect()
+}
+
+/// `stopped` (no `sample` when `sample` is false), exit 0, within the bound; a transport
+/// object, where present, well formed.
 pub fn expect_stopped(t: &Transcript, sample: bool) -> Result<String, String> {
+    let transport = transport_problems(t);
+    if !transport.is_empty() {
+        return Err(format!("{}; {}", t.describe(), transport.join("; ")));
+    }
     let ok = t.has("stopped")
         && t.exit == Some(0)
         && !t.hung
@@ -423,6 +446,29 @@ mod tests {
         assert_eq!(
             expect_stopped(&none, false).unwrap_err(),
             "no event; exit 0"
+        );
+    }
+
+    #[test]
+    fn a_servers_transport_in_stopped_is_accepted_and_checked() {
+        let stopped = |transport: &str| Transcript {
+            events: vec![Event::Stopped(Stopped {
+                transport: Some(Box::new(rpcarena_protocol::event::TransportStats {
+                    transport: transport.into(),
+                    connections: 1,
+                    packets_sent: Some(10),
+                    ..Default::default()
+                })),
+                ..Stopped::default()
+            })],
+            exit: Some(0),
+            ..Transcript::default()
+        };
+        assert!(expect_stopped(&stopped("quic"), false).is_ok());
+        let err = expect_stopped(&stopped("udp"), false).unwrap_err();
+        assert!(
+            err.contains("`stopped`: transport.transport is \"udp\""),
+            "{err}"
         );
     }
 

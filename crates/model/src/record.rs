@@ -7,7 +7,7 @@ use crate::matrix::SampleConfig;
 use crate::network::NetworkDescription;
 use crate::transport::TransportRecord;
 use rpcarena_netem_core::{LinkWindow, SampleCheck};
-use rpcarena_protocol::event::{Armed, Interval, SampleReport};
+use rpcarena_protocol::event::{Armed, Interval, SampleReport, Stopped};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -60,6 +60,9 @@ pub struct SampleRecord {
     /// Counters from the server's `stopped` event.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub server_counters: BTreeMap<String, u64>,
+    /// What else the server's `stopped` event reported, when it reported anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerResult>,
     /// Noise controls and flags of this sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub noise: Option<Noise>,
@@ -209,6 +212,31 @@ impl From<(Armed, SampleReport)> for ClientResult {
             intervals: intervals.into_iter().map(IntervalRecord::from).collect(),
             transport: transport.map(|t| TransportRecord::from(*t)),
         }
+    }
+}
+
+/// The server's `stopped` event beyond its counters.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
+pub struct ServerResult {
+    /// The server's transport statistics over its life (warmup, window and drain), summed over
+    /// its connections, when its peer reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<TransportRecord>,
+}
+
+impl ServerResult {
+    /// What a `stopped` event adds to the record; `None` when it adds nothing. Every field
+    /// of the event but the counters (kept in [`SampleRecord::server_counters`]) is taken apart
+    /// here, so a field added to the event does not compile until it has its place.
+    pub fn from_stopped(stopped: Stopped) -> (BTreeMap<String, u64>, Option<ServerResult>) {
+        let Stopped {
+            counters,
+            transport,
+        } = stopped;
+        let server = transport.map(|t| ServerResult {
+            transport: Some(TransportRecord::from(*t)),
+        });
+        (counters, server)
     }
 }
 
@@ -423,4 +451,33 @@ pub struct SampleCounts {
     pub ok: u32,
     /// Failed.
     pub failed: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcarena_protocol::event::{Event, parse_event};
+
+    #[test]
+    fn a_servers_transport_is_kept_as_server_transport_with_numbers() {
+        let line = r#"{"protocol":1,"event":"stopped","counters":{"rpcs":"7"},"transport":{"transport":"tcp","connections":"1","packets_sent":"900","retransmitted":"4","srtt_ns":"30100000"}}"#;
+        let Ok(Event::Stopped(stopped)) = parse_event(line) else {
+            panic!("stopped must parse");
+        };
+        let (counters, server) = ServerResult::from_stopped(stopped);
+        assert_eq!(counters["rpcs"], 7);
+        let json = serde_json::to_string(&server).unwrap();
+        assert_eq!(
+            json,
+            r#"{"transport":{"transport":"tcp","connections":1,"packets_sent":900,"retransmitted":4,"srtt_ns":30100000}}"#
+        );
+        let back: ServerResult = serde_json::from_str(&json).unwrap();
+        assert_eq!(
+            back.transport.unwrap().loss_per_mille(),
+            Some(4.0 * 1000.0 / 900.0)
+        );
+        // an older server: nothing beyond the counters, so no `server` object
+        let (_, none) = ServerResult::from_stopped(Stopped::default());
+        assert_eq!(none, None);
+    }
 }

@@ -1,11 +1,12 @@
 //! `server`: load TLS, bind, print `ready`, serve until SHUTDOWN (or end of stdin), print
-//! `stopped` with the counters.
+//! `stopped` with the counters and the transport statistics of every connection it served.
 
 use crate::args::{ServerArgs, Stack};
 use crate::failure::{FailExt, Failure};
 use crate::output::{Commands, Input, emit};
 use crate::stacks::{self, ServerState, Stall, resolve};
 use crate::tls;
+use crate::transport::ServerPoller;
 use rpcarena_protocol::event::{Command, Event, Ready, Role, Stopped, code, phase};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -54,6 +55,13 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
         Stack::Quic => stacks::quic::serve(addr, config, state.clone()).await?,
         Stack::Tcp => stacks::tcp::serve(addr, config, state.clone()).await?,
     };
+    // The server's transport statistics from here to SHUTDOWN (docs/peer-protocol.md,
+    // "Transport statistics").
+    let transport = match args.stack {
+        Stack::Quic => "quic",
+        Stack::Grpc | Stack::Tcp => "tcp",
+    };
+    let poller = ServerPoller::start(transport, state.connections.clone());
     emit(&Event::Ready(Ready {
         role: Role::Server,
         address: server.local_addr.to_string(),
@@ -74,6 +82,8 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
         },
         error = server.failed() => return Err(Failure::new(phase::SERVE, code::INTERNAL, error)),
     };
+    // Read at SHUTDOWN, and let go of the connections before the server closes them.
+    let transport = poller.finish().map(Box::new);
     server.stop(STOP_GRACE).await;
     if let Some(message) = refused {
         return Err(Failure::new(
@@ -90,6 +100,7 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
             ("responses".to_string(), responses),
             ("rejected".to_string(), rejected),
         ]),
+        transport,
     }));
     Ok(())
 }

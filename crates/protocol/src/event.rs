@@ -457,6 +457,41 @@ pub struct TransportStats {
     pub send_calls: Option<u64>,
 }
 
+/// Values of [`TransportStats::transport`].
+pub const TRANSPORTS: [&str; 2] = ["tcp", "quic"];
+
+impl TransportStats {
+    /// What the page requires of the object beyond the types parsing already checked, for the
+    /// client's (`sample`) and the server's (`stopped`) alike; empty when it is well formed.
+    /// Only what holds for every peer's way of counting: a known `transport`, no more
+    /// retransmitted segments than packets sent (a retransmission is a packet sent), and the
+    /// smallest polled congestion window no larger than the mean over the same polls.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !TRANSPORTS.contains(&self.transport.as_str()) {
+            problems.push(format!(
+                "transport.transport is {:?}; expected one of {TRANSPORTS:?}",
+                self.transport
+            ));
+        }
+        if let (Some(retransmitted), Some(sent)) = (self.retransmitted, self.packets_sent)
+            && retransmitted > sent
+        {
+            problems.push(format!(
+                "transport.retransmitted ({retransmitted}) exceeds transport.packets_sent ({sent}), which counts retransmissions too"
+            ));
+        }
+        if let (Some(min), Some(mean)) = (self.cwnd_min_bytes, self.cwnd_mean_bytes)
+            && min > mean
+        {
+            problems.push(format!(
+                "transport.cwnd_min_bytes ({min}) exceeds transport.cwnd_mean_bytes ({mean}) over the same polls"
+            ));
+        }
+        problems
+    }
+}
+
 /// The operations of a sample that started in one second of its window.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct Interval {
@@ -518,6 +553,11 @@ pub struct Stopped {
         skip_serializing_if = "BTreeMap::is_empty"
     )]
     pub counters: BTreeMap<String, u64>,
+    /// A server's transport statistics summed over its connections from its start to
+    /// `SHUTDOWN` (warmup, window and drain), the same object as the client's in `sample`
+    /// (optional and additive; see docs/peer-protocol.md, "Transport statistics").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transport: Option<Box<TransportStats>>,
 }
 
 /// Values of [`PeerError::phase`].
@@ -796,6 +836,17 @@ mod tests {
             }),
             Event::Stopped(Stopped {
                 counters: BTreeMap::from([("rpcs".into(), 12)]),
+                transport: None,
+            }),
+            Event::Stopped(Stopped {
+                counters: BTreeMap::new(),
+                transport: Some(Box::new(TransportStats {
+                    transport: "tcp".into(),
+                    connections: 1,
+                    packets_sent: Some(9),
+                    retransmitted: Some(1),
+                    ..TransportStats::default()
+                })),
             }),
         ];
         for event in events {
@@ -920,6 +971,63 @@ mod tests {
                 matches!(parse_event(&line), Err(EventError::Malformed { .. })),
                 "{bad} accepted"
             );
+        }
+    }
+
+    #[test]
+    fn a_servers_transport_parses_and_is_checked_like_the_clients() {
+        let line = r#"{"protocol":1,"event":"stopped","counters":{"rpcs":"3"},"transport":{"transport":"quic","connections":"1","polls":"40","packets_sent":"120","lost":"2","cwnd_bytes":"30000","cwnd_min_bytes":"14720","cwnd_mean_bytes":"20000"}}"#;
+        let Ok(Event::Stopped(stopped)) = parse_event(line) else {
+            panic!("a server's transport must parse: {:?}", parse_event(line));
+        };
+        let t = stopped.transport.expect("transport kept");
+        assert_eq!((t.packets_sent, t.lost), (Some(120), Some(2)));
+        assert!(t.problems().is_empty(), "{:?}", t.problems());
+        // an older server's `stopped` has none, and prints none
+        let Ok(Event::Stopped(old)) =
+            parse_event(r#"{"protocol":1,"event":"stopped","counters":{"rpcs":"3"}}"#)
+        else {
+            panic!("an old stopped must parse");
+        };
+        assert_eq!(old.transport, None);
+        assert!(!Event::Stopped(old).to_line().contains("transport"));
+        // counters are strings here as in the sample, and null is refused
+        for bad in [
+            line.replace(r#""packets_sent":"120""#, r#""packets_sent":120"#),
+            line.replace(r#""lost":"2""#, r#""lost":null"#),
+        ] {
+            assert!(
+                matches!(parse_event(&bad), Err(EventError::Malformed { .. })),
+                "{bad} accepted"
+            );
+        }
+    }
+
+    #[test]
+    fn transport_problems_name_the_field() {
+        let good = TransportStats {
+            transport: "tcp".into(),
+            connections: 2,
+            packets_sent: Some(10),
+            retransmitted: Some(10),
+            cwnd_min_bytes: Some(5),
+            cwnd_mean_bytes: Some(5),
+            ..TransportStats::default()
+        };
+        assert!(good.problems().is_empty());
+        let bad = TransportStats {
+            transport: "udp".into(),
+            retransmitted: Some(11),
+            cwnd_min_bytes: Some(6),
+            ..good
+        };
+        let problems = bad.problems().join("; ");
+        for part in [
+            "transport.transport is \"udp\"",
+            "transport.retransmitted (11) exceeds transport.packets_sent (10)",
+            "transport.cwnd_min_bytes (6) exceeds transport.cwnd_mean_bytes (5)",
+        ] {
+            assert!(problems.contains(part), "{part} missing in {problems}");
         }
     }
 

@@ -120,6 +120,7 @@ fn record(config_index: usize, round: u32, ops: f64, p99_ns: u64) -> SampleRecor
             ..Noise::default()
         }),
         server_counters: Default::default(),
+        server: None,
         network: None,
         network_window: None,
         raw: "raw/x".into(),

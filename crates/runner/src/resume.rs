@@ -206,6 +206,7 @@ mod tests {
             client_process: None,
             server_process: None,
             server_counters: Default::default(),
+            server: None,
             noise: None,
             network: None,
             network_window: None,

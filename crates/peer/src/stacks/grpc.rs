@@ -706,8 +706,12 @@ fn stalled(responses: ResponseStream, state: &Arc<ServerState>) -> ResponseStrea
 }
 
 /// An accepted TLS connection, as tonic's server wants it (tonic's own `Connected` impl for TLS
-/// streams needs its TLS features, which would bring a second TLS configuration path).
-struct TlsConnection(tokio_rustls::server::TlsStream<TcpStream>);
+/// streams needs its TLS features, which would bring a second TLS configuration path), with its
+/// registration for the server's transport statistics (read one last time when it ends).
+struct TlsConnection {
+    stream: tokio_rustls::server::TlsStream<TcpStream>,
+    _registration: crate::transport::Registration,
+}
 
 impl Connected for TlsConnection {
     type ConnectInfo = ();
@@ -720,7 +724,7 @@ impl AsyncRead for TlsConnection {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_read(cx, buf)
+        Pin::new(&mut self.stream).poll_read(cx, buf)
     }
 }
 
@@ -730,7 +734,7 @@ impl AsyncWrite for TlsConnection {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, buf)
+        Pin::new(&mut self.stream).poll_write(cx, buf)
     }
 
     fn poll_write_vectored(
@@ -738,19 +742,19 @@ impl AsyncWrite for TlsConnection {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write_vectored(cx, bufs)
+        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
     }
 
     fn is_write_vectored(&self) -> bool {
-        self.0.is_write_vectored()
+        self.stream.is_write_vectored()
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
+        Pin::new(&mut self.stream).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
+        Pin::new(&mut self.stream).poll_shutdown(cx)
     }
 }
 
@@ -763,6 +767,7 @@ pub async fn serve(
     let (listener, local_addr) = super::bind_tcp(addr).await?;
     let (connections, incoming) = tokio::sync::mpsc::channel::<io::Result<TlsConnection>>(1024);
     let acceptor = TlsAcceptor::from(tls);
+    let registry = state.connections.clone();
     let accept_loop = tokio::spawn(async move {
         loop {
             let (tcp, remote) = match listener.accept().await {
@@ -776,13 +781,19 @@ pub async fn serve(
             // Each handshake on its own task, so one slow handshake never blocks another.
             let acceptor = acceptor.clone();
             let connections = connections.clone();
+            let registration = registry.register_tcp(&tcp);
             tokio::spawn(async move {
                 if let Err(e) = tune_tcp(&tcp) {
                     eprintln!("rpcarena-peer-rust: cannot set TCP_NODELAY for {remote}: {e}");
                 }
                 match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                     Ok(Ok(stream)) => {
-                        let _ = connections.send(Ok(TlsConnection(stream))).await;
+                        let _ = connections
+                            .send(Ok(TlsConnection {
+                                stream,
+                                _registration: registration,
+                            }))
+                            .await;
                     }
                     Ok(Err(e)) => {
                         eprintln!("rpcarena-peer-rust: TLS handshake with {remote} failed: {e}")

@@ -286,6 +286,8 @@ pub struct ServerState {
     pub stall: Option<Stall>,
     /// `--conformance-fault`: how the server misbehaves on every call (crate::fault).
     pub fault: Option<ServerFault>,
+    /// Every accepted connection, for the `stopped` event's transport statistics.
+    pub connections: crate::transport::ServerConnections,
 }
 
 impl ServerState {

@@ -410,6 +410,7 @@ async fn serve_connection(incoming: quinn::Incoming, state: Arc<ServerState>) {
             return;
         }
     };
+    let _registration = state.connections.register_quic(&connection);
     loop {
         match connection.accept_bi().await {
             Ok((send, recv)) => {

@@ -234,6 +234,7 @@ async fn serve_connection(
     if let Err(e) = tune_tcp(&tcp) {
         eprintln!("rpcarena-peer-rust: cannot set TCP_NODELAY for {remote}: {e}");
     }
+    let _registration = state.connections.register_tcp(&tcp);
     let stream: server::TlsStream<TcpStream> =
         match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
             Ok(Ok(stream)) => stream,

@@ -8,6 +8,11 @@
 //! connections at each poll (its minimum and mean over the polls); RTTs are means over
 //! connections at the end. [`Poller`] is the thin async shell that polls every
 //! [`POLL_INTERVAL`].
+//!
+//! A server (the `stopped` event's `transport`) reports the same figures over its whole life,
+//! warmup, window and drain included: [`ServerConnections`] registers each connection as it is
+//! accepted and keeps the last reading of those that close, [`ServerPoller`] polls them from the
+//! server's start to `SHUTDOWN` through the same [`Tracker`].
 
 pub mod tcp_info;
 
@@ -103,6 +108,25 @@ impl Tracker {
     /// The window's statistics, from the reading at its end (which also counts as a poll).
     pub fn finish(mut self, end: &[ConnReading]) -> TransportStats {
         self.observe(end);
+        self.summarize(end)
+    }
+
+    /// A server's statistics over its life: `live` is the reading at `SHUTDOWN` of the
+    /// connections still open (a poll when there are any), `retired` the last reading of each
+    /// connection that closed before; the gauges at the end are each connection's last.
+    pub fn finish_lifetime(
+        mut self,
+        live: &[ConnReading],
+        retired: &[ConnReading],
+    ) -> TransportStats {
+        if !live.is_empty() {
+            self.observe(live);
+        }
+        let all: Vec<ConnReading> = retired.iter().chain(live).copied().collect();
+        self.summarize(&all)
+    }
+
+    fn summarize(&self, end: &[ConnReading]) -> TransportStats {
         let start = |id: u64| self.start.iter().find(|c| c.id == id);
         // Sum of end-minus-start per connection of an optional counter; absent if any
         // connection lacks it.
@@ -190,6 +214,130 @@ impl TcpSockets {
     }
 }
 
+/// A server's connections over its life, registered as they are accepted: duplicates of the
+/// TCP sockets, handles of the QUIC connections. Each registration returns a [`Registration`]
+/// that the connection's owner keeps with the connection: when it is dropped (the connection
+/// ended) the connection is read one last time and let go, so a duplicate never holds a socket
+/// open past its connection. [`Self::finish`] reads the rest at `SHUTDOWN` and lets go of
+/// everything before the server closes its connections.
+#[derive(Debug, Clone, Default)]
+pub struct ServerConnections(Arc<Mutex<Lifetime>>);
+
+#[derive(Debug, Default)]
+struct Lifetime {
+    next_id: u64,
+    live: Vec<(u64, Live)>,
+    retired: Vec<ConnReading>,
+    finished: bool,
+}
+
+#[derive(Debug)]
+enum Live {
+    Tcp(OwnedFd),
+    Quic(quinn::Connection),
+}
+
+impl Live {
+    fn read(&self, id: u64) -> Option<ConnReading> {
+        match self {
+            Live::Tcp(fd) => tcp_info::read(fd.as_fd())
+                .ok()
+                .map(|info| tcp_reading(id, &info)),
+            Live::Quic(connection) => Some(quic_reading(id, &connection.stats())),
+        }
+    }
+}
+
+/// Keep it with the connection: dropping it reads the connection one last time and lets go
+/// of it (see [`ServerConnections`]).
+#[must_use = "dropping the registration retires the connection at once"]
+#[derive(Debug)]
+pub struct Registration {
+    connections: ServerConnections,
+    id: Option<u64>,
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.connections.retire(id);
+        }
+    }
+}
+
+impl ServerConnections {
+    fn add(&self, live: Option<Live>) -> Registration {
+        let id = live.and_then(|live| {
+            let mut l = self.0.lock().ok()?;
+            if l.finished {
+                return None;
+            }
+            let id = l.next_id;
+            l.next_id += 1;
+            l.live.push((id, live));
+            Some(id)
+        });
+        Registration {
+            connections: self.clone(),
+            id,
+        }
+    }
+
+    /// Registers an accepted TCP connection (a duplicate of its socket; a failed duplication
+    /// only costs its statistics).
+    pub fn register_tcp(&self, socket: &impl AsFd) -> Registration {
+        let fd = socket
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| eprintln!("rpcarena-peer-rust: no TCP statistics for a connection: {e}"))
+            .ok();
+        self.add(fd.map(Live::Tcp))
+    }
+
+    /// Registers an accepted QUIC connection.
+    pub fn register_quic(&self, connection: &quinn::Connection) -> Registration {
+        self.add(Some(Live::Quic(connection.clone())))
+    }
+
+    /// Reads a connection that ended one last time, and lets go of it.
+    fn retire(&self, id: u64) {
+        let Ok(mut l) = self.0.lock() else { return };
+        if let Some(at) = l.live.iter().position(|(i, _)| *i == id) {
+            let (id, live) = l.live.swap_remove(at);
+            if let Some(reading) = live.read(id) {
+                l.retired.push(reading);
+            }
+        }
+    }
+
+    /// Reads every open connection.
+    pub fn poll(&self) -> Vec<ConnReading> {
+        let Ok(l) = self.0.lock() else {
+            return Vec::new();
+        };
+        l.live
+            .iter()
+            .filter_map(|(id, live)| live.read(*id))
+            .collect()
+    }
+
+    /// At `SHUTDOWN`: the open connections' readings and the ended ones' last readings; lets
+    /// go of every connection and registers none after.
+    fn finish(&self) -> (Vec<ConnReading>, Vec<ConnReading>) {
+        let Ok(mut l) = self.0.lock() else {
+            return (Vec::new(), Vec::new());
+        };
+        let open = l
+            .live
+            .iter()
+            .filter_map(|(id, live)| live.read(*id))
+            .collect();
+        l.finished = true;
+        l.live.clear();
+        (open, std::mem::take(&mut l.retired))
+    }
+}
+
 /// One TCP socket's reading.
 pub fn tcp_reading(id: u64, info: &tcp_info::TcpInfo) -> ConnReading {
     let r = &info.raw;
@@ -272,6 +420,36 @@ impl Probe {
     }
 }
 
+/// Whether a poll that reads no connection counts as a poll.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Empty {
+    Counts,
+    Skipped,
+}
+
+/// The polling task of [`Poller`] and [`ServerPoller`]: `read` every [`POLL_INTERVAL`] into
+/// `tracker`, until aborted.
+fn poll_every_interval(
+    tracker: Arc<Mutex<Tracker>>,
+    read: impl Fn() -> Vec<ConnReading> + Send + 'static,
+    empty: Empty,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(POLL_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tick.tick().await;
+            let reading = read();
+            if reading.is_empty() && empty == Empty::Skipped {
+                continue;
+            }
+            if let Ok(mut t) = tracker.lock() {
+                t.observe(&reading);
+            }
+        }
+    })
+}
+
 /// Polls a probe through the window on a task of its own.
 pub struct Poller {
     probe: Probe,
@@ -284,18 +462,8 @@ impl Poller {
     pub fn start(probe: Probe) -> Poller {
         let tracker = Arc::new(Mutex::new(Tracker::new(probe.transport(), probe.read())));
         let task = {
-            let (probe, tracker) = (probe.clone(), tracker.clone());
-            tokio::spawn(async move {
-                let mut tick = tokio::time::interval(POLL_INTERVAL);
-                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-                loop {
-                    tick.tick().await;
-                    let reading = probe.read();
-                    if let Ok(mut t) = tracker.lock() {
-                        t.observe(&reading);
-                    }
-                }
-            })
+            let probe = probe.clone();
+            poll_every_interval(tracker.clone(), move || probe.read(), Empty::Counts)
         };
         Poller {
             probe,
@@ -310,6 +478,42 @@ impl Poller {
         let end = self.probe.read();
         let tracker = self.tracker.lock().ok()?.clone();
         Some(tracker.finish(&end))
+    }
+}
+
+/// Polls a server's connections from its start to `SHUTDOWN` on a task of its own (polls with
+/// no connection open are not counted).
+pub struct ServerPoller {
+    connections: ServerConnections,
+    tracker: Arc<Mutex<Tracker>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ServerPoller {
+    /// Begins polling `connections`, whose statistics are named `transport`.
+    pub fn start(transport: &'static str, connections: ServerConnections) -> ServerPoller {
+        let tracker = Arc::new(Mutex::new(Tracker::new(transport, Vec::new())));
+        let task = {
+            let connections = connections.clone();
+            poll_every_interval(tracker.clone(), move || connections.poll(), Empty::Skipped)
+        };
+        ServerPoller {
+            connections,
+            tracker,
+            task,
+        }
+    }
+
+    /// Stops polling, reads the end and lets go of every connection; `None` when the server
+    /// never had a connection.
+    pub fn finish(self) -> Option<TransportStats> {
+        self.task.abort();
+        let (open, retired) = self.connections.finish();
+        if open.is_empty() && retired.is_empty() {
+            return None;
+        }
+        let tracker = self.tracker.lock().ok()?.clone();
+        Some(tracker.finish_lifetime(&open, &retired))
     }
 }
 
@@ -407,6 +611,77 @@ mod tests {
             Some(20),
             "connections new in the window count from zero"
         );
+    }
+
+    #[test]
+    fn a_servers_lifetime_sums_closed_and_open_connections() {
+        // Connection 0 closed before SHUTDOWN (its last reading), connection 1 is still open.
+        let mut t = Tracker::new("tcp", Vec::new());
+        t.observe(&[tcp(0, 100, 1, 10_000, false)]);
+        t.observe(&[tcp(0, 200, 2, 30_000, true), tcp(1, 10, 0, 14_000, false)]);
+        let s = t.finish_lifetime(
+            &[tcp(1, 50, 1, 20_000, false)],
+            &[tcp(0, 250, 3, 40_000, false)],
+        );
+        assert_eq!(s.connections, 2);
+        assert_eq!(
+            s.packets_sent,
+            Some(300),
+            "counters from zero: the server's life"
+        );
+        assert_eq!(s.retransmitted, Some(4));
+        assert_eq!(s.congestion_events, Some(1));
+        assert_eq!(s.polls, Some(3));
+        assert_eq!(s.cwnd_min_bytes, Some(10_000));
+        assert_eq!(s.cwnd_mean_bytes, Some((10_000 + 44_000 + 20_000) / 3));
+        assert_eq!(
+            s.cwnd_bytes,
+            Some(60_000),
+            "each connection's last window, summed"
+        );
+        // Nothing open at SHUTDOWN: the end is not a poll.
+        let s = Tracker::new("tcp", Vec::new()).finish_lifetime(&[], &[tcp(0, 5, 0, 1, false)]);
+        assert_eq!((s.polls, s.cwnd_min_bytes), (Some(0), None));
+        assert_eq!(s.packets_sent, Some(5));
+    }
+
+    #[test]
+    fn a_server_keeps_the_last_reading_of_ended_connections() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut accepted, _) = listener.accept().unwrap();
+        let connections = ServerConnections::default();
+        let registration = connections.register_tcp(&accepted);
+        accepted.write_all(&[1u8; 10_000]).unwrap();
+        let mut got = vec![0u8; 10_000];
+        client.read_exact(&mut got).unwrap();
+        let open = connections.poll();
+        assert_eq!(open.len(), 1);
+        assert!(open[0].packets_sent >= 1, "{open:?}");
+        // The connection ends: its last reading is kept and the duplicate let go, so the
+        // client sees the server's close.
+        drop(accepted);
+        drop(registration);
+        assert!(connections.poll().is_empty());
+        client
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        assert_eq!(client.read(&mut got).unwrap(), 0, "the server's FIN");
+        // A second connection still open at SHUTDOWN.
+        let _second = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        let registration = connections.register_tcp(&accepted);
+        let (open, retired) = connections.finish();
+        assert_eq!((open.len(), retired.len()), (1, 1));
+        assert!(
+            retired[0].bytes_sent.is_none_or(|b| b >= 10_000),
+            "{retired:?}"
+        );
+        // After SHUTDOWN nothing is registered any more, and a late retirement is harmless.
+        drop(registration);
+        let _late = connections.register_tcp(&accepted);
+        assert!(connections.poll().is_empty());
     }
 
     #[test]

@@ -33,7 +33,7 @@ use rpcarena_model::duration;
 use rpcarena_model::invocation::{self, ServerTarget};
 use rpcarena_model::load::LoadSpec;
 use rpcarena_model::matrix::SampleConfig;
-use rpcarena_model::record::{Noise, SampleRecord, SampleStatus};
+use rpcarena_model::record::{Noise, SampleRecord, SampleStatus, ServerResult};
 use rpcarena_model::schedule::Slot;
 use rpcarena_netem_core::SampleCheck;
 use rpcarena_protocol::event::{Armed, Command, Event, Role, SampleReport};
@@ -346,6 +346,7 @@ impl SampleMachine {
             client_process: None,
             server_process: None,
             server_counters: BTreeMap::new(),
+            server: None,
             noise: Some(Noise {
                 client_cpus: spec.pins.client.clone(),
                 server_cpus: spec.pins.server.clone(),
@@ -618,7 +619,13 @@ impl SampleMachine {
                     return;
                 };
                 if role == Role::Server {
-                    self.record.server_counters = stopped.counters;
+                    // The server's transport object is checked as the client's is
+                    // (outcome::transport_problems); the sample fails when it is malformed.
+                    let problems =
+                        outcome::transport_problems("server", stopped.transport.as_deref());
+                    self.checks.extend(problems);
+                    (self.record.server_counters, self.record.server) =
+                        ServerResult::from_stopped(stopped);
                 }
                 self.actions.push_back(Action::CloseStdin(role));
                 // After `stopped` the peer closes stdout and exits; nothing else may come first.

@@ -7,7 +7,7 @@ use crate::noise::{self, Observed, PinPlan};
 use crate::procstat::{self, GroupUsage, WindowUsage};
 use rpcarena_model::metrics::{self, Detail, measure};
 use rpcarena_model::record::{ClientResult, ProcessStats, SampleRecord};
-use rpcarena_protocol::event::{Armed, SampleReport};
+use rpcarena_protocol::event::{Armed, SampleReport, TransportStats};
 use std::time::Duration;
 
 /// What the outcome needs besides the events.
@@ -28,6 +28,18 @@ pub(crate) struct Context<'a> {
     pub emulated: bool,
 }
 
+/// The problems of a peer's transport statistics (the client's in `sample`, the server's in
+/// `stopped`), named for `who`; one check for both (docs/peer-protocol.md, "Transport
+/// statistics"). An absent object is no problem.
+pub(crate) fn transport_problems(who: &str, transport: Option<&TransportStats>) -> Vec<String> {
+    transport.map_or_else(Vec::new, |t| {
+        t.problems()
+            .into_iter()
+            .map(|p| format!("the {who}'s {p}"))
+            .collect()
+    })
+}
+
 /// Fills the record from the client's events and the sampler's readings; returns the problems
 /// the checks found (the sample fails for them once the peers shut down cleanly) and the
 /// warnings to show (a sampler that gave nothing).
@@ -38,13 +50,15 @@ pub(crate) fn apply(
     usage: Result<WindowUsage, String>,
     context: &Context<'_>,
 ) -> (Vec<String>, Vec<String>) {
+    let transport = transport_problems("client", report.transport.as_deref());
     let result = ClientResult::from((armed, report));
     let measured = measure(&result, Detail::Record);
     let asked = Asked {
         window_ns: context.window.as_nanos() as u64,
         drain_ns: context.drain.as_nanos() as u64,
     };
-    let problems = check_report(&record.config, asked, &result, &measured);
+    let mut problems = check_report(&record.config, asked, &result, &measured);
+    problems.extend(transport);
     record.metrics = measured.ok().map(|m| m.metrics);
     let mut warnings = Vec::new();
     let usage = match usage {

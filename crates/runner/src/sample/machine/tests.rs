@@ -5,7 +5,7 @@
 
 use super::*;
 use crate::procstat::GroupUsage;
-use rpcarena_protocol::event::{PeerError, Ready, Stopped};
+use rpcarena_protocol::event::{PeerError, Ready, Stopped, TransportStats};
 use rpcarena_protocol::histogram;
 use rpcarena_protocol::workload::Shape;
 use std::os::unix::process::ExitStatusExt;
@@ -188,8 +188,14 @@ impl Run {
             Role::Server => BTreeMap::from([("rpcs".to_string(), 104)]),
             Role::Client => BTreeMap::new(),
         };
-        self.event(role, Event::Stopped(Stopped { counters }))
-            .ended(role, exit(0))
+        self.event(
+            role,
+            Event::Stopped(Stopped {
+                counters,
+                ..Stopped::default()
+            }),
+        )
+        .ended(role, exit(0))
     }
 
     /// The sample measured, and the client's `stopped` after SHUTDOWN.
@@ -578,6 +584,56 @@ fn failed_checks_fail_the_sample_once_the_peers_shut_down_cleanly() {
     assert!(
         record.client.is_some() && record.metrics.is_some(),
         "kept for audit"
+    );
+}
+
+fn server_transport(transport: &str) -> Stopped {
+    Stopped {
+        counters: BTreeMap::from([("rpcs".to_string(), 104)]),
+        transport: Some(Box::new(TransportStats {
+            transport: transport.into(),
+            connections: 1,
+            packets_sent: Some(2400),
+            retransmitted: Some(3),
+            cwnd_bytes: Some(130_304),
+            ..TransportStats::default()
+        })),
+    }
+}
+
+#[test]
+fn the_servers_transport_is_kept_and_checked_like_the_clients() {
+    let mut run = Run::new();
+    run.measured(report()).actions();
+    run.stops(Role::Client);
+    run.event(Role::Server, Event::Stopped(server_transport("tcp")))
+        .ended(Role::Server, exit(0));
+    let record = run.record();
+    assert_eq!(record.status, SampleStatus::Ok, "{:?}", record.reason);
+    assert_eq!(record.server_counters["rpcs"], 104);
+    let t = record
+        .server
+        .and_then(|s| s.transport)
+        .expect("server.transport");
+    assert_eq!(
+        (t.packets_sent, t.retransmitted, t.cwnd_bytes),
+        (Some(2400), Some(3), Some(130_304))
+    );
+
+    // A malformed object fails the sample with the same words as the client's would.
+    let mut run = Run::new();
+    let mut report = report();
+    report.transport = Some(Box::new(TransportStats {
+        transport: "sctp".into(),
+        ..TransportStats::default()
+    }));
+    run.measured(report).actions();
+    run.stops(Role::Client);
+    run.event(Role::Server, Event::Stopped(server_transport("udp")))
+        .ended(Role::Server, exit(0));
+    assert_eq!(
+        run.reason(),
+        "the client's transport.transport is \"sctp\"; expected one of [\"tcp\", \"quic\"]; the server's transport.transport is \"udp\"; expected one of [\"tcp\", \"quic\"]"
     );
 }
 
