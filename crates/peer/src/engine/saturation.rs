@@ -46,6 +46,11 @@ impl StreamSender {
         }
     }
 
+    /// A stream of no window, standing in while the real one is lent out.
+    fn placeholder() -> StreamSender {
+        StreamSender::new(&Window::new(0, 0, 0))
+    }
+
     /// Whether the stream may open at `now`. Opening before the deadline admits its first
     /// message, so a stream never ends with no request (the server would refuse it).
     pub fn open(&mut self, now: Nanos) -> bool {
@@ -104,6 +109,38 @@ impl StreamSender {
     /// Whether the stream was opened.
     pub fn opened(&self) -> bool {
         self.opened
+    }
+}
+
+/// A lane's [`StreamSender`] lent to a transport that needs it shared (tonic moves the request
+/// stream into the call, so the stream locks a shared copy per message). Dropping the guard,
+/// also when the settle bound cancels the call, puts the shared state back into the lane's
+/// sender: a stream cut off there still counts what it sent, as a timeout, and never vanishes.
+pub struct SharedSender<'a> {
+    sender: &'a mut StreamSender,
+    shared: std::sync::Arc<std::sync::Mutex<StreamSender>>,
+}
+
+impl<'a> SharedSender<'a> {
+    /// Moves `sender`'s state into a shared copy until the guard is dropped.
+    pub fn lend(sender: &'a mut StreamSender) -> SharedSender<'a> {
+        let taken = std::mem::replace(sender, StreamSender::placeholder());
+        SharedSender {
+            sender,
+            shared: std::sync::Arc::new(std::sync::Mutex::new(taken)),
+        }
+    }
+
+    /// The shared copy, for the transport's request stream.
+    pub fn shared(&self) -> std::sync::Arc<std::sync::Mutex<StreamSender>> {
+        self.shared.clone()
+    }
+}
+
+impl Drop for SharedSender<'_> {
+    fn drop(&mut self) {
+        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        *self.sender = std::mem::replace(&mut *shared, StreamSender::placeholder());
     }
 }
 
@@ -236,6 +273,32 @@ mod tests {
         assert_eq!((tally.responses, tally.response_bytes), (1, 3));
         assert_eq!(tally.histogram.len(), 4);
         assert!(tally.histogram.equivalent(tally.histogram.max(), 30));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_lent_sender_comes_back_when_the_call_is_cancelled() {
+        let window = Window::new(0, 1_000, 0);
+        let mut sender = StreamSender::new(&window);
+        assert!(sender.open(0));
+        let cancelled = async {
+            let lent = SharedSender::lend(&mut sender);
+            let shared = lent.shared();
+            for t in [10, 20, 30] {
+                let mut s = shared.lock().unwrap();
+                assert!(s.next_message(t).is_some());
+                s.accepted(t + 5, 8);
+            }
+            std::future::pending::<()>().await;
+            drop(lent);
+        };
+        tokio::select! {
+            biased;
+            () = cancelled => unreachable!("never ends"),
+            () = tokio::time::sleep(std::time::Duration::from_millis(1)) => {}
+        }
+        assert!(sender.opened());
+        assert_eq!(sender.sent(), 3);
+        assert_eq!(sender.tally.request_bytes, 24);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use super::{
     tune_tcp,
 };
 use crate::engine::pool::{Submitter, Ticket};
-use crate::engine::saturation::StreamSender;
+use crate::engine::saturation::{SharedSender, StreamSender};
 use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::Failure;
 use crate::service::bench_service_server::{BenchService, BenchServiceServer};
@@ -32,7 +32,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -394,11 +394,11 @@ impl Lane for GrpcLane {
             ..
         } = self.workload;
         // The stream moves into tonic, so it works on a shared copy of the sender (locked once
-        // per message, by one task at a time), which comes back when the call ends.
-        let placeholder = || StreamSender::new(&crate::engine::Window::new(0, 0, 0));
-        let shared = Arc::new(Mutex::new(std::mem::replace(sender, placeholder())));
+        // per message, by one task at a time), which comes back when the call ends or is
+        // cancelled at the settle bound.
+        let lent = SharedSender::lend(sender);
         let requests = stream::unfold(
-            (shared.clone(), clock.clone(), false),
+            (lent.shared(), clock.clone(), false),
             move |(shared, clock, started)| async move {
                 let seq = {
                     let mut sender = shared.lock().unwrap_or_else(|p| p.into_inner());
@@ -419,10 +419,7 @@ impl Lane for GrpcLane {
             },
             Err(e) => Err(e),
         };
-        *sender = std::mem::replace(
-            &mut *shared.lock().unwrap_or_else(|p| p.into_inner()),
-            placeholder(),
-        );
+        drop(lent);
         let summary = result?;
         check_stream_summary(
             &summary,
