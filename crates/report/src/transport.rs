@@ -287,7 +287,7 @@ Why a configuration is as fast as it is, medians over good samples. Pairs are cl
     );
     let _ = writeln!(
         out,
-        "| Cell | Shape | c | ops/s | transport | pkts/op | lost or retx per 1000 | client cwnd cuts/s | cwnd KiB mean (min) | srtt ms | busy or batch | link c->s pkts / lost / qdrop / wait ms | link s->c |"
+        "| Cell | Shape | c | ops/s | transport | pkts/op (client / server) | lost or retx per 1000 (client / server) | client cwnd cuts/s | cwnd KiB mean (min) (client / server) | srtt ms (client / server) | busy or batch | link c->s pkts / lost / qdrop / wait ms | link s->c |"
     );
     let _ = writeln!(out, "|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|");
     for line in lines {
