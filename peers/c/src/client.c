@@ -32,85 +32,114 @@ static void fail_phase_if_failed(const tally_t *t, phase_id ph) {
     out_error_exit(ph, t->first_code, "%s", t->first_failure);
 }
 
-void client_main(const client_args *a) {
+/* The --ca file, refused unless it holds at least one parsable PEM certificate (both stacks get
+ * the same check). */
+static char *read_ca(const char *path) {
     char err[512] = "";
     size_t ca_len = 0;
-    char *ca = read_file(a->ca, 1 << 20, &ca_len, err, sizeof err);
-    if (!ca) out_error_exit(PH_STARTUP, CODE_CONFIG, "--ca %s: %s", a->ca, err);
-    /* both stacks get the same check: at least one parsable PEM certificate */
+    char *ca = read_file(path, 1 << 20, &ca_len, err, sizeof err);
+    if (!ca) out_error_exit(PH_STARTUP, CODE_CONFIG, "--ca %s: %s", path, err);
     gnutls_x509_crt_t *crts = NULL;
     unsigned n_crts = 0;
     gnutls_datum_t pem = {(unsigned char *)ca, (unsigned)ca_len};
     int rc = gnutls_x509_crt_list_import2(&crts, &n_crts, &pem, GNUTLS_X509_FMT_PEM, 0);
     if (rc < 0 || n_crts == 0)
-        out_error_exit(PH_STARTUP, CODE_CONFIG, "--ca %s: no usable PEM certificate (%s)", a->ca,
+        out_error_exit(PH_STARTUP, CODE_CONFIG, "--ca %s: no usable PEM certificate (%s)", path,
                        rc < 0 ? gnutls_strerror(rc) : "none found");
     for (unsigned i = 0; i < n_crts; i++) gnutls_x509_crt_deinit(crts[i]);
     gnutls_free(crts);
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    return ca;
+}
 
-    workload_t w = {a->shape, a->request_size, a->response_size, a->messages, a->payload};
-    client_stack s = {0};
+/* Connects the stack (stdin is read from here on); returns how long connecting took. */
+static uint64_t connect_stack(const client_args *a, const workload_t *w, const char *ca, client_stack *s) {
     failure_t f;
     fail_clear(&f);
-    bool made = a->stack == STACK_GRPC ? grpc_client_new(a, &w, ca, &s, &f)
-                                       : quic_client_new(a, &w, ca, &s, &f);
+    bool made = a->stack == STACK_GRPC ? grpc_client_new(a, w, ca, s, &f)
+                                       : quic_client_new(a, w, ca, s, &f);
     if (!made) out_error_exit(PH_STARTUP, f.code, "%s", f.msg);
 
     /* A client reads stdin from the moment it starts connecting. */
     control_set_phase(PH_CONNECT);
     control_start(true);
     uint64_t t_connect = now_ns();
-    if (!s.connect(s.self, &f)) out_error_exit(PH_CONNECT, f.code, "%s", f.msg);
-    uint64_t connect_ns = now_ns() - t_connect;
+    if (!s->connect(s->self, &f)) out_error_exit(PH_CONNECT, f.code, "%s", f.msg);
+    return now_ns() - t_connect;
+}
 
+/* Each phase runs on client_main's phase_t and tally_t: the stacks keep a pointer to the last
+ * phase (cl->ph) after their run returns, so the phase must outlive it. */
+
+/* The one validation operation; exits with its failure. */
+static void validate(const client_args *a, client_stack *s, phase_t *p, tally_t *t) {
     control_set_phase(PH_VALIDATE);
-    phase_t p;
-    tally_t t;
-    phase_make(&p, RUN_VALIDATE, a, now_ns());
-    tally_init(&t, &p);
-    s.run(s.self, &p, &t);
-    fail_phase_if_failed(&t, PH_VALIDATE);
-    if (t.completed != 1)
+    phase_make(p, RUN_VALIDATE, a, now_ns());
+    tally_init(t, p);
+    s->run(s->self, p, t);
+    fail_phase_if_failed(t, PH_VALIDATE);
+    if (t->completed != 1)
         out_error_exit(PH_VALIDATE, CODE_INTERNAL, "the validation operation did not complete");
-    tally_free(&t);
+    tally_free(t);
+}
 
-    uint64_t warmup_completed = 0;
-    if (a->warmup_ms > 0) {
-        control_set_phase(PH_WARMUP);
-        phase_make(&p, RUN_WARMUP, a, now_ns());
-        tally_init(&t, &p);
-        s.run(s.self, &p, &t);
-        fail_phase_if_failed(&t, PH_WARMUP);
-        warmup_completed = a->load == LOAD_SEND_SATURATION ? t.received : t.completed;
-        tally_free(&t);
-    }
+/* The warm-up (none when --warmup-ms is 0); returns how many operations it completed. */
+static uint64_t warm_up(const client_args *a, client_stack *s, phase_t *p, tally_t *t) {
+    if (a->warmup_ms == 0) return 0;
+    control_set_phase(PH_WARMUP);
+    phase_make(p, RUN_WARMUP, a, now_ns());
+    tally_init(t, p);
+    s->run(s->self, p, t);
+    fail_phase_if_failed(t, PH_WARMUP);
+    uint64_t completed = a->load == LOAD_SEND_SATURATION ? t->received : t->completed;
+    tally_free(t);
+    return completed;
+}
 
+static void emit_armed(const client_args *a, const client_stack *s, uint64_t connect_ns, uint64_t warmup_completed) {
     json_t j;
     json_init(&j);
     json_open(&j);
     json_int(&j, "protocol", 1);
     json_str(&j, "event", "armed");
     json_int(&j, "lanes", client_lanes(a));
-    json_int(&j, "connections", s.connections);
+    json_int(&j, "connections", s->connections);
     json_counter(&j, "connect_ns", connect_ns);
     json_counter(&j, "warmup_completed", warmup_completed);
     json_close(&j);
     out_event_then_phase(json_text(&j), PH_ARMED);
     json_free(&j);
+}
 
-    uint64_t t0 = 0;
-    if (control_wait(&t0) != CTL_START) close_and_stop(&s);
-    phase_make(&p, RUN_MEASURE, a, t0);
-    tally_init(&t, &p);
-    s.run(s.self, &p, &t);
+/* The measured phase from t0 (the START command's time) and its sample event. */
+static void measure(const client_args *a, client_stack *s, uint64_t t0, phase_t *p, tally_t *t) {
+    phase_make(p, RUN_MEASURE, a, t0);
+    tally_init(t, p);
+    s->run(s->self, p, t);
     tstats ts = {0};
-    if (s.transport) s.transport(s.self, &ts);
-    char *line = sample_event(&t, &p, a, &ts);
+    if (s->transport) s->transport(s->self, &ts);
+    char *line = sample_event(t, p, a, &ts);
     if (!line) out_error_exit(PH_MEASURE, CODE_INTERNAL, "cannot build the sample event");
     out_event_then_phase(line, PH_SAMPLED);
     free(line);
-    tally_free(&t);
+    tally_free(t);
+}
+
+void client_main(const client_args *a) {
+    char *ca = read_ca(a->ca);
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+
+    workload_t w = {a->shape, a->request_size, a->response_size, a->messages, a->payload};
+    client_stack s = {0};
+    uint64_t connect_ns = connect_stack(a, &w, ca, &s);
+    phase_t p;
+    tally_t t;
+    validate(a, &s, &p, &t);
+    uint64_t warmup_completed = warm_up(a, &s, &p, &t);
+    emit_armed(a, &s, connect_ns, warmup_completed);
+
+    uint64_t t0 = 0;
+    if (control_wait(&t0) != CTL_START) close_and_stop(&s);
+    measure(a, &s, t0, &p, &t);
     (void)control_wait(NULL); /* SHUTDOWN; anything else is handled by the stdin thread */
     close_and_stop(&s);
 }

@@ -547,112 +547,152 @@ static void process_ready(qconn *c) {
     }
 }
 
+/* ------------------------------------------------------------------ writing packets */
+
+/* Packets of one size waiting for one GSO send: `count` packets, `off` bytes, each `segment`
+ * bytes but the last, which may be shorter. */
+typedef struct {
+    uint8_t *buf;
+    size_t off, segment;
+    int count;
+} gso_batch;
+
+static void batch_flush(qconn *c, gso_batch *b) {
+    if (b->count) send_batch(c, b->buf, b->off, b->segment, b->count);
+    b->off = 0;
+    b->count = 0;
+}
+
+/* Takes the packet of `n` bytes just written at the batch's end: packets of one size stay
+ * together; a shorter one ends the batch, a longer one starts the next. Sends a full batch. */
+static void batch_add(qconn *c, gso_batch *b, size_t n, size_t max) {
+    uint8_t *pkt = b->buf + b->off;
+    if (b->count == 0) {
+        b->segment = n;
+        b->off += n;
+        b->count = 1;
+    } else if (n == b->segment) {
+        b->off += n;
+        b->count++;
+    } else if (n < b->segment) {
+        b->off += n;
+        b->count++;
+        batch_flush(c, b);
+    } else {
+        send_batch(c, b->buf, b->off, b->segment, b->count);
+        memmove(b->buf, pkt, n);
+        b->off = n;
+        b->segment = n;
+        b->count = 1;
+    }
+    if (b->count == GSO_MAX_SEGMENTS || b->off + max > GSO_MAX_SEGMENTS * 1500) batch_flush(c, b);
+}
+
+/* Takes s off the send list; returns the stream after it (NULL when s was the only one). */
+static qstream *send_list_unlink(qstream *s) {
+    qstream *next = s->snext == s ? NULL : s->snext;
+    send_list_remove(s);
+    return next;
+}
+
+/* The stream to write from, starting at s: asks producers for more as it goes and drops streams
+ * with nothing to send from the send list (one lap at most); NULL when none has output. */
+static qstream *next_with_output(qconn *c, qstream *s) {
+    qloop *l = c->loop;
+    size_t visited = 0;
+    while (s && visited <= c->n_streams) {
+        if (qs_unsent(s) < QS_LOW_WATER && !s->fin_queued && l->hooks.fill && s->app) l->hooks.fill(c, s);
+        if (has_output(s)) break;
+        qstream *n = send_list_unlink(s);
+        s = n ? (n->in_send_list ? n : c->send_head) : c->send_head;
+        visited++;
+    }
+    return s && has_output(s) ? s : NULL;
+}
+
+/* What one ngtcp2_conn_writev_stream call is given from a stream (none: control frames only). */
+typedef struct {
+    ngtcp2_vec v;
+    size_t vcnt;
+    int64_t sid;
+    uint32_t flags;
+} stream_piece;
+
+static stream_piece piece_of(qstream *s) {
+    stream_piece p = {{NULL, 0}, 0, -1, NGTCP2_WRITE_STREAM_FLAG_MORE};
+    if (s) {
+        p.sid = s->id;
+        p.vcnt = stream_vec(s, &p.v);
+        if (s->fin_queued && s->queued - s->sent == p.v.len) p.flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+    }
+    return p;
+}
+
+static bool piece_ends(const stream_piece *p, ngtcp2_ssize wlen) {
+    return (p->flags & NGTCP2_WRITE_STREAM_FLAG_FIN) && (size_t)wlen == p->v.len;
+}
+
+/* A negative answer of ngtcp2_conn_writev_stream that concerns only the stream: records it and
+ * sets *sp to the stream to go on with. False for an error of the connection. */
+static bool stream_write_status(qstream **sp, ngtcp2_ssize n, const stream_piece *p, ngtcp2_ssize wlen) {
+    qstream *s = *sp;
+    if (n == NGTCP2_ERR_WRITE_MORE) {
+        stream_sent(s, (size_t)wlen, piece_ends(p, wlen));
+        if (!has_output(s)) *sp = send_list_unlink(s);
+        return true;
+    }
+    if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
+        s->blocked = true;
+        *sp = send_list_unlink(s);
+        return true;
+    }
+    if (n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) {
+        s->shut = true;
+        *sp = send_list_unlink(s);
+        return true;
+    }
+    return false;
+}
+
+/* After a packet: records what it carried of s; the next stream in turn (streams take turns). */
+static qstream *after_packet(qconn *c, qstream *s, const stream_piece *p, ngtcp2_ssize wlen) {
+    if (!s || wlen < 0) return c->send_head;
+    stream_sent(s, (size_t)wlen, piece_ends(p, wlen));
+    qstream *next = s->snext;
+    if (!has_output(s)) send_list_remove(s);
+    return next && next->in_send_list ? next : c->send_head;
+}
+
 static void conn_write(qconn *c) {
     if (c->closed || c->failed) return;
     size_t max = ngtcp2_conn_get_path_max_tx_udp_payload_size(c->conn);
-    static uint8_t batch[GSO_MAX_SEGMENTS * 1500 + 65536];
-    size_t off = 0, segment = 0;
-    int count = 0;
+    static uint8_t batch_buf[GSO_MAX_SEGMENTS * 1500 + 65536];
+    gso_batch batch = {batch_buf, 0, 0, 0};
     ngtcp2_path_storage ps;
     ngtcp2_path_storage_zero(&ps);
     ngtcp2_pkt_info pi;
     uint64_t ts = now_ns();
     qstream *s = c->send_head;
     int packets = 0;
-    qloop *l = c->loop;
     while (packets < MAX_PACKETS_PER_WRITE) {
-        /* find a stream with something to send, asking producers for more */
-        size_t visited = 0;
-        while (s && visited <= c->n_streams) {
-            if (qs_unsent(s) < QS_LOW_WATER && !s->fin_queued && l->hooks.fill && s->app) l->hooks.fill(c, s);
-            if (has_output(s)) break;
-            qstream *n = s->snext == s ? NULL : s->snext;
-            send_list_remove(s);
-            s = n ? (n->in_send_list ? n : c->send_head) : c->send_head;
-            visited++;
-        }
-        if (s && !has_output(s)) s = NULL;
-        ngtcp2_vec v = {NULL, 0};
-        size_t vcnt = 0;
-        int64_t sid = -1;
-        uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
-        if (s) {
-            sid = s->id;
-            vcnt = stream_vec(s, &v);
-            if (s->fin_queued && s->queued - s->sent == v.len) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
-        }
+        s = next_with_output(c, s);
+        stream_piece p = piece_of(s);
         ngtcp2_ssize wlen = -1;
-        uint8_t *buf = batch + off;
-        ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, buf, max, &wlen, flags, sid,
-                                                   vcnt ? &v : NULL, vcnt, ts);
+        ngtcp2_ssize n = ngtcp2_conn_writev_stream(c->conn, &ps.path, &pi, batch.buf + batch.off, max, &wlen,
+                                                   p.flags, p.sid, p.vcnt ? &p.v : NULL, p.vcnt, ts);
         if (n < 0) {
-            if (n == NGTCP2_ERR_WRITE_MORE) {
-                stream_sent(s, (size_t)wlen, (flags & NGTCP2_WRITE_STREAM_FLAG_FIN) && (size_t)wlen == v.len);
-                if (!has_output(s)) {
-                    qstream *next = s->snext == s ? NULL : s->snext;
-                    send_list_remove(s);
-                    s = next;
-                }
-                continue;
-            }
-            if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
-                s->blocked = true;
-                qstream *next = s->snext == s ? NULL : s->snext;
-                send_list_remove(s);
-                s = next;
-                continue;
-            }
-            if (n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) {
-                s->shut = true;
-                qstream *next = s->snext == s ? NULL : s->snext;
-                send_list_remove(s);
-                s = next;
-                continue;
-            }
-            if (count) send_batch(c, batch, off, segment, count);
+            if (stream_write_status(&s, n, &p, wlen)) continue;
+            batch_flush(c, &batch);
             conn_fail(c, (int)n, "ngtcp2_conn_writev_stream");
             return;
         }
         if (n == 0) break;
-        if (s && wlen >= 0) {
-            stream_sent(s, (size_t)wlen, (flags & NGTCP2_WRITE_STREAM_FLAG_FIN) && (size_t)wlen == v.len);
-            qstream *next = s->snext;
-            if (!has_output(s)) send_list_remove(s);
-            s = next && next->in_send_list ? next : c->send_head; /* take turns */
-        } else {
-            s = c->send_head;
-        }
+        s = after_packet(c, s, &p, wlen);
         packets++;
         c->tx_packets++;
-        /* batch packets of one size for GSO; a shorter one ends the batch, a longer one starts
-         * the next */
-        if (count == 0) {
-            segment = (size_t)n;
-            off += (size_t)n;
-            count = 1;
-        } else if ((size_t)n == segment) {
-            off += (size_t)n;
-            count++;
-        } else if ((size_t)n < segment) {
-            off += (size_t)n;
-            count++;
-            send_batch(c, batch, off, segment, count);
-            off = 0;
-            count = 0;
-        } else {
-            send_batch(c, batch, off, segment, count);
-            memmove(batch, buf, (size_t)n);
-            off = (size_t)n;
-            segment = (size_t)n;
-            count = 1;
-        }
-        if (count == GSO_MAX_SEGMENTS || off + max > GSO_MAX_SEGMENTS * 1500) {
-            send_batch(c, batch, off, segment, count);
-            off = 0;
-            count = 0;
-        }
+        batch_add(c, &batch, (size_t)n, max);
     }
-    if (count) send_batch(c, batch, off, segment, count);
+    batch_flush(c, &batch);
     ngtcp2_conn_update_pkt_tx_time(c->conn, ts);
 }
 

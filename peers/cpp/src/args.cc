@@ -167,35 +167,20 @@ HostPort parse_host_port(const std::string& what, const std::string& text) {
   return hp;
 }
 
-Command parse_args(const std::vector<std::string>& argv) {
-  if (argv.empty()) throw ArgError("no command given; expected capabilities, server or client");
-  const std::string& cmd = argv[0];
-  Command out;
-  if (cmd == "capabilities") {
-    if (argv.size() > 1) throw ArgError("capabilities takes no arguments, got " + argv[1]);
-    out.kind = Command::Kind::kCapabilities;
-    return out;
-  }
-  if (cmd == "server") {
-    Pairs p = pairs(argv, 1, {"stack", "listen", "cert", "key"}, "server");
-    out.kind = Command::Kind::kServer;
-    out.server.stack = stack_arg(need(p, "stack", "server"));
-    out.server.listen = parse_host_port("--listen", need(p, "listen", "server"));
-    out.server.cert = need(p, "cert", "server");
-    out.server.key = need(p, "key", "server");
-    return out;
-  }
-  if (cmd != "client") {
-    throw ArgError("unknown command \"" + cmd + "\"; expected capabilities, server or client");
-  }
-  Pairs p = pairs(argv, 1,
-                  {"stack", "server", "server-name", "ca", "shape", "concurrency", "request-size",
-                   "response-size", "messages-per-stream", "load", "payload", "in-flight",
-                   "max-in-flight", "streams", "settle-ms", "rate", "arrival", "seed", "warmup-ms",
-                   "window-ms", "drain-ms"},
-                  "client");
-  out.kind = Command::Kind::kClient;
-  ClientArgs& c = out.client;
+namespace {
+
+ServerArgs server_args(const std::vector<std::string>& argv) {
+  Pairs p = pairs(argv, 1, {"stack", "listen", "cert", "key"}, "server");
+  ServerArgs s;
+  s.stack = stack_arg(need(p, "stack", "server"));
+  s.listen = parse_host_port("--listen", need(p, "listen", "server"));
+  s.cert = need(p, "cert", "server");
+  s.key = need(p, "key", "server");
+  return s;
+}
+
+// The arguments every client takes, whatever its load model.
+void common_client_args(Pairs& p, ClientArgs& c) {
   const std::string k = "client";
   c.stack = stack_arg(need(p, "stack", k));
   c.server = parse_host_port("--server", need(p, "server", k));
@@ -224,19 +209,23 @@ Command parse_args(const std::vector<std::string>& argv) {
   c.warmup_ms = unsigned_arg("warmup-ms", need(p, "warmup-ms", k), 0, kMaxMs);
   c.window_ms = unsigned_arg("window-ms", need(p, "window-ms", k), 1, kMaxMs);
   c.drain_ms = unsigned_arg("drain-ms", need(p, "drain-ms", k), 0, kMaxMs);
+}
 
-  if (c.payload == PayloadKind::kStructured) {
-    for (auto [key, size] : {std::pair<const char*, uint32_t>{"request-size", c.request_size},
-                             {"response-size", c.response_size}}) {
-      if (size == 1 || size == 2) {
-        throw ArgError(std::string("--") + key + " " + std::to_string(size) +
-                       " with --payload structured: a structured payload of " +
-                       std::to_string(size) + " bytes cannot be built; use 0 or at least 3");
-      }
+// A structured payload needs room for its framing: 0 bytes or at least 3.
+void check_structured_sizes(const ClientArgs& c) {
+  if (c.payload != PayloadKind::kStructured) return;
+  for (auto [key, size] : {std::pair<const char*, uint32_t>{"request-size", c.request_size},
+                           {"response-size", c.response_size}}) {
+    if (size == 1 || size == 2) {
+      throw ArgError(std::string("--") + key + " " + std::to_string(size) +
+                     " with --payload structured: a structured payload of " +
+                     std::to_string(size) + " bytes cannot be built; use 0 or at least 3");
     }
   }
+}
 
-  // Model arguments: required by their model, refused with any other.
+// Model arguments: required by their model, refused with any other.
+void check_model_args(const Pairs& p, Load load) {
   struct Specific {
     const char* key;
     Load owner;
@@ -250,13 +239,17 @@ Command parse_args(const std::vector<std::string>& argv) {
   };
   for (const Specific& s : specific) {
     bool given = p.count(s.key) > 0;
-    if (given && s.owner != c.load) {
-      throw ArgError(std::string("--") + s.key + " does not apply to --load " + name(c.load));
+    if (given && s.owner != load) {
+      throw ArgError(std::string("--") + s.key + " does not apply to --load " + name(load));
     }
-    if (!given && s.required && s.owner == c.load) {
-      throw ArgError(std::string("--load ") + name(c.load) + " needs --" + s.key);
+    if (!given && s.required && s.owner == load) {
+      throw ArgError(std::string("--load ") + name(load) + " needs --" + s.key);
     }
   }
+}
+
+// The model arguments given (check_model_args has made sure they fit the model).
+void model_args(Pairs& p, ClientArgs& c) {
   if (p.count("in-flight"))
     c.in_flight = static_cast<uint32_t>(unsigned_arg("in-flight", p["in-flight"], 1, kMaxInFlight));
   if (p.count("max-in-flight"))
@@ -272,9 +265,44 @@ Command parse_args(const std::vector<std::string>& argv) {
   if (p.count("arrival"))
     c.arrival = choice<Arrival>("arrival", p["arrival"], {Arrival::kConstant, Arrival::kPoisson});
   if (p.count("seed")) c.seed = unsigned_arg("seed", p["seed"], 0, UINT64_MAX);
+}
+
+ClientArgs client_args(const std::vector<std::string>& argv) {
+  Pairs p = pairs(argv, 1,
+                  {"stack", "server", "server-name", "ca", "shape", "concurrency", "request-size",
+                   "response-size", "messages-per-stream", "load", "payload", "in-flight",
+                   "max-in-flight", "streams", "settle-ms", "rate", "arrival", "seed", "warmup-ms",
+                   "window-ms", "drain-ms"},
+                  "client");
+  ClientArgs c;
+  common_client_args(p, c);
+  check_structured_sizes(c);
+  check_model_args(p, c.load);
+  model_args(p, c);
   if (c.load == Load::kSendSaturation && c.shape != Shape::kClientStream) {
     throw ArgError(std::string("--load send-saturation runs client streams only, not --shape ") +
                    name(c.shape));
+  }
+  return c;
+}
+
+}  // namespace
+
+Command parse_args(const std::vector<std::string>& argv) {
+  if (argv.empty()) throw ArgError("no command given; expected capabilities, server or client");
+  const std::string& cmd = argv[0];
+  Command out;
+  if (cmd == "capabilities") {
+    if (argv.size() > 1) throw ArgError("capabilities takes no arguments, got " + argv[1]);
+    out.kind = Command::Kind::kCapabilities;
+  } else if (cmd == "server") {
+    out.server = server_args(argv);
+    out.kind = Command::Kind::kServer;
+  } else if (cmd == "client") {
+    out.client = client_args(argv);
+    out.kind = Command::Kind::kClient;
+  } else {
+    throw ArgError("unknown command \"" + cmd + "\"; expected capabilities, server or client");
   }
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include <unistd.h>
 
@@ -95,96 +96,106 @@ Json sample_event(const ClientArgs& args, const PhaseResult& r, int64_t window_n
   return s;
 }
 
-}  // namespace
-
-int run_client(const ClientArgs& args) {
-  // startup: the CA must be readable and hold a certificate (config error, exit 2 otherwise).
+// startup: the CA must be readable and hold a certificate (config error, exit 2 otherwise).
+void check_ca(const ClientArgs& args) {
   std::string ca = read_file("--ca", args.ca);
   try {
     check_certificates_pem(ca);
   } catch (const std::exception& e) {
     throw Failure(phase::kStartup, code::kConfig, "--ca " + args.ca + ": " + e.what());
   }
+}
 
-  Wakeup wakeup;
-  Commands commands(wakeup);
-  commands.start();  // stdin is read from the moment the client starts connecting
-  auto busy_stop = [&commands] { return commands.has_input(); };
+// What every phase of one client works with. A phase stops early when a line arrives on stdin
+// (busy_stop) and then settles it with `interrupted`.
+struct Client {
+  const ClientArgs& args;
+  Wakeup& wakeup;
+  Commands& commands;
+  std::function<bool()> busy_stop;
+  ClosableStack* stack = nullptr;
+};
 
-  // connect
+// connect: returns how long it took.
+int64_t connect_stack(Client& c) {
   int64_t began = now_ns();
   // Never destroyed: a failure below ends the process right after its error event, while the
   // stack's threads may still be running.
-  ClosableStack* stack = (args.stack == Stack::kGrpc ? connect_grpc(args, wakeup, busy_stop)
-                                                     : connect_quic(args, wakeup, busy_stop))
-                             .release();
-  if (!stack) interrupted(commands, phase::kConnect);
-  int64_t connect_ns = now_ns() - began;
+  c.stack = (c.args.stack == Stack::kGrpc ? connect_grpc(c.args, c.wakeup, c.busy_stop)
+                                          : connect_quic(c.args, c.wakeup, c.busy_stop))
+                .release();
+  if (!c.stack) interrupted(c.commands, phase::kConnect);
+  return now_ns() - began;
+}
 
-  // validate: one operation of the configured shape (send-saturation: a client stream of
-  // --messages-per-stream messages), checked as every measured one is.
+// validate: one operation of the configured shape (send-saturation: a client stream of
+// --messages-per-stream messages), checked as every measured one is.
+void validate(Client& c) {
   bool abandoned = false;
-  OpResult validated = run_single(*stack, kValidateBound, wakeup, busy_stop, &abandoned);
-  if (abandoned) interrupted(commands, phase::kValidate);
+  OpResult validated = run_single(*c.stack, kValidateBound, c.wakeup, c.busy_stop, &abandoned);
+  if (abandoned) interrupted(c.commands, phase::kValidate);
   if (!validated.ok) {
     throw Failure(phase::kValidate, validated.code,
                   "the validation operation failed: " + validated.message);
   }
+}
 
-  // warmup: the configured model for --warmup-ms; every warmup operation then finishes within
-  // --drain-ms.
-  uint64_t warmup_completed = 0;
-  if (args.warmup_ms > 0) {
-    PhaseSpec spec;
-    spec.t0 = now_ns();
-    spec.window_ns = static_cast<int64_t>(args.warmup_ms) * 1000000;
-    spec.bound_ns = static_cast<int64_t>(args.drain_ms) * 1000000;
-    PhaseResult warm = run_phase(*stack, args, spec, wakeup, busy_stop);
-    if (warm.abandoned) interrupted(commands, phase::kWarmup);
-    if (warm.totals.failed > 0) {
-      throw Failure(phase::kWarmup, warm.totals.first_code,
-                    std::to_string(warm.totals.failed) +
-                        " of the warmup operations failed; the first: " + warm.totals.first_failure);
-    }
-    warmup_completed = warm.totals.completed;
+// warmup: the configured model for --warmup-ms; every warmup operation then finishes within
+// --drain-ms. Returns how many completed.
+uint64_t warm_up(Client& c) {
+  if (c.args.warmup_ms == 0) return 0;
+  PhaseSpec spec;
+  spec.t0 = now_ns();
+  spec.window_ns = static_cast<int64_t>(c.args.warmup_ms) * 1000000;
+  spec.bound_ns = static_cast<int64_t>(c.args.drain_ms) * 1000000;
+  PhaseResult warm = run_phase(*c.stack, c.args, spec, c.wakeup, c.busy_stop);
+  if (warm.abandoned) interrupted(c.commands, phase::kWarmup);
+  if (warm.totals.failed > 0) {
+    throw Failure(phase::kWarmup, warm.totals.first_code,
+                  std::to_string(warm.totals.failed) +
+                      " of the warmup operations failed; the first: " + warm.totals.first_failure);
   }
+  return warm.totals.completed;
+}
 
-  emit("armed", Json{{"lanes", args.lanes()},
-                     {"connections", stack->connections()},
-                     {"connect_ns", counter(static_cast<uint64_t>(connect_ns))},
-                     {"warmup_completed", counter(warmup_completed)}});
-
-  Input in = commands.wait();
+// armed: waits for START (SHUTDOWN stops at once).
+void await_start(Client& c) {
+  Input in = c.commands.wait();
   if (in.kind == Input::Kind::kShutdown) {
-    stack->close();
+    c.stack->close();
     stop_now();
   }
   if (in.kind == Input::Kind::kUnknown) {
     throw Failure(phase::kArmed, code::kProtocol,
                   "unknown command \"" + one_line(in.line) + "\" while armed; expected START or SHUTDOWN");
   }
+}
 
-  // measure
+// measure: the window and its drain, then the `sample` event.
+void measure(Client& c) {
   PhaseSpec spec;
   spec.t0 = now_ns();
-  spec.window_ns = static_cast<int64_t>(args.window_ms) * 1000000;
-  spec.bound_ns = static_cast<int64_t>(args.drain_ms) * 1000000;
+  spec.window_ns = static_cast<int64_t>(c.args.window_ms) * 1000000;
+  spec.bound_ns = static_cast<int64_t>(c.args.drain_ms) * 1000000;
   spec.measure = true;
   // The transport statistics: read at START, polled through the window, read after the drain.
+  ClosableStack* stack = c.stack;
   std::optional<Poller> poller;
   if (!stack->transport().empty()) {
     poller.emplace(stack->transport(), [stack] { return stack->read_transport(); });
   }
-  PhaseResult measured = run_phase(*stack, args, spec, wakeup, busy_stop);
-  if (measured.abandoned) interrupted(commands, phase::kMeasure);
+  PhaseResult measured = run_phase(*stack, c.args, spec, c.wakeup, c.busy_stop);
+  if (measured.abandoned) interrupted(c.commands, phase::kMeasure);
   std::optional<TransportStats> transport;
   if (poller) transport = poller->finish();
-  emit("sample", sample_event(args, measured, spec.window_ns, transport));
+  emit("sample", sample_event(c.args, measured, spec.window_ns, transport));
+}
 
-  // sampled: wait for SHUTDOWN; one sample per client.
+// sampled: wait for SHUTDOWN; one sample per client.
+void await_shutdown(Commands& commands) {
   for (;;) {
     Input next = commands.wait();
-    if (next.kind == Input::Kind::kShutdown) break;
+    if (next.kind == Input::Kind::kShutdown) return;
     if (next.kind == Input::Kind::kStart) {
       throw Failure(phase::kShutdown, code::kProtocol,
                     "a second START after the sample; a client reports one sample");
@@ -192,7 +203,28 @@ int run_client(const ClientArgs& args) {
     throw Failure(phase::kShutdown, code::kProtocol,
                   "unknown command \"" + one_line(next.line) + "\" after the sample; expected SHUTDOWN");
   }
-  stack->close();
+}
+
+}  // namespace
+
+int run_client(const ClientArgs& args) {
+  check_ca(args);
+  Wakeup wakeup;
+  Commands commands(wakeup);
+  commands.start();  // stdin is read from the moment the client starts connecting
+  Client c{args, wakeup, commands, [&commands] { return commands.has_input(); }};
+
+  int64_t connect_ns = connect_stack(c);
+  validate(c);
+  uint64_t warmup_completed = warm_up(c);
+  emit("armed", Json{{"lanes", args.lanes()},
+                     {"connections", c.stack->connections()},
+                     {"connect_ns", counter(static_cast<uint64_t>(connect_ns))},
+                     {"warmup_completed", counter(warmup_completed)}});
+  await_start(c);
+  measure(c);
+  await_shutdown(commands);
+  c.stack->close();
   stop_now();
 }
 

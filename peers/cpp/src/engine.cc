@@ -347,19 +347,10 @@ void SaturationStream::stream_done(OpResult&& r) {
   run->release();
 }
 
-}  // namespace
-
-PhaseResult run_phase(ClientStack& stack, const ClientArgs& args, const PhaseSpec& spec,
-                      Wakeup& wakeup, const std::function<bool()>& stop) {
-  // Never freed: a late completion (after the drain bound, or after SHUTDOWN) may still reach it.
-  Run* run = new Run(stack, args, spec, wakeup);
-  int64_t bound_ns = spec.bound_ns;
-  if (args.load == Load::kSendSaturation) {
-    bound_ns = std::min<int64_t>(bound_ns, static_cast<int64_t>(args.settle_ms) * 1000000);
-  }
-  int64_t bound_at = run->deadline + bound_ns;
+// Starts the load model: the lanes, the submitter, the generator or the streams. Returns the
+// generator's thread (open load only).
+std::thread start_load(Run* run, ClientStack& stack, const ClientArgs& args) {
   std::thread generator;
-
   switch (args.load) {
     case Load::kClosed:
     case Load::kWindow: {
@@ -400,22 +391,20 @@ PhaseResult run_phase(ClientStack& stack, const ClientArgs& args, const PhaseSpe
       break;
     }
   }
+  return generator;
+}
 
-  PhaseResult result;
+enum class PhaseEnd { kDone, kTimedOut, kStopped };
+
+// Waits until the phase is done, its bound passes or stop() says so.
+PhaseEnd wait_for_end(Run* run, ClientStack& stack, const ClientArgs& args, Wakeup& wakeup,
+                      int64_t bound_at, const std::function<bool()>& stop) {
   bool poked = false;
   for (;;) {
-    if (run->done()) break;
-    if (stop()) {
-      run->abandoned.store(true);
-      if (generator.joinable()) generator.detach();
-      result.abandoned = true;
-      return result;
-    }
+    if (run->done()) return PhaseEnd::kDone;
+    if (stop()) return PhaseEnd::kStopped;
     int64_t now = now_ns();
-    if (now >= bound_at) {
-      result.timed_out = true;
-      break;
-    }
+    if (now >= bound_at) return PhaseEnd::kTimedOut;
     int64_t until = bound_at;
     if (args.load == Load::kBackpressure && !poked) until = std::min(until, run->deadline);
     wakeup.wait_until(until, [&] { return run->done() || stop(); });
@@ -424,20 +413,17 @@ PhaseResult run_phase(ClientStack& stack, const ClientArgs& args, const PhaseSpe
       stack.post([run] { run->pump(); });
     }
   }
-  if (result.timed_out) {
-    run->abandoned.store(true);
-    std::string what = stack.describe_in_flight();
-    diag("operations still in flight at the bound:" + (what.empty() ? std::string(" (no detail)") : what));
-  }
-  if (generator.joinable()) generator.join();
-  std::vector<Tally*> tallies = run->close_all();
-  result.totals = merge(tallies, run->options);
-  Totals& t = result.totals;
+}
 
-  std::string bound_text = args.load == Load::kSendSaturation
-                               ? "the settle bound (--settle-ms, at most --drain-ms)"
-                               : (spec.measure ? "the drain bound (--drain-ms)"
-                                               : "the warmup's drain bound (--drain-ms)");
+std::string bound_text(const ClientArgs& args, const PhaseSpec& spec) {
+  if (args.load == Load::kSendSaturation) return "the settle bound (--settle-ms, at most --drain-ms)";
+  return spec.measure ? "the drain bound (--drain-ms)" : "the warmup's drain bound (--drain-ms)";
+}
+
+// Counts what never ended by the bound as timeouts (a stream without a summary, or an operation
+// started but not finished) and records the phase's concurrency.
+void count_unfinished(Run* run, const ClientArgs& args, const std::string& bound, PhaseResult& result) {
+  Totals& t = result.totals;
   if (args.load == Load::kSendSaturation) {
     uint64_t missing = 0;
     for (auto& s : run->streams) {
@@ -448,21 +434,54 @@ PhaseResult run_phase(ClientStack& stack, const ClientArgs& args, const PhaseSpe
       }
     }
     t.add_failures(code::kTimeout, missing,
-                   std::to_string(missing) + " messages of streams without a summary by " + bound_text);
+                   std::to_string(missing) + " messages of streams without a summary by " + bound);
     result.streams_opened = run->streams.size();
     result.max_in_flight = run->streams.size();
   } else {
     uint64_t finished = t.completed + t.failed;
     uint64_t missing = t.started > finished ? t.started - finished : 0;
     t.add_failures(code::kTimeout, missing,
-                   std::to_string(missing) + " operations did not finish within " + bound_text);
+                   std::to_string(missing) + " operations did not finish within " + bound);
     result.max_in_flight = static_cast<uint64_t>(run->max_in_flight.load());
   }
+}
+
+}  // namespace
+
+PhaseResult run_phase(ClientStack& stack, const ClientArgs& args, const PhaseSpec& spec,
+                      Wakeup& wakeup, const std::function<bool()>& stop) {
+  // Never freed: a late completion (after the drain bound, or after SHUTDOWN) may still reach it.
+  Run* run = new Run(stack, args, spec, wakeup);
+  int64_t bound_ns = spec.bound_ns;
+  if (args.load == Load::kSendSaturation) {
+    bound_ns = std::min<int64_t>(bound_ns, static_cast<int64_t>(args.settle_ms) * 1000000);
+  }
+  int64_t bound_at = run->deadline + bound_ns;
+  std::thread generator = start_load(run, stack, args);
+
+  PhaseResult result;
+  PhaseEnd end = wait_for_end(run, stack, args, wakeup, bound_at, stop);
+  if (end == PhaseEnd::kStopped) {
+    run->abandoned.store(true);
+    if (generator.joinable()) generator.detach();
+    result.abandoned = true;
+    return result;
+  }
+  result.timed_out = end == PhaseEnd::kTimedOut;
+  if (result.timed_out) {
+    run->abandoned.store(true);
+    std::string what = stack.describe_in_flight();
+    diag("operations still in flight at the bound:" + (what.empty() ? std::string(" (no detail)") : what));
+  }
+  if (generator.joinable()) generator.join();
+  std::vector<Tally*> tallies = run->close_all();
+  result.totals = merge(tallies, run->options);
+  count_unfinished(run, args, bound_text(args, spec), result);
   result.offered = run->offered.load();
   if (result.timed_out) {
     result.drain_ns = bound_ns;
   } else {
-    int64_t drain = t.last_end - run->deadline;
+    int64_t drain = result.totals.last_end - run->deadline;
     result.drain_ns = std::min<int64_t>(std::max<int64_t>(drain, 0), bound_ns);
   }
   return result;

@@ -547,72 +547,111 @@ void QuicConnection::wait_writable() {
   select(fd_ + 1, nullptr, &w, nullptr, &tv);
 }
 
+// Packets accumulate in `buf` while they have the size of the first (GSO needs equal segments; a
+// shorter one ends the batch).
+struct QuicConnection::PacketBatch {
+  QuicConnection& conn;
+  uint8_t* buf;
+  size_t cap;
+  size_t len = 0, segment = 0;
+
+  uint8_t* end() const { return buf + len; }
+  bool has_room(size_t max_udp) const { return len + max_udp <= cap; }
+  void flush() {
+    if (len > 0) conn.send_batch(buf, len, segment);
+    len = 0;
+    segment = 0;
+  }
+  // Takes the packet of `n` bytes just written at end().
+  void add(size_t n) {
+    uint8_t* packet = end();
+    if (segment == 0) segment = n;
+    if (n > segment) {
+      // Larger than the batch's segments: send the batch, start a new one with this packet.
+      conn.send_batch(buf, len, segment);
+      std::memmove(buf, packet, n);
+      len = n;
+      segment = n;
+    } else {
+      len += n;
+      if (n < segment) flush();  // a shorter packet may only be the last segment
+    }
+  }
+};
+
+SendStream* QuicConnection::next_to_write() {
+  while (!sendq_.empty()) {
+    SendStream* s = sendq_.front();
+    sendq_.pop_front();
+    s->queued = false;
+    if (s->unwritten() < 65536) s->fill();
+    if (s->has_data()) return s;
+  }
+  return nullptr;
+}
+
+// One ngtcp2_conn_writev_stream call with what `s` (if any) has unwritten; counts what it took.
+ngtcp2_ssize QuicConnection::write_packet(SendStream* s, uint8_t* buf, size_t max, ngtcp2_tstamp ts,
+                                          ngtcp2_path_storage& ps, ngtcp2_pkt_info& pi) {
+  ngtcp2_vec v[16];
+  bool all = true;
+  size_t nv = 0;
+  int64_t sid = -1;
+  uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
+  if (s) {
+    sid = s->id;
+    nv = s->vecs(v, 16, &all);
+    if (s->fin && all) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
+  }
+  ngtcp2_ssize datalen = -1;
+  ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, buf, max, &datalen, flags, sid, v,
+                                             nv, ts);
+  if (s && datalen >= 0) {
+    size_t total = 0;
+    for (size_t i = 0; i < nv; ++i) total += v[i].len;
+    s->consumed(static_cast<size_t>(datalen));
+    if ((flags & NGTCP2_WRITE_STREAM_FLAG_FIN) && static_cast<size_t>(datalen) == total) s->fin_written = true;
+  }
+  return n;
+}
+
+// What the answer `n` means for the stream written: true when it is settled and writing goes on
+// (blocked by flow control: tried again on the next write; shut or gone: dropped); otherwise it
+// goes back in the queue while it has data.
+bool QuicConnection::requeue(SendStream* s, ngtcp2_ssize n, std::vector<SendStream*>& blocked) {
+  if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
+    blocked.push_back(s);
+    s->queued = true;
+    return true;
+  }
+  if (n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) return true;
+  if (s->has_data()) queue(s);
+  return false;
+}
+
 void QuicConnection::write() {
   if (closed_ || !conn_) return;
   if (ngtcp2_conn_is_in_closing_period(conn_) || ngtcp2_conn_is_in_draining_period(conn_)) return;
   ngtcp2_tstamp ts = static_cast<ngtcp2_tstamp>(now_ns());
   size_t max_udp = ngtcp2_conn_get_path_max_tx_udp_payload_size(conn_);
   size_t max_pkts = std::max<size_t>(1, ngtcp2_conn_get_send_quantum(conn_) / max_udp);
-  // Packets accumulate in `batch` while they have the size of the first (GSO needs equal
-  // segments; a shorter one ends the batch).
-  static thread_local uint8_t batch[65536];
-  size_t batch_len = 0, segment = 0;
-  auto flush = [&] {
-    if (batch_len > 0) send_batch(batch, batch_len, segment);
-    batch_len = 0;
-    segment = 0;
-  };
+  static thread_local uint8_t buf[65536];
+  PacketBatch batch{*this, buf, sizeof buf};
   ngtcp2_path_storage ps;
   ngtcp2_path_storage_zero(&ps);
   ngtcp2_pkt_info pi{};
   std::vector<SendStream*> blocked;
   size_t packets = 0;
   for (;;) {
-    if (batch_len + max_udp > sizeof batch) flush();
-    uint8_t* buf = batch + batch_len;
-    SendStream* s = nullptr;
-    while (!sendq_.empty()) {
-      s = sendq_.front();
-      sendq_.pop_front();
-      s->queued = false;
-      if (s->unwritten() < 65536) s->fill();
-      if (s->has_data()) break;
-      s = nullptr;
+    if (!batch.has_room(max_udp)) batch.flush();
+    SendStream* s = next_to_write();
+    ngtcp2_ssize n = write_packet(s, batch.end(), max_udp, ts, ps, pi);
+    if (s && requeue(s, n, blocked)) continue;
+    if (n == NGTCP2_ERR_WRITE_MORE || n == NGTCP2_ERR_STREAM_DATA_BLOCKED ||
+        n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) {
+      continue;
     }
-    ngtcp2_vec v[16];
-    bool all = true;
-    size_t nv = 0;
-    int64_t sid = -1;
-    uint32_t flags = NGTCP2_WRITE_STREAM_FLAG_MORE;
-    if (s) {
-      sid = s->id;
-      nv = s->vecs(v, 16, &all);
-      if (s->fin && all) flags |= NGTCP2_WRITE_STREAM_FLAG_FIN;
-    }
-    ngtcp2_ssize datalen = -1;
-    ngtcp2_ssize n = ngtcp2_conn_writev_stream(conn_, &ps.path, &pi, buf, max_udp, &datalen, flags,
-                                               sid, v, nv, ts);
-    if (s) {
-      if (datalen >= 0) {
-        size_t total = 0;
-        for (size_t i = 0; i < nv; ++i) total += v[i].len;
-        s->consumed(static_cast<size_t>(datalen));
-        if ((flags & NGTCP2_WRITE_STREAM_FLAG_FIN) && static_cast<size_t>(datalen) == total) s->fin_written = true;
-      }
-      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED) {
-        blocked.push_back(s);  // flow control: try again on the next write
-        s->queued = true;
-        continue;
-      }
-      if (n == NGTCP2_ERR_STREAM_SHUT_WR || n == NGTCP2_ERR_STREAM_NOT_FOUND) continue;
-      if (s->has_data()) queue(s);
-    }
-    if (n == NGTCP2_ERR_WRITE_MORE) continue;
     if (n < 0) {
-      if (n == NGTCP2_ERR_STREAM_DATA_BLOCKED || n == NGTCP2_ERR_STREAM_SHUT_WR ||
-          n == NGTCP2_ERR_STREAM_NOT_FOUND) {
-        continue;
-      }
       last_error_ = static_cast<int>(n);
       close_with(0, "");
       mark_closed(std::string("writing failed: ") + ngtcp2_strerror(static_cast<int>(n)));
@@ -620,21 +659,10 @@ void QuicConnection::write() {
     }
     if (n == 0) break;
     ++tx_packets_;
-    size_t len = static_cast<size_t>(n);
-    if (segment == 0) segment = len;
-    if (len > segment) {
-      // Larger than the batch's segments: send the batch, start a new one with this packet.
-      send_batch(batch, batch_len, segment);
-      std::memmove(batch, buf, len);
-      batch_len = len;
-      segment = len;
-    } else {
-      batch_len += len;
-      if (len < segment) flush();  // a shorter packet may only be the last segment
-    }
+    batch.add(static_cast<size_t>(n));
     if (++packets >= max_pkts) break;
   }
-  flush();
+  batch.flush();
   for (SendStream* s : blocked) {
     s->queued = false;
     queue(s);

@@ -184,6 +184,13 @@ class QuicConnection {
  private:
   void send_packet(const uint8_t* data, size_t len);
   void send_batch(const uint8_t* data, size_t len, size_t segment);
+  // The steps of write(): the next queued stream with data, one packet from it (or control
+  // frames only), what the answer means for the stream, and the packets gathered for one send.
+  SendStream* next_to_write();
+  ngtcp2_ssize write_packet(SendStream* s, uint8_t* buf, size_t max, ngtcp2_tstamp ts,
+                            ngtcp2_path_storage& ps, ngtcp2_pkt_info& pi);
+  bool requeue(SendStream* s, ngtcp2_ssize n, std::vector<SendStream*>& blocked);
+  struct PacketBatch;
   void track_congestion();
   // Transport statistics (loop thread): packets ngtcp2 wrote; datagrams, bytes and send calls the
   // kernel took; congestion events seen in ngtcp2's recovery start time (track_congestion).
