@@ -12,7 +12,12 @@ fn the_record_of_every_field_is_unchanged_byte_for_byte() {
         .lines()
         .map(|line| parse_event(line).unwrap_or_else(|e| panic!("{e}: {line}")))
         .collect();
-    let [Event::Armed(armed), Event::Sample(sample), Event::Stopped(stopped)] = &events[..] else {
+    let [
+        Event::Armed(armed),
+        Event::Sample(sample),
+        Event::Stopped(stopped),
+    ] = &events[..]
+    else {
         panic!("golden/events.jsonl holds armed, sample and stopped, in that order");
     };
     let client = ClientResult::from((armed.clone(), sample.clone()));
