@@ -37,6 +37,7 @@
 
 pub mod campaign;
 pub mod duration;
+mod fields;
 pub mod files;
 pub mod invocation;
 pub mod load;

@@ -3,11 +3,12 @@
 //! Both are plain data so that reports regenerate from the artifacts alone. Counters are JSON
 //! numbers here (the artifacts are read by Rust, jq and spreadsheets; none reaches 2^53).
 
+use crate::fields::record_struct;
 use crate::matrix::SampleConfig;
 use crate::network::NetworkDescription;
 use crate::transport::TransportRecord;
 use rpcarena_netem_core::{LinkWindow, SampleCheck};
-use rpcarena_protocol::event::{Armed, Interval, SampleReport, Stopped};
+use rpcarena_protocol::event::Stopped;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -77,143 +78,7 @@ pub struct SampleRecord {
     pub raw: String,
 }
 
-/// The client's `armed` and `sample` events.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct ClientResult {
-    /// Lanes armed.
-    pub lanes: u32,
-    /// Transport connections.
-    pub connections: u32,
-    /// Connection set-up time, nanoseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connect_ns: Option<u64>,
-    /// Operations in the warmup.
-    pub warmup_completed: u64,
-    /// Completed operations.
-    pub completed: u64,
-    /// Failed operations.
-    pub failed: u64,
-    /// Request messages.
-    pub requests: u64,
-    /// Response messages.
-    pub responses: u64,
-    /// Request payload bytes.
-    pub request_bytes: u64,
-    /// Response payload bytes.
-    pub response_bytes: u64,
-    /// Admission window as run, nanoseconds.
-    pub window_ns: u64,
-    /// Drain after the window, nanoseconds.
-    pub drain_ns: u64,
-    /// Failures by code.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub failures: BTreeMap<String, u64>,
-    /// First failure message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub first_failure: Option<String>,
-    /// Latency histogram: HdrHistogram V2 compressed, base64, nanoseconds. In the open model,
-    /// latency from each operation's intended start (corrected for coordinated omission).
-    pub histogram: String,
-    /// Load model the client ran, as it reported it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load: Option<String>,
-    /// Open model: latency from the actual start.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub uncorrected_histogram: Option<String>,
-    /// Open model: actual minus intended start.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub send_lag_histogram: Option<String>,
-    /// Open model: intended starts before the deadline.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offered: Option<u64>,
-    /// Open model: target operations per second.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target_rate: Option<f64>,
-    /// Open model: the generator could not keep up.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fell_behind: Option<bool>,
-    /// Backpressure (and others): most operations in flight at once.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_in_flight: Option<u64>,
-    /// Send-saturation: one-way messages sent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sent: Option<u64>,
-    /// Send-saturation: messages the server counted.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub received: Option<u64>,
-    /// Per-second intervals of the window, by operation start time.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub intervals: Vec<IntervalRecord>,
-    /// The client's transport statistics over the window, when its peer reports them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub transport: Option<TransportRecord>,
-}
-
-/// The client's `armed` and `sample` events, with counters as numbers. Every field of the
-/// sample event is taken apart here, so a field added to the event does not compile until it is
-/// given its place in the record.
-impl From<(Armed, SampleReport)> for ClientResult {
-    fn from((armed, report): (Armed, SampleReport)) -> ClientResult {
-        let Armed {
-            lanes,
-            connections,
-            connect_ns,
-            warmup_completed,
-        } = armed;
-        let SampleReport {
-            completed,
-            failed,
-            requests,
-            responses,
-            request_bytes,
-            response_bytes,
-            window_ns,
-            drain_ns,
-            histogram,
-            failures,
-            first_failure,
-            load,
-            uncorrected_histogram,
-            send_lag_histogram,
-            offered,
-            target_rate,
-            fell_behind,
-            max_in_flight,
-            sent,
-            received,
-            intervals,
-            transport,
-        } = report;
-        ClientResult {
-            lanes,
-            connections,
-            connect_ns,
-            warmup_completed,
-            completed,
-            failed,
-            requests,
-            responses,
-            request_bytes,
-            response_bytes,
-            window_ns,
-            drain_ns,
-            failures,
-            first_failure,
-            histogram,
-            load,
-            uncorrected_histogram,
-            send_lag_histogram,
-            offered,
-            target_rate,
-            fell_behind,
-            max_in_flight,
-            sent,
-            received,
-            intervals: intervals.into_iter().map(IntervalRecord::from).collect(),
-            transport: transport.map(|t| TransportRecord::from(*t)),
-        }
-    }
-}
+rpcarena_protocol::client_fields!(record_struct);
 
 /// The server's `stopped` event beyond its counters.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
@@ -240,31 +105,7 @@ impl ServerResult {
     }
 }
 
-impl From<Interval> for IntervalRecord {
-    fn from(interval: Interval) -> IntervalRecord {
-        let Interval {
-            offset_ns,
-            completed,
-            histogram,
-        } = interval;
-        IntervalRecord {
-            offset_ns,
-            completed,
-            histogram,
-        }
-    }
-}
-
-/// One second (or the last, partial second) of a window.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
-pub struct IntervalRecord {
-    /// Start of the interval from the window's start, nanoseconds.
-    pub offset_ns: u64,
-    /// Operations that started in it and completed.
-    pub completed: u64,
-    /// Their latency histogram (HdrHistogram V2 compressed, base64).
-    pub histogram: String,
-}
+rpcarena_protocol::interval_fields!(record_struct);
 
 /// Rates and latency percentiles of one sample, computed by [`crate::metrics::measure`].
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Default)]

@@ -25,6 +25,7 @@
 
 pub mod counter;
 pub mod event;
+pub mod fields;
 pub mod histogram;
 pub mod workload;
 
