@@ -66,10 +66,9 @@ function windowOf(config, t0, lengthMs) {
   return new Window(t0, lengthMs * MS, drainMs * MS);
 }
 
-export async function runClient(config) {
-  setPhase(phase.STARTUP);
+/** What the stack's client needs from the arguments. */
+function driverOptions(config) {
   const caPem = readPem('--ca', config.ca, 'cert');
-  const lanes = lanesOf(config);
   const work = {
     shape: config.shape,
     kind: KIND[config.payload],
@@ -77,42 +76,65 @@ export async function runClient(config) {
     responseSize: config.responseSize,
     messages: config.messagesPerStream,
   };
-  const driver = await createDriver(config, { server: config.server, serverName: config.serverName, caPem, work, lanes });
+  return { server: config.server, serverName: config.serverName, caPem, work, lanes: lanesOf(config) };
+}
 
-  let state = phase.CONNECT;
-  let startAt;
-  let onStart;
-  const enter = (name) => {
-    state = name;
+/** A promise that never settles: the flow that awaits it is abandoned (stopping, or sampled). */
+const abandoned = () => new Promise(() => {});
+
+export async function runClient(config) {
+  setPhase(phase.STARTUP);
+  const options = driverOptions(config);
+  const lifecycle = new ClientLifecycle(config, await createDriver(config, options), options.lanes);
+  lifecycle.enter(phase.CONNECT);
+  readCommands((command, at) => lifecycle.command(command, at));
+  try {
+    await lifecycle.run();
+  } catch (e) {
+    if (lifecycle.stopping) return abandoned();
+    throw e;
+  }
+  // Wait for SHUTDOWN (handled by command).
+  return abandoned();
+}
+
+/**
+ * One client's states and the commands that move it: `run` goes from connect to sampled,
+ * `command` answers each stdin line in whatever state the client is in.
+ */
+class ClientLifecycle {
+  constructor(config, driver, lanes) {
+    this.config = config;
+    this.driver = driver;
+    this.lanes = lanes;
+    this.state = phase.CONNECT;
+    this.startAt = undefined;
+    this.onStart = undefined;
+    // Once SHUTDOWN (or the end of stdin) arrived, the main flow is abandoned: closing the
+    // driver makes its pending connect, operations or window fail, and none of that may print
+    // an error or a sample before `stopped` (docs/peer-protocol.md "Lifecycle": stop at once,
+    // exit 0).
+    this.stopping = false;
+  }
+
+  enter(name) {
+    this.state = name;
     setPhase(name);
-  };
-  // Once SHUTDOWN (or the end of stdin) arrived, the main flow is abandoned: closing the driver
-  // makes its pending connect, operations or window fail, and none of that may print an error or
-  // a sample before `stopped` (docs/peer-protocol.md "Lifecycle": stop at once, exit 0).
-  let stopping = false;
-  const abandoned = () => new Promise(() => {});
-  const closeAndExit = async (bound) => {
-    if (stopping) return;
-    stopping = true;
-    const quiet = (e) => warn(`while stopping: ${e?.message ?? e}`);
-    process.removeAllListeners('uncaughtException').on('uncaughtException', quiet);
-    process.removeAllListeners('unhandledRejection').on('unhandledRejection', quiet);
-    await Promise.race([driver.close().catch(() => {}), new Promise((r) => setTimeout(r, bound).unref())]);
-    emit({ event: 'stopped' });
-    process.exit(0);
-  };
-  enter(phase.CONNECT);
-  readCommands((command, at) => {
+  }
+
+  /** A stdin command: SHUTDOWN stops at once, START after armed starts, anything else fails. */
+  command(command, at) {
+    const state = this.state;
     if (command === 'SHUTDOWN') {
       // Stop at once in every state; armed and sampled close their connections first.
-      void closeAndExit(state === phase.ARMED || state === 'sampled' ? 1000 : 300);
+      void this.closeAndExit(state === phase.ARMED || state === 'sampled' ? 1000 : 300);
       return;
     }
     const where = state === 'sampled' ? phase.SHUTDOWN : state;
     if (command === 'START' && state === phase.ARMED) {
-      startAt = at;
-      enter(phase.MEASURE);
-      onStart?.();
+      this.startAt = at;
+      this.enter(phase.MEASURE);
+      this.onStart?.();
       return;
     }
     const what = command === 'START'
@@ -120,83 +142,114 @@ export async function runClient(config) {
       : `unknown command ${JSON.stringify(command.unknown)}`;
     emit({ event: 'error', phase: where, code: code.PROTOCOL, message: what });
     process.exit(1);
-  });
-
-  try {
-    await measure();
-  } catch (e) {
-    if (stopping) return abandoned();
-    throw e;
   }
-  // Wait for SHUTDOWN (handled above).
-  return abandoned();
 
-  async function measure() {
+  /** Closes the driver (within `bound` ms), prints `stopped` and exits 0; errors are quiet. */
+  async closeAndExit(bound) {
+    if (this.stopping) return;
+    this.stopping = true;
+    const quiet = (e) => warn(`while stopping: ${e?.message ?? e}`);
+    process.removeAllListeners('uncaughtException').on('uncaughtException', quiet);
+    process.removeAllListeners('unhandledRejection').on('unhandledRejection', quiet);
+    await Promise.race([this.driver.close().catch(() => {}), new Promise((r) => setTimeout(r, bound).unref())]);
+    emit({ event: 'stopped' });
+    process.exit(0);
+  }
+
+  /** Connect, validate, warm up, arm, then measure one window and print its sample. */
+  async run() {
+    const connectNs = await this.connect();
+    await this.validate();
+    const warmupCompleted = await this.warmup();
+    const armed = await this.arm(connectNs, warmupCompleted);
+    if (armed === undefined) return abandoned();
+    await armed.started;
+    return this.measure(armed.pacer);
+  }
+
+  /** Connects the stack's client; returns how long it took (ns). */
+  async connect() {
     const c0 = nowNs();
     try {
-      await driver.connect();
+      await this.driver.connect();
     } catch (e) {
       throw new Failure(phase.CONNECT, e.code ?? code.INTERNAL, e.message);
     }
-    const connectNs = nowNs() - c0;
+    return nowNs() - c0;
+  }
 
-    enter(phase.VALIDATE);
+  /** One operation that must succeed before anything is measured. */
+  async validate() {
+    this.enter(phase.VALIDATE);
     try {
-      await driver.call(0, 0);
+      await this.driver.call(0, 0);
     } catch (e) {
       throw new Failure(phase.VALIDATE, e.code ?? code.INTERNAL, `the validation operation failed: ${e.message}`);
     }
+  }
 
-    enter(phase.WARMUP);
-    let warmupCompleted = 0;
-    if (config.warmupMs > 0) {
-      const pacer = config.load === 'open' ? new Pacer() : undefined;
-      await pacer?.ready;
-      const window = windowOf(config, nowNs(), config.warmupMs);
-      const tally = new Tally(window, { requestSize: config.requestSize, responseSize: config.responseSize, open: config.load === 'open' });
-      await runModel(config, driver, window, tally, "the warmup's drain bound", pacer);
-      if (tally.failed > 0) {
-        const { code: first, message } = tally.firstFailure;
-        throw new Failure(phase.WARMUP, first, `${tally.failed} warmup operation(s) failed; the first: ${message}`);
-      }
-      warmupCompleted = tally.completed;
-      tally.destroy();
-    }
-
-    // The open model's pacer thread starts now, so that it is waiting when the window opens.
+  /** The warmup with the configured load model; returns its completed operations. */
+  async warmup() {
+    const config = this.config;
+    this.enter(phase.WARMUP);
+    if (!(config.warmupMs > 0)) return 0;
     const pacer = config.load === 'open' ? new Pacer() : undefined;
     await pacer?.ready;
-    enter(phase.ARMED);
+    const window = windowOf(config, nowNs(), config.warmupMs);
+    const tally = new Tally(window, { requestSize: config.requestSize, responseSize: config.responseSize, open: config.load === 'open' });
+    await runModel(config, this.driver, window, tally, "the warmup's drain bound", pacer);
+    if (tally.failed > 0) {
+      const { code: first, message } = tally.firstFailure;
+      throw new Failure(phase.WARMUP, first, `${tally.failed} warmup operation(s) failed; the first: ${message}`);
+    }
+    const completed = tally.completed;
+    tally.destroy();
+    return completed;
+  }
+
+  /**
+   * Prints `armed` with the open model's pacer thread already started (so that it is waiting
+   * when the window opens); returns the pacer and the promise of START, or undefined when
+   * SHUTDOWN came first.
+   */
+  async arm(connectNs, warmupCompleted) {
+    const pacer = this.config.load === 'open' ? new Pacer() : undefined;
+    await pacer?.ready;
+    this.enter(phase.ARMED);
     const started = new Promise((resolve) => {
-      onStart = resolve;
+      this.onStart = resolve;
     });
-    if (stopping) return abandoned();
+    if (this.stopping) return undefined;
     emit({
       event: 'armed',
-      lanes,
-      connections: driver.connections,
+      lanes: this.lanes,
+      connections: this.driver.connections,
       connect_ns: String(Math.round(connectNs)),
       warmup_completed: String(warmupCompleted),
     });
-    await started;
+    return { pacer, started };
+  }
+
+  /** The window from START and its drain; prints the `sample`. */
+  async measure(pacer) {
+    const config = this.config;
     // Transport statistics: the reading when START arrives, polls through the window, the
     // reading after the drain (docs/peer-protocol.md "Transport statistics"; quic only).
-    const poller = TransportPoller.start(driver);
-
-    const window = windowOf(config, startAt, config.windowMs);
+    const poller = TransportPoller.start(this.driver);
+    const window = windowOf(config, this.startAt, config.windowMs);
     const tally = new Tally(window, {
       requestSize: config.requestSize,
       responseSize: config.responseSize,
       intervals: true,
       open: config.load === 'open',
     });
-    const model = await runModel(config, driver, window, tally, 'the drain bound', pacer);
+    const model = await runModel(config, this.driver, window, tally, 'the drain bound', pacer);
     const transport = poller?.finish();
-    if (stopping) return abandoned();
+    if (this.stopping) return abandoned();
     const sample = tally.sample(config.windowMs, model);
     if (transport !== undefined) sample.transport = transport;
     emit(sample);
-    enter('sampled');
+    this.enter('sampled');
     setPhase(phase.SHUTDOWN);
     if (tally.failed > 0) warn(`${tally.failed} operation(s) failed in the window; the first: ${tally.firstFailure.message}`);
   }

@@ -157,20 +157,33 @@ func Merge(t0 Nanos, tallies []*Tally) *Tally {
 	return total
 }
 
-// Report renders the totals of the measured window as a `sample` event.
+// Report renders the totals of the measured window as a `sample` event: its counters, its
+// histograms and its one-second intervals.
 func (t *Totals) Report(w Window) (protocol.Sample, error) {
-	windowNs := w.Deadline - w.T0
-	encode := func(h *hdr.PackedHistogram) (string, error) {
-		text, err := protocol.EncodeHistogram(h)
-		if err != nil {
-			return "", fmt.Errorf("encoding a histogram: %w", err)
-		}
-		return text, nil
+	sample := t.counters(w)
+	if err := t.histograms(&sample); err != nil {
+		return protocol.Sample{}, err
 	}
-	histogram, err := encode(t.Histogram)
+	intervals, err := t.intervals(w.Deadline - w.T0)
 	if err != nil {
 		return protocol.Sample{}, err
 	}
+	sample.Intervals = intervals
+	return sample, nil
+}
+
+// encode is a histogram in the event's text form.
+func encode(h *hdr.PackedHistogram) (string, error) {
+	text, err := protocol.EncodeHistogram(h)
+	if err != nil {
+		return "", fmt.Errorf("encoding a histogram: %w", err)
+	}
+	return text, nil
+}
+
+// counters is the sample with every count, the window and drain, the load model's fields and
+// the failures; no histogram yet.
+func (t *Totals) counters(w Window) protocol.Sample {
 	drain := Nanos(0)
 	if t.LastEnd > w.Deadline {
 		drain = min(t.LastEnd, w.HardDeadline) - w.Deadline
@@ -182,9 +195,8 @@ func (t *Totals) Report(w Window) (protocol.Sample, error) {
 		Responses:     protocol.Counter(t.Responses),
 		RequestBytes:  protocol.Counter(t.RequestBytes),
 		ResponseBytes: protocol.Counter(t.ResponseBytes),
-		WindowNs:      protocol.Counter(windowNs),
+		WindowNs:      protocol.Counter(w.Deadline - w.T0),
 		DrainNs:       protocol.Counter(drain),
-		Histogram:     histogram,
 		Load:          t.Load,
 		TargetRate:    t.TargetRate,
 		FellBehind:    t.FellBehind,
@@ -208,6 +220,17 @@ func (t *Totals) Report(w Window) (protocol.Sample, error) {
 	sample.Offered = counter(t.Offered)
 	sample.Sent = counter(t.Sent)
 	sample.Received = counter(t.Received)
+	return sample
+}
+
+// histograms encodes the window's histogram and the optional uncorrected and send-lag ones
+// into the sample.
+func (t *Totals) histograms(sample *protocol.Sample) error {
+	histogram, err := encode(t.Histogram)
+	if err != nil {
+		return err
+	}
+	sample.Histogram = histogram
 	for _, pair := range []struct {
 		h    *hdr.PackedHistogram
 		into **string
@@ -215,27 +238,31 @@ func (t *Totals) Report(w Window) (protocol.Sample, error) {
 		if pair.h != nil {
 			text, err := encode(pair.h)
 			if err != nil {
-				return protocol.Sample{}, err
+				return err
 			}
 			*pair.into = &text
 		}
 	}
-	// Exactly ceil(window / 1 s) entries, empty seconds included.
+	return nil
+}
+
+// intervals is exactly ceil(window / 1 s) entries, empty seconds included.
+func (t *Totals) intervals(windowNs Nanos) ([]protocol.Interval, error) {
 	count := int((windowNs + IntervalNs - 1) / IntervalNs)
 	empty, err := encode(protocol.NewHistogram())
 	if err != nil {
-		return protocol.Sample{}, err
+		return nil, err
 	}
-	sample.Intervals = make([]protocol.Interval, count)
-	for index := range sample.Intervals {
+	intervals := make([]protocol.Interval, count)
+	for index := range intervals {
 		entry := protocol.Interval{OffsetNs: protocol.Counter(index * IntervalNs), Histogram: empty}
 		if index < len(t.Intervals) && t.Intervals[index] != nil {
 			entry.Completed = protocol.Counter(t.Intervals[index].TotalCount())
 			if entry.Histogram, err = encode(t.Intervals[index]); err != nil {
-				return protocol.Sample{}, err
+				return nil, err
 			}
 		}
-		sample.Intervals[index] = entry
+		intervals[index] = entry
 	}
-	return sample, nil
+	return intervals, nil
 }

@@ -143,7 +143,8 @@ func prepare(ctx context.Context, a *args.Client, settings stack.ClientSettings,
 	return result, nil
 }
 
-// RunClient runs the client through one sample and returns its exit code.
+// RunClient runs the client through one sample and returns its exit code: prepared (connect,
+// validate, warmup) while watching stdin, armed, started, measured, sampled, shut down.
 func RunClient(a *args.Client, inputs <-chan protocol.Input, out *protocol.Output) int {
 	config, err := stack.ClientTLS(a.CA, a.ServerName, ALPN(a.Stack))
 	if err != nil {
@@ -154,6 +155,58 @@ func RunClient(a *args.Client, inputs <-chan protocol.Input, out *protocol.Outpu
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
+	ready, end := awaitPrepared(ctx, cancel, a, settings, clock, inputs)
+	if end != nil {
+		return end.report(out)
+	}
+	client := ready.client
+	emitArmed(out, a, ready)
+	if end := awaitStart(inputs); end != nil {
+		client.Close()
+		return end.report(out)
+	}
+	sample, end := measure(ctx, cancel, a, client, clock, inputs)
+	if end != nil {
+		client.Close()
+		return end.report(out)
+	}
+	out.Emit("sample", sample)
+
+	input := <-inputs
+	client.Close()
+	if input.Command != protocol.Shutdown {
+		return finish(out, misplaced(protocol.PhaseShutdown, input))
+	}
+	return stopped(out, nil)
+}
+
+// clientEnd is how a client ends before its sample's SHUTDOWN: with a failure, or stopped by
+// SHUTDOWN (or end of stdin) when failure is nil.
+type clientEnd struct{ failure *Failure }
+
+// report prints the end's event (`error` or `stopped`) and returns the exit code.
+func (e *clientEnd) report(out *protocol.Output) int {
+	if e.failure == nil {
+		return stopped(out, nil)
+	}
+	return finish(out, e.failure)
+}
+
+// interrupted is the end of a client that read input while busy in phase: SHUTDOWN (or end of
+// stdin) stops it, anything else is misplaced. Either way the work in flight is cancelled.
+func interrupted(phase string, input protocol.Input, cancel context.CancelFunc, shutdownLog string) *clientEnd {
+	if input.Command == protocol.Shutdown {
+		logf("%s", shutdownLog)
+		cancel()
+		return &clientEnd{}
+	}
+	cancel()
+	return &clientEnd{failure: misplaced(phase, input)}
+}
+
+// awaitPrepared connects, validates and warms up, racing the controller: SHUTDOWN or end of
+// stdin stops the client at once, and a client that connected meanwhile is closed.
+func awaitPrepared(ctx context.Context, cancel context.CancelFunc, a *args.Client, settings stack.ClientSettings, clock engine.MonoClock, inputs <-chan protocol.Input) (*prepared, *clientEnd) {
 	var phase atomic.Value
 	phase.Store(protocol.PhaseConnect)
 	opened := make(chan stack.Client, 1)
@@ -166,48 +219,46 @@ func RunClient(a *args.Client, inputs <-chan protocol.Input, out *protocol.Outpu
 		ready, failure := prepare(ctx, a, settings, clock, &phase, opened)
 		done <- outcome{ready, failure}
 	}()
-	// Connecting, validating and warming up race the controller: SHUTDOWN or end of stdin stops
-	// the client at once.
-	var ready *prepared
-	for ready == nil {
-		select {
-		case result := <-done:
-			if result.failure != nil {
-				closeOpened(opened)
-				return finish(out, result.failure)
-			}
-			ready = result.ready
-		case input := <-inputs:
-			current := phase.Load().(string)
-			if input.Command == protocol.Shutdown {
-				logf("SHUTDOWN (or end of stdin) during %s; stopping", current)
-				cancel()
-				closeOpened(opened)
-				return stopped(out, nil)
-			}
-			cancel()
+	select {
+	case result := <-done:
+		if result.failure != nil {
 			closeOpened(opened)
-			return finish(out, misplaced(current, input))
+			return nil, &clientEnd{failure: result.failure}
 		}
+		return result.ready, nil
+	case input := <-inputs:
+		current := phase.Load().(string)
+		end := interrupted(current, input, cancel, fmt.Sprintf("SHUTDOWN (or end of stdin) during %s; stopping", current))
+		closeOpened(opened)
+		return nil, end
 	}
-	client := ready.client
+}
+
+// emitArmed tells the controller the client is ready for START.
+func emitArmed(out *protocol.Output, a *args.Client, ready *prepared) {
 	out.Emit("armed", protocol.Armed{
 		Lanes:           a.Lanes(),
-		Connections:     client.Connections(),
+		Connections:     ready.client.Connections(),
 		ConnectNs:       protocol.Counter(ready.connectNs),
 		WarmupCompleted: protocol.Counter(ready.warmupCompleted),
 	})
+}
 
+// awaitStart waits for START; SHUTDOWN (or end of stdin) or an unknown line ends the client.
+func awaitStart(inputs <-chan protocol.Input) *clientEnd {
 	switch input := <-inputs; input.Command {
 	case protocol.Shutdown:
-		client.Close()
-		return stopped(out, nil)
+		return &clientEnd{}
 	case protocol.Unknown:
-		client.Close()
-		return finish(out, misplaced(protocol.PhaseArmed, input))
+		return &clientEnd{failure: misplaced(protocol.PhaseArmed, input)}
 	}
+	return nil
+}
 
-	// Transport statistics: read at START, polled through the window, read after the drain.
+// measure runs the window (with its drain, or its settle for send saturation) while watching
+// stdin, with the transport statistics read at START, polled through the window and read after
+// the drain, and returns the `sample` event.
+func measure(ctx context.Context, cancel context.CancelFunc, a *args.Client, client stack.Client, clock engine.MonoClock, inputs <-chan protocol.Input) (protocol.Sample, *clientEnd) {
 	poller := transport.Start(client.TransportProbe())
 	defer poller.Stop()
 	w := engine.NewWindow(clock.Now(), engine.Nanos(a.WindowMs)*1e6, engine.Nanos(a.DrainMs)*1e6)
@@ -219,36 +270,19 @@ func RunClient(a *args.Client, inputs <-chan protocol.Input, out *protocol.Outpu
 	measured := make(chan *engine.Totals, 1)
 	go func() { measured <- runModel(ctx, a, client, clock, w, bound) }()
 	var totals *engine.Totals
-	for totals == nil {
-		select {
-		case totals = <-measured:
-		case input := <-inputs:
-			if input.Command == protocol.Shutdown {
-				logf("SHUTDOWN (or end of stdin) during the window; stopping without a sample")
-				cancel()
-				client.Close()
-				return stopped(out, nil)
-			}
-			cancel()
-			client.Close()
-			return finish(out, misplaced(protocol.PhaseMeasure, input))
-		}
+	select {
+	case totals = <-measured:
+	case input := <-inputs:
+		return protocol.Sample{}, interrupted(protocol.PhaseMeasure, input, cancel,
+			"SHUTDOWN (or end of stdin) during the window; stopping without a sample")
 	}
 	stats := poller.Finish()
-	sample, reportErr := totals.Report(w)
-	if reportErr != nil {
-		client.Close()
-		return finish(out, fail(protocol.PhaseMeasure, protocol.CodeInternal, "%v", reportErr))
+	sample, err := totals.Report(w)
+	if err != nil {
+		return protocol.Sample{}, &clientEnd{failure: fail(protocol.PhaseMeasure, protocol.CodeInternal, "%v", err)}
 	}
 	sample.Transport = stats
-	out.Emit("sample", sample)
-
-	input := <-inputs
-	client.Close()
-	if input.Command != protocol.Shutdown {
-		return finish(out, misplaced(protocol.PhaseShutdown, input))
-	}
-	return stopped(out, nil)
+	return sample, nil
 }
 
 // closeOpened closes a client that connected before the lifecycle gave up on it.

@@ -338,98 +338,112 @@ function refuse(counters, message) {
   return { code: status.INVALID_ARGUMENT, details: message };
 }
 
-/** The server's handlers: every request is checked before it is answered. */
+/** What is wrong with a request (undefined when nothing): its decoding, then its content. */
+function problemOf(req, shape, index, head) {
+  if (req.decodeError) return `the request is not a valid rpcarena.bench.v1.Request: ${req.decodeError}`;
+  return checkRequest(req, shape, index, head);
+}
+
+/** The server's handlers, one per shape: every request is checked before it is answered. */
 function handlers(counters) {
   return {
-    Unary(call, callback) {
-      counters.rpcs++;
-      counters.requests++;
-      const req = call.request;
-      const problem = req.decodeError ? `the request is not a valid rpcarena.bench.v1.Request: ${req.decodeError}` : checkRequest(req, 'unary');
-      if (problem) return callback(refuse(counters, problem));
-      counters.responses++;
-      callback(null, responseTo(req, req.seq));
-    },
-
-    ClientStream(call, callback) {
-      counters.rpcs++;
-      const summary = new SummaryBuilder();
-      let head;
-      let done = false;
-      call.on('data', (req) => {
-        if (done) return;
-        counters.requests++;
-        const problem = req.decodeError ? `the request is not a valid rpcarena.bench.v1.Request: ${req.decodeError}` : checkRequest(req, 'client_stream', summary.count, head);
-        if (problem) {
-          done = true;
-          return callback(refuse(counters, problem));
-        }
-        head ??= streamHead(req);
-        summary.add(req, head.length);
-      });
-      call.on('error', () => {});
-      call.on('end', () => {
-        if (done) return;
-        done = true;
-        if (summary.count === 0) return callback(refuse(counters, 'a client stream carries at least one request'));
-        counters.responses++;
-        callback(null, summary.finish());
-      });
-    },
-
-    async ServerStream(call) {
-      counters.rpcs++;
-      counters.requests++;
-      const req = call.request;
-      const problem = req.decodeError ? `the request is not a valid rpcarena.bench.v1.Request: ${req.decodeError}` : checkRequest(req, 'server_stream');
-      if (problem) return call.emit('error', refuse(counters, problem));
-      let cancelled = false;
-      call.on('cancelled', () => {
-        cancelled = true;
-      });
-      call.on('error', () => {});
-      for (let i = 0; i < req.responseMessages && !cancelled; i++) {
-        counters.responses++;
-        if (!call.write(responseTo(req, i))) {
-          await new Promise((resolve) => {
-            call.once('drain', resolve);
-            call.once('cancelled', resolve);
-          });
-        }
-      }
-      if (!cancelled) call.end();
-    },
-
-    Bidi(call) {
-      counters.rpcs++;
-      let head;
-      let index = 0;
-      let done = false;
-      call.on('data', (req) => {
-        if (done) return;
-        counters.requests++;
-        const problem = req.decodeError ? `the request is not a valid rpcarena.bench.v1.Request: ${req.decodeError}` : checkRequest(req, 'bidi', index, head);
-        if (problem) {
-          done = true;
-          return call.emit('error', refuse(counters, problem));
-        }
-        head ??= streamHead(req);
-        index++;
-        counters.responses++;
-        if (!call.write(responseTo(req, req.seq))) {
-          call.pause();
-          call.once('drain', () => call.resume());
-        }
-      });
-      call.on('error', () => {});
-      call.on('end', () => {
-        if (done) return;
-        done = true;
-        if (index === 0) return call.emit('error', refuse(counters, 'a bidi call carries at least one request'));
-        call.end();
-      });
-    },
+    Unary: (call, callback) => serveUnary(counters, call, callback),
+    ClientStream: (call, callback) => serveClientStream(counters, call, callback),
+    ServerStream: (call) => serveServerStream(counters, call),
+    Bidi: (call) => serveBidi(counters, call),
   };
+}
+
+function serveUnary(counters, call, callback) {
+  counters.rpcs++;
+  counters.requests++;
+  const req = call.request;
+  const problem = problemOf(req, 'unary');
+  if (problem) return callback(refuse(counters, problem));
+  counters.responses++;
+  callback(null, responseTo(req, req.seq));
+}
+
+/** Checks every request and answers the stream's summary once it ends. */
+function serveClientStream(counters, call, callback) {
+  counters.rpcs++;
+  const summary = new SummaryBuilder();
+  let head;
+  let done = false;
+  call.on('data', (req) => {
+    if (done) return;
+    counters.requests++;
+    const problem = problemOf(req, 'client_stream', summary.count, head);
+    if (problem) {
+      done = true;
+      return callback(refuse(counters, problem));
+    }
+    head ??= streamHead(req);
+    summary.add(req, head.length);
+  });
+  call.on('error', () => {});
+  call.on('end', () => {
+    if (done) return;
+    done = true;
+    if (summary.count === 0) return callback(refuse(counters, 'a client stream carries at least one request'));
+    counters.responses++;
+    callback(null, summary.finish());
+  });
+}
+
+/** Writes the requested responses, waiting for the stream's drain, until the call is cancelled. */
+async function serveServerStream(counters, call) {
+  counters.rpcs++;
+  counters.requests++;
+  const req = call.request;
+  const problem = problemOf(req, 'server_stream');
+  if (problem) return call.emit('error', refuse(counters, problem));
+  let cancelled = false;
+  call.on('cancelled', () => {
+    cancelled = true;
+  });
+  call.on('error', () => {});
+  for (let i = 0; i < req.responseMessages && !cancelled; i++) {
+    counters.responses++;
+    if (!call.write(responseTo(req, i))) {
+      await new Promise((resolve) => {
+        call.once('drain', resolve);
+        call.once('cancelled', resolve);
+      });
+    }
+  }
+  if (!cancelled) call.end();
+}
+
+/** Answers each request as it comes, pausing the reads while the writes wait for drain. */
+function serveBidi(counters, call) {
+  counters.rpcs++;
+  let head;
+  let index = 0;
+  let done = false;
+  call.on('data', (req) => {
+    if (done) return;
+    counters.requests++;
+    const problem = problemOf(req, 'bidi', index, head);
+    if (problem) {
+      done = true;
+      return call.emit('error', refuse(counters, problem));
+    }
+    head ??= streamHead(req);
+    index++;
+    counters.responses++;
+    if (!call.write(responseTo(req, req.seq))) {
+      call.pause();
+      call.once('drain', () => call.resume());
+    }
+  });
+  call.on('error', () => {});
+  call.on('end', () => {
+    if (done) return;
+    done = true;
+    if (index === 0) return call.emit('error', refuse(counters, 'a bidi call carries at least one request'));
+    call.end();
+  });
 }
 
 /** Starts a gRPC server on `listen`; resolves to {address, close()}. */

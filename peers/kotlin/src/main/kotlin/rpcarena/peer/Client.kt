@@ -35,25 +35,38 @@ object ClientRole {
         val stdin = Stdin(::onLine)
         stdin.start()
         val connectStart = System.nanoTime()
-        val stack: ClientStack = try {
-            when (cfg.stack) {
-                "grpc" -> GrpcClient(cfg).also { c -> runBlocking(Dispatchers.Default) { c.connect(CONNECT_BOUND_MS) } }
-                "quic" -> QuicClient.connect(cfg, CONNECT_BOUND_MS)
-                else -> Exit.error("connect", "config", "the kotlin peer does not offer the ${cfg.stack} stack as a client")
-            }
-        } catch (e: OpFailure) {
-            Exit.error("connect", e.code, e.message ?: "")
-        } catch (e: kotlinx.coroutines.TimeoutCancellationException) {
-            Exit.error("connect", "timeout", "connecting to ${cfg.server} took longer than $CONNECT_BOUND_MS ms")
-        } catch (e: ArgError) {
-            Exit.error("startup", "config", e.message ?: "")
-        } catch (e: Throwable) {
-            val code = if (isTlsFailure(e)) "tls" else "connect"
-            Exit.error("connect", code, "connecting to ${cfg.server} failed: ${causeText(e)}")
-        }
+        val stack = connect(cfg)
         val connectNs = System.nanoTime() - connectStart
         val engine = Engine(cfg, stack)
+        validate(stack)
+        val warmupCompleted = warmup(cfg, engine)
+        arm(cfg, stack, connectNs, warmupCompleted)
+        awaitStart(stdin, stack)
+        measure(cfg, stack, engine)
+        // stdin's thread ends the process on the next command.
+        while (true) Thread.sleep(60_000)
+    }
 
+    /** Connects the configured stack's client within CONNECT_BOUND_MS; any failure ends the peer. */
+    private fun connect(cfg: ClientConfig): ClientStack = try {
+        when (cfg.stack) {
+            "grpc" -> GrpcClient(cfg).also { c -> runBlocking(Dispatchers.Default) { c.connect(CONNECT_BOUND_MS) } }
+            "quic" -> QuicClient.connect(cfg, CONNECT_BOUND_MS)
+            else -> Exit.error("connect", "config", "the kotlin peer does not offer the ${cfg.stack} stack as a client")
+        }
+    } catch (e: OpFailure) {
+        Exit.error("connect", e.code, e.message ?: "")
+    } catch (e: kotlinx.coroutines.TimeoutCancellationException) {
+        Exit.error("connect", "timeout", "connecting to ${cfg.server} took longer than $CONNECT_BOUND_MS ms")
+    } catch (e: ArgError) {
+        Exit.error("startup", "config", e.message ?: "")
+    } catch (e: Throwable) {
+        val code = if (isTlsFailure(e)) "tls" else "connect"
+        Exit.error("connect", code, "connecting to ${cfg.server} failed: ${causeText(e)}")
+    }
+
+    /** One operation that must succeed within VALIDATE_BOUND_MS before anything is measured. */
+    private fun validate(stack: ClientStack) {
         enter("validate")
         try {
             runBlocking(Dispatchers.Default) {
@@ -68,21 +81,24 @@ object ClientRole {
         } catch (e: Throwable) {
             Exit.error("validate", "internal", "validation operation: ${causeText(e)}")
         }
+    }
 
+    /** The warmup with the configured load model; returns its completed operations. */
+    private fun warmup(cfg: ClientConfig, engine: Engine): Long {
         enter("warmup")
-        var warmupCompleted = 0L
-        if (cfg.warmupMs > 0) {
-            val r = runBlocking(Dispatchers.Default) {
-                engine.run(System.nanoTime(), cfg.warmupMs * 1_000_000L, cfg.drainMs * 1_000_000L)
-            }
-            val t = r.tally
-            if (t.failed > 0) {
-                val code = t.failures.keys.first()
-                Exit.error("warmup", code, "warmup: ${t.firstFailure}")
-            }
-            warmupCompleted = t.completed
+        if (cfg.warmupMs <= 0) return 0L
+        val r = runBlocking(Dispatchers.Default) {
+            engine.run(System.nanoTime(), cfg.warmupMs * 1_000_000L, cfg.drainMs * 1_000_000L)
         }
+        val t = r.tally
+        if (t.failed > 0) {
+            val code = t.failures.keys.first()
+            Exit.error("warmup", code, "warmup: ${t.firstFailure}")
+        }
+        return t.completed
+    }
 
+    private fun arm(cfg: ClientConfig, stack: ClientStack, connectNs: Long, warmupCompleted: Long) {
         enter("armed")
         Events.emit(
             "armed",
@@ -93,6 +109,10 @@ object ClientRole {
                 "warmup_completed" to Counter(warmupCompleted),
             ),
         )
+    }
+
+    /** Waits for START; SHUTDOWN closes the connections and stops, anything else is an error. */
+    private fun awaitStart(stdin: Stdin, stack: ClientStack) {
         val (cmd, text) = stdin.next()
         when (cmd) {
             Cmd.START -> {}
@@ -102,6 +122,10 @@ object ClientRole {
             }
             Cmd.OTHER -> Exit.error("armed", "protocol", "${describe(cmd, text)} while armed")
         }
+    }
+
+    /** The window from START and its drain; prints the `sample`. */
+    private fun measure(cfg: ClientConfig, stack: ClientStack, engine: Engine) {
         enter("measure")
         // Transport statistics: the reading when START arrives, polls through the window, the
         // reading after the drain (docs/peer-protocol.md "Transport statistics").
@@ -116,8 +140,6 @@ object ClientRole {
             Events.emit("sample", sample)
             phase = "sampled"
         }
-        // stdin's thread ends the process on the next command.
-        while (true) Thread.sleep(60_000)
     }
 
     private fun sampleFields(cfg: ClientConfig, r: PhaseResult, windowNs: Long, drainNs: Long, t0: Long): MutableMap<String, Any?> {
