@@ -167,6 +167,8 @@ fn window_failure(phase: &'static str, totals: &Totals) -> Option<Failure> {
     ))
 }
 
+/// One sample on stack `S`: connect, validate, warm up, `armed`, START, the window, `sample`,
+/// SHUTDOWN, `stopped` (or a conformance fault's probe instead of measuring).
 async fn sample<S: ClientStack>(
     args: &ClientArgs,
     settings: &ClientSettings,
@@ -179,23 +181,15 @@ async fn sample<S: ClientStack>(
     // (the controller died or gave up) stops the client at once instead of after the bounds,
     // and START or another line is a protocol error in the phase it arrives in.
     let connected = unless_shutdown(&mut commands, phase::CONNECT, connect::<S>(settings, clock));
-    let Some((stack, mut lanes, connect_ns)) = connected.await? else {
+    let Some((stack, lanes, connect_ns)) = connected.await? else {
         stop_early("connecting");
         return Ok(());
     };
     if let Some(fault) = args.conformance_fault {
         return probe(stack, lanes, fault, settings.workload, &mut commands).await;
     }
-    let validated = unless_shutdown(&mut commands, phase::VALIDATE, validate(&mut lanes));
-    if validated.await?.is_none() {
-        stop_early("the validation operation");
-        return Ok(());
-    }
-    let warmup = warm_up(&stack, lanes, model, clock, args);
-    let Some((lanes, warmup_completed)) =
-        unless_shutdown(&mut commands, phase::WARMUP, warmup).await?
-    else {
-        stop_early("the warmup");
+    let prepared = prepare(&stack, lanes, model, clock, args, &mut commands).await?;
+    let Some((lanes, warmup_completed)) = prepared else {
         return Ok(());
     };
 
@@ -205,18 +199,63 @@ async fn sample<S: ClientStack>(
         connect_ns: Some(connect_ns),
         warmup_completed,
     }));
-
-    match commands.next().await {
-        Input::Command(Command::Start) => {}
-        Input::Command(Command::Shutdown) => {
-            // The controller gave up before measuring: close cleanly, no sample.
-            stack.close(lanes).await;
-            emit(&Event::Stopped(Stopped::default()));
-            return Ok(());
-        }
-        Input::Unknown(line) => return Err(unknown_command(phase::ARMED, &line)),
+    if !started(&mut commands).await? {
+        // The controller gave up before measuring: close cleanly, no sample.
+        stack.close(lanes).await;
+        emit(&Event::Stopped(Stopped::default()));
+        return Ok(());
     }
+    let Some(lanes) = measure(&stack, lanes, model, clock, args, &mut commands).await? else {
+        return Ok(());
+    };
+    shutdown_after_sample(&mut commands).await?;
+    stack.close(lanes).await;
+    emit(&Event::Stopped(Stopped::default()));
+    Ok(())
+}
 
+/// The validation operation, then the warmup, each unless SHUTDOWN arrives first (`None`, with
+/// `stopped` printed). Returns the lanes and the warmup's completed operations.
+async fn prepare<S: ClientStack>(
+    stack: &S,
+    mut lanes: Vec<S::Lane>,
+    model: LoadModel,
+    clock: MonotonicClock,
+    args: &ClientArgs,
+    commands: &mut Commands,
+) -> Result<Option<(Vec<S::Lane>, u64)>, Failure> {
+    let validated = unless_shutdown(commands, phase::VALIDATE, validate(&mut lanes));
+    if validated.await?.is_none() {
+        stop_early("the validation operation");
+        return Ok(None);
+    }
+    let warmup = warm_up(stack, lanes, model, clock, args);
+    let warmed = unless_shutdown(commands, phase::WARMUP, warmup).await?;
+    if warmed.is_none() {
+        stop_early("the warmup");
+    }
+    Ok(warmed)
+}
+
+/// Waits for the armed client's command: `true` for START, `false` for SHUTDOWN.
+async fn started(commands: &mut Commands) -> Result<bool, Failure> {
+    match commands.next().await {
+        Input::Command(Command::Start) => Ok(true),
+        Input::Command(Command::Shutdown) => Ok(false),
+        Input::Unknown(line) => Err(unknown_command(phase::ARMED, &line)),
+    }
+}
+
+/// The measured window after START: runs the load model with the transport statistics polled
+/// alongside and prints the `sample`. `None` (with `stopped` printed) if SHUTDOWN came first.
+async fn measure<S: ClientStack>(
+    stack: &S,
+    lanes: Vec<S::Lane>,
+    model: LoadModel,
+    clock: MonotonicClock,
+    args: &ClientArgs,
+    commands: &mut Commands,
+) -> Result<Option<Vec<S::Lane>>, Failure> {
     // Transport statistics: read at START, polled through the window, read at its end.
     let poller = stack.transport_probe().map(Poller::start);
     let window = Window::new(
@@ -228,39 +267,38 @@ async fn sample<S: ClientStack>(
         LoadModel::SendSaturation { .. } => "the settle bound (--settle-ms, at most --drain-ms)",
         _ => "the drain bound (--drain-ms)",
     };
-    let measured = unless_shutdown(&mut commands, phase::MEASURE, async {
-        run_model(&stack, lanes, model, clock, window, bound)
+    let measured = unless_shutdown(commands, phase::MEASURE, async {
+        run_model(stack, lanes, model, clock, window, bound)
             .await
             .map_err(|e| op_failure(phase::MEASURE, e))
     })
     .await?;
     let Some((lanes, totals)) = measured else {
         stop_early("the window");
-        return Ok(());
+        return Ok(None);
     };
     let mut report = totals
         .report(&window)
         .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, e))?;
     report.transport = poller.and_then(Poller::finish).map(Box::new);
     emit(&Event::Sample(report));
+    Ok(Some(lanes))
+}
 
+/// After the sample a client takes only SHUTDOWN.
+async fn shutdown_after_sample(commands: &mut Commands) -> Result<(), Failure> {
     match commands.next().await {
-        Input::Command(Command::Shutdown) => {}
-        Input::Command(Command::Start) => {
-            return Err(Failure::new(
-                phase::SHUTDOWN,
-                code::PROTOCOL,
-                anyhow::anyhow!(
-                    "a second START after the sample; a client measures one sample, then \
-                     takes only SHUTDOWN"
-                ),
-            ));
-        }
-        Input::Unknown(line) => return Err(unknown_command(phase::SHUTDOWN, &line)),
+        Input::Command(Command::Shutdown) => Ok(()),
+        Input::Command(Command::Start) => Err(Failure::new(
+            phase::SHUTDOWN,
+            code::PROTOCOL,
+            anyhow::anyhow!(
+                "a second START after the sample; a client measures one sample, then \
+                 takes only SHUTDOWN"
+            ),
+        )),
+        Input::Unknown(line) => Err(unknown_command(phase::SHUTDOWN, &line)),
     }
-    stack.close(lanes).await;
-    emit(&Event::Stopped(Stopped::default()));
-    Ok(())
 }
 
 /// SHUTDOWN (or the end of stdin) before `armed` or during the window: stop at once, without

@@ -5,6 +5,9 @@
 //!
 //! Windows are short (300 ms) so that the whole file runs in seconds; every wait is bounded.
 
+// Tests may be long (the house rule): a stack's scenarios read top to bottom against one server.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use common::{Peer, Pki, start_server, start_server_with, strings};
