@@ -2,6 +2,7 @@
 //! `sample`, SHUTDOWN, `stopped` (docs/peer-protocol.md, "armed" and "sample").
 
 use crate::args::{ArrivalArg, ClientArgs, Load, Stack};
+use crate::commands::{Commands, Input};
 use crate::engine::backpressure::BackpressureSchedule;
 use crate::engine::generator::run_open;
 use crate::engine::lanes::{SharedWindow, run_closed, run_lanes};
@@ -11,9 +12,9 @@ use crate::engine::saturation::run_saturation;
 use crate::engine::tally::{ModelReport, Totals};
 use crate::engine::window::WindowSchedule;
 use crate::engine::{Clock, Lane, LoadModel, MonotonicClock, OpError, Window};
+use crate::events::emit;
 use crate::failure::{FailExt, Failure};
 use crate::fault::{ClientFault, judge};
-use crate::output::{Commands, Input, emit};
 use crate::stacks::grpc::GrpcClient;
 use crate::stacks::quic::QuicClient;
 use crate::stacks::tcp::TcpClient;

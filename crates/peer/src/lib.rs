@@ -6,7 +6,8 @@
 //! - [`engine`]: the load models (sans-IO schedules and their async shells) and measurement;
 //! - [`stacks`]: grpc (tonic), quic (quinn) and tcp, client lanes and servers;
 //! - [`client`], [`server`]: one sample's life cycle for each role;
-//! - [`output`]: events on stdout, commands on stdin; [`failure`]: errors as `error` events;
+//! - [`commands`]: commands on stdin; [`events`]: events on stdout; [`failure`]: errors as
+//!   `error` events;
 //! - [`capabilities`], [`tls`]: what the peer offers, and the one TLS configuration of every stack;
 //! - [`service`]: `BenchService`'s generated tonic client and server (build.rs);
 //! - [`fault`]: the hidden conformance faults (`--conformance-fault MODE`) the conformance kit
@@ -15,10 +16,11 @@
 pub mod args;
 pub mod capabilities;
 pub mod client;
+pub mod commands;
 pub mod engine;
+pub mod events;
 pub mod failure;
 pub mod fault;
-pub mod output;
 pub mod server;
 pub mod stacks;
 

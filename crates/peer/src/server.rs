@@ -2,8 +2,9 @@
 //! `stopped` with the counters and the transport statistics of every connection it served.
 
 use crate::args::{ServerArgs, Stack};
+use crate::commands::{Commands, Input};
+use crate::events::emit;
 use crate::failure::{FailExt, Failure};
-use crate::output::{Commands, Input, emit};
 use crate::stacks::{self, RunningServer, ServerState, Stall, resolve};
 use crate::tls;
 use crate::transport::ServerPoller;
