@@ -2,7 +2,7 @@
 //! `sample`, SHUTDOWN, `stopped` (docs/peer-protocol.md, "armed" and "sample").
 
 use crate::args::{ArrivalArg, ClientArgs, Load, Stack};
-use crate::commands::{Commands, Input};
+use crate::commands::{CommandError, Commands, Input};
 use crate::engine::backpressure::BackpressureSchedule;
 use crate::engine::generator::run_open;
 use crate::engine::lanes::{SharedWindow, run_closed, run_lanes};
@@ -14,7 +14,7 @@ use crate::engine::window::WindowSchedule;
 use crate::engine::{Clock, Lane, LoadModel, MonotonicClock, OpError, Window};
 use crate::events::emit;
 use crate::failure::{FailExt, Failure};
-use crate::fault::{ClientFault, judge};
+use crate::fault::{ClientFault, Misjudged, judge};
 use crate::stacks::grpc::GrpcClient;
 use crate::stacks::quic::QuicClient;
 use crate::stacks::tcp::TcpClient;
@@ -152,20 +152,53 @@ pub async fn run(args: ClientArgs) -> Result<(), Failure> {
     }
 }
 
-fn op_failure(phase: &'static str, error: OpError) -> Failure {
-    Failure::new(phase, error.code, anyhow::anyhow!(error.message))
+/// Why a client's sample failed (the phase and code are the [`Failure`]'s).
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// An operation failed: connecting, the validation operation, or the load model's shell.
+    #[error("{}", .0.message)]
+    Operation(OpError),
+    /// Operations of the warmup failed.
+    #[error("{failed} of the {phase} operations failed; the first: {first}")]
+    Operations {
+        /// How many failed.
+        failed: u64,
+        /// The phase they ran in.
+        phase: &'static str,
+        /// The message of the first failure.
+        first: String,
+    },
+    /// There is no lane to run the validation operation on.
+    #[error("--concurrency must be at least 1")]
+    NoLanes,
+    /// The sample's histograms cannot be encoded.
+    #[error(transparent)]
+    Report(#[from] rpcarena_protocol::histogram::HistogramError),
+    /// The server answered a conformance fault's malformed call wrongly.
+    #[error(transparent)]
+    Fault(#[from] Misjudged),
+    /// The server refused the malformed call but then failed the well-formed one after it.
+    #[error(
+        "the server refused the malformed call but then failed a well-formed one: {}",
+        .0.message
+    )]
+    AfterFault(OpError),
 }
 
+/// An operation's failure in `phase`, with the operation's code.
+fn op_failure(phase: &'static str, error: OpError) -> Failure {
+    Failure::new(phase, error.code, ClientError::Operation(error))
+}
+
+/// The failure of a window in which operations failed, with the first failure's code.
 fn window_failure(phase: &'static str, totals: &Totals) -> Option<Failure> {
     let (code, message) = totals.first_failure()?;
-    Some(Failure::new(
+    let error = ClientError::Operations {
+        failed: totals.tally.failed,
         phase,
-        code,
-        anyhow::anyhow!(
-            "{} of the {phase} operations failed; the first: {message}",
-            totals.tally.failed
-        ),
-    ))
+        first: message.to_string(),
+    };
+    Some(Failure::new(phase, code, error))
 }
 
 /// One sample on stack `S`: connect, validate, warm up, `armed`, START, the window, `sample`,
@@ -280,7 +313,7 @@ async fn measure<S: ClientStack>(
     };
     let mut report = totals
         .report(&window)
-        .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, e))?;
+        .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, ClientError::Report(e)))?;
     report.transport = poller.and_then(Poller::finish).map(Box::new);
     emit(&Event::Sample(report));
     Ok(Some(lanes))
@@ -293,10 +326,7 @@ async fn shutdown_after_sample(commands: &mut Commands) -> Result<(), Failure> {
         Input::Command(Command::Start) => Err(Failure::new(
             phase::SHUTDOWN,
             code::PROTOCOL,
-            anyhow::anyhow!(
-                "a second START after the sample; a client measures one sample, then \
-                 takes only SHUTDOWN"
-            ),
+            CommandError::SecondStart,
         )),
         Input::Unknown(line) => Err(unknown_command(phase::SHUTDOWN, &line)),
     }
@@ -333,13 +363,9 @@ async fn connect<S: ClientStack>(
 
 /// The first lane, which runs the validation operation.
 fn first_lane<L>(lanes: &mut [L]) -> Result<&mut L, Failure> {
-    lanes.first_mut().ok_or_else(|| {
-        Failure::new(
-            phase::STARTUP,
-            code::CONFIG,
-            anyhow::anyhow!("--concurrency must be at least 1"),
-        )
-    })
+    lanes
+        .first_mut()
+        .ok_or_else(|| Failure::new(phase::STARTUP, code::CONFIG, ClientError::NoLanes))
 }
 
 /// One operation of `work` on the first lane within the validation bound, as an [`OpError`].
@@ -416,26 +442,15 @@ async fn probe<S: ClientStack>(
         let verdict = bounded("the malformed call", call)
             .await
             .map_err(|e| op_failure(phase::VALIDATE, e))?;
-        judge(fault, &verdict).map_err(|(code, message)| {
-            Failure::new(phase::VALIDATE, code, anyhow::anyhow!(message))
-        })?;
+        judge(fault, &verdict)
+            .map_err(|e| Failure::new(phase::VALIDATE, e.code(), ClientError::Fault(e)))?;
         eprintln!(
             "rpcarena-peer-rust: the server refused the malformed call with INVALID_ARGUMENT: {}",
             verdict.message
         );
         bounded("the well-formed call after the malformed one", lane.call(0))
             .await
-            .map_err(|e| {
-                Failure::new(
-                    phase::VALIDATE,
-                    e.code,
-                    anyhow::anyhow!(
-                        "the server refused the malformed call but then failed a well-formed \
-                         one: {}",
-                        e.message
-                    ),
-                )
-            })?;
+            .map_err(|e| Failure::new(phase::VALIDATE, e.code, ClientError::AfterFault(e)))?;
         Ok(())
     })
     .await?;
@@ -462,17 +477,15 @@ async fn unless_shutdown<T>(
             Input::Command(Command::Start) => Err(Failure::new(
                 phase,
                 code::PROTOCOL,
-                anyhow::anyhow!("START arrived during {phase}; it is only valid once, after `armed`"),
+                CommandError::EarlyStart { phase },
             )),
             Input::Unknown(line) => Err(unknown_command(phase, &line)),
         },
     }
 }
 
+/// A line on stdin that is no command, in `phase`.
 fn unknown_command(phase: &'static str, line: &str) -> Failure {
-    Failure::new(
-        phase,
-        code::PROTOCOL,
-        anyhow::anyhow!("unknown command {line:?} on stdin; expected START or SHUTDOWN"),
-    )
+    let line = line.to_string();
+    Failure::new(phase, code::PROTOCOL, CommandError::Unknown { line })
 }

@@ -15,6 +15,38 @@ pub enum Input {
     Unknown(String),
 }
 
+/// A line on stdin out of place (docs/peer-protocol.md, "Lifecycle"), an error in the phase it
+/// arrives in with code `protocol`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// A client got START before `armed` or during its window.
+    #[error("START arrived during {phase}; it is only valid once, after `armed`")]
+    EarlyStart {
+        /// The phase it arrived in.
+        phase: &'static str,
+    },
+    /// A client got a second START after its sample.
+    #[error(
+        "a second START after the sample; a client measures one sample, then takes only SHUTDOWN"
+    )]
+    SecondStart,
+    /// A client got a line that is neither START nor SHUTDOWN.
+    #[error("unknown command {line:?} on stdin; expected START or SHUTDOWN")]
+    Unknown {
+        /// The line, verbatim.
+        line: String,
+    },
+    /// A server got START, which is a client's command.
+    #[error("START is a client command; a server only takes SHUTDOWN")]
+    StartToServer,
+    /// A server got a line that is not SHUTDOWN.
+    #[error("unknown command {line:?} on stdin; a server only takes SHUTDOWN")]
+    UnknownToServer {
+        /// The line, verbatim.
+        line: String,
+    },
+}
+
 /// Commands arriving on stdin, read by a dedicated thread so that a blocking read never holds an
 /// async worker.
 pub struct Commands {

@@ -13,7 +13,7 @@
 //! events (crate::events), so every failure ends as one `error` event and a non-zero exit.
 
 use rpcarena_peer_rust::args::{self, ArgError, Command};
-use rpcarena_peer_rust::failure::{FailExt, Failure};
+use rpcarena_peer_rust::failure::{Cause, FailExt, Failure};
 use rpcarena_peer_rust::{capabilities, client, events, server};
 use rpcarena_protocol::event::{Event, PeerError, code, phase};
 use std::process::ExitCode;
@@ -59,5 +59,6 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .enable_all()
         .thread_name("rpcarena-worker")
         .build()
+        .map_err(Cause::Runtime)
         .fail(phase::STARTUP, code::INTERNAL)
 }

@@ -2,10 +2,10 @@
 //! `stopped` with the counters and the transport statistics of every connection it served.
 
 use crate::args::{ServerArgs, Stack};
-use crate::commands::{Commands, Input};
+use crate::commands::{CommandError, Commands, Input};
 use crate::events::emit;
 use crate::failure::{FailExt, Failure};
-use crate::stacks::{self, RunningServer, ServerState, Stall, resolve};
+use crate::stacks::{self, ListenError, RunningServer, ServerState, Stall, resolve};
 use crate::tls;
 use crate::transport::ServerPoller;
 use rpcarena_protocol::event::{Command, Event, Ready, Role, Stopped, TransportStats, code, phase};
@@ -24,7 +24,7 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
     let mut commands = Commands::from_stdin();
     let addr = resolve(&args.listen)
         .await
-        .map_err(|e| e.context("--listen"))
+        .map_err(ListenError::Resolve)
         .fail(phase::LISTEN, code::CONFIG)?;
     if let Some(fault) = args.conformance_fault {
         eprintln!(
@@ -59,12 +59,8 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
     // Read at SHUTDOWN, and let go of the connections before the server closes them.
     let transport = poller.finish().map(Box::new);
     server.stop(STOP_GRACE).await;
-    if let Some(message) = refused {
-        return Err(Failure::new(
-            phase::SERVE,
-            code::PROTOCOL,
-            anyhow::anyhow!(message),
-        ));
+    if let Some(refused) = refused {
+        return Err(Failure::new(phase::SERVE, code::PROTOCOL, refused));
     }
     emit(&stopped(&state, transport));
     Ok(())
@@ -90,19 +86,15 @@ fn stall(args: &ServerArgs) -> Option<Stall> {
 async fn serve_until_shutdown(
     commands: &mut Commands,
     server: &mut RunningServer,
-) -> Result<Option<String>, Failure> {
+) -> Result<Option<CommandError>, Failure> {
     // A server's only command is SHUTDOWN (or the end of stdin); START is a client's, so a
     // controller that sends it here is confused, and so is any other line (docs/peer-protocol.md,
     // "Lifecycle").
     tokio::select! {
         input = commands.next() => Ok(match input {
             Input::Command(Command::Shutdown) => None,
-            Input::Command(Command::Start) => {
-                Some("START is a client command; a server only takes SHUTDOWN".to_string())
-            }
-            Input::Unknown(line) => {
-                Some(format!("unknown command {line:?} on stdin; a server only takes SHUTDOWN"))
-            }
+            Input::Command(Command::Start) => Some(CommandError::StartToServer),
+            Input::Unknown(line) => Some(CommandError::UnknownToServer { line }),
         }),
         error = server.failed() => Err(Failure::new(phase::SERVE, code::INTERNAL, error)),
     }

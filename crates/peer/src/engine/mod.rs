@@ -44,7 +44,6 @@ pub mod saturation;
 pub mod tally;
 pub mod window;
 
-use std::fmt;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -65,7 +64,8 @@ pub struct OpOutcome {
 }
 
 /// Why an operation failed, with the protocol error code it is counted under.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
 pub struct OpError {
     /// One of [`rpcarena_protocol::event::code`].
     pub code: &'static str,
@@ -82,14 +82,6 @@ impl OpError {
         }
     }
 }
-
-impl fmt::Display for OpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for OpError {}
 
 /// One unit of concurrency of a stack: performs one operation at a time.
 ///

@@ -10,8 +10,8 @@ use super::tcp::connect_tls;
 use super::validate::RequestCheck;
 use super::{
     CallTally, ClientSettings, ClientStack, FLOW_WINDOW, HANDSHAKE_TIMEOUT, MAX_CONCURRENT_STREAMS,
-    MAX_MESSAGE, RawCall, RunningServer, ServerState, TCP_NODELAY, Verdict, Workload, resolve,
-    tune_tcp,
+    MAX_MESSAGE, RawCall, RunningServer, ServerError, ServerState, TCP_NODELAY, Verdict, Workload,
+    resolve_server, tune_tcp,
 };
 use crate::engine::pool::{Submitter, Ticket};
 use crate::engine::saturation::{SharedSender, StreamSender};
@@ -19,7 +19,6 @@ use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::Failure;
 use crate::service::bench_service_server::{BenchService, BenchServiceServer};
 use crate::transport::{Probe, TcpSockets};
-use anyhow::Context as _;
 use futures::{Stream, StreamExt, stream};
 use hyper_util::rt::TokioIo;
 use rpcarena_protocol::event::{Setting, code};
@@ -162,9 +161,7 @@ impl ClientStack for GrpcClient {
     }
 
     async fn connect(settings: &ClientSettings) -> Result<(GrpcClient, Vec<GrpcLane>), OpError> {
-        let addr = resolve(&settings.server)
-            .await
-            .map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
+        let addr = resolve_server(settings).await?;
         let endpoint = Endpoint::from_shared(format!("https://{}", settings.server))
             .map_err(|e| {
                 OpError::new(
@@ -825,7 +822,7 @@ pub async fn serve(
         },
     );
     let task = tokio::spawn(async move {
-        let result = server.await.context("the gRPC server failed");
+        let result = server.await.map_err(ServerError::Grpc);
         accept_loop.abort();
         result
     });

@@ -4,14 +4,13 @@
 
 use super::native::{self, CallEnd, RecvHalf, SendHalf};
 use super::{
-    ClientSettings, ClientStack, FLOW_WINDOW, MAX_CONCURRENT_STREAMS, RawCall, RunningServer,
-    ServerState, Verdict, Workload, resolve,
+    ClientSettings, ClientStack, FLOW_WINDOW, ListenError, MAX_CONCURRENT_STREAMS, RawCall,
+    RunningServer, ServerError, ServerState, Verdict, Workload, resolve_server,
 };
 use crate::engine::pool::{Submitter, Ticket};
 use crate::engine::saturation::StreamSender;
 use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::{FailExt, Failure};
-use anyhow::Context;
 use futures::StreamExt;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn::{ConnectionError, Endpoint, EndpointConfig, TransportConfig, VarInt};
@@ -97,10 +96,26 @@ pub fn transport_config() -> TransportConfig {
     transport
 }
 
+/// Why a QUIC endpoint's UDP socket cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum UdpError {
+    /// The kernel refuses a UDP socket.
+    #[error("cannot create a UDP socket")]
+    Create(#[source] io::Error),
+    /// The socket cannot bind the address.
+    #[error("cannot bind UDP {addr}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the kernel said.
+        source: io::Error,
+    },
+}
+
 /// A UDP socket bound to `addr` with large buffers, ready for quinn.
-fn udp_socket(addr: SocketAddr) -> anyhow::Result<std::net::UdpSocket> {
+fn udp_socket(addr: SocketAddr) -> Result<std::net::UdpSocket, UdpError> {
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
-        .context("cannot create a UDP socket")?;
+        .map_err(UdpError::Create)?;
     let (received, sent) = raise_buffers(&socket);
     if received < UDP_BUFFER || sent < UDP_BUFFER {
         eprintln!(
@@ -111,7 +126,7 @@ fn udp_socket(addr: SocketAddr) -> anyhow::Result<std::net::UdpSocket> {
     }
     socket
         .bind(&addr.into())
-        .with_context(|| format!("cannot bind UDP {addr}"))?;
+        .map_err(|source| UdpError::Bind { addr, source })?;
     Ok(socket.into())
 }
 
@@ -205,17 +220,15 @@ impl ClientStack for QuicClient {
     }
 
     async fn connect(settings: &ClientSettings) -> Result<(QuicClient, Vec<QuicLane>), OpError> {
-        let server = resolve(&settings.server)
-            .await
-            .map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
+        let server = resolve_server(settings).await?;
         let local = local_address_for(server).map_err(|e| {
             OpError::new(
                 code::CONNECT,
                 format!("no local address routes to {server}: {e}"),
             )
         })?;
-        let socket =
-            udp_socket(local).map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
+        let socket = udp_socket(local)
+            .map_err(|e| OpError::new(code::CONNECT, crate::failure::chain(&e)))?;
         let endpoint = endpoint(socket, None).map_err(|e| {
             OpError::new(code::CONNECT, format!("cannot start a QUIC endpoint: {e}"))
         })?;
@@ -369,19 +382,19 @@ pub async fn serve(
     state: Arc<ServerState>,
 ) -> Result<RunningServer, Failure> {
     let crypto = QuicServerConfig::try_from(tls)
-        .context("TLS configuration unusable for QUIC")
+        .map_err(ListenError::QuicTls)
         .fail(phase::LISTEN, code::INTERNAL)?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     config.transport_config(Arc::new(transport_config()));
     let socket = udp_socket(addr)
-        .with_context(|| format!("--listen {addr}"))
+        .map_err(|source| ListenError::Udp { addr, source })
         .fail(phase::LISTEN, code::CONFIG)?;
     let endpoint = endpoint(socket, Some(config))
-        .context("cannot start a QUIC endpoint")
+        .map_err(ListenError::QuicEndpoint)
         .fail(phase::LISTEN, code::INTERNAL)?;
     let local_addr = endpoint
         .local_addr()
-        .context("cannot read the bound address")
+        .map_err(ListenError::BoundAddress)
         .fail(phase::LISTEN, code::INTERNAL)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -391,7 +404,7 @@ pub async fn serve(
             }
         };
         tokio::select! {
-            () = accept => anyhow::bail!("the QUIC endpoint stopped accepting"),
+            () = accept => return Err(ServerError::QuicStoppedAccepting),
             _ = stopped => {}
         }
         endpoint.close(VarInt::from_u32(0), b"shutdown");

@@ -4,7 +4,7 @@
 use super::native::{self, CallEnd, Reader, Writer};
 use super::{
     ClientSettings, ClientStack, HANDSHAKE_TIMEOUT, RawCall, RunningServer, ServerState,
-    TCP_NODELAY, Verdict, Workload, resolve, tune_tcp,
+    TCP_NODELAY, Verdict, Workload, resolve_server, tune_tcp,
 };
 use crate::engine::pool::LanePool;
 use crate::engine::saturation::StreamSender;
@@ -97,9 +97,7 @@ impl ClientStack for TcpClient {
     }
 
     async fn connect(settings: &ClientSettings) -> Result<(TcpClient, Vec<TcpLane>), OpError> {
-        let addr = resolve(&settings.server)
-            .await
-            .map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
+        let addr = resolve_server(settings).await?;
         // All lanes connect at once, as they would after a deploy; connect_ns covers them all.
         let streams =
             futures::future::try_join_all((0..settings.lanes).map(|_| connect_tls(addr, settings)))
