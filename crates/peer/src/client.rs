@@ -222,7 +222,13 @@ async fn sample<S: ClientStack>(
     if let Some(fault) = args.conformance_fault {
         return probe(stack, lanes, fault, settings.workload, &mut commands).await;
     }
-    let prepared = prepare(&stack, lanes, model, clock, args, &mut commands).await?;
+    let phases = Phases {
+        stack: &stack,
+        model,
+        clock,
+        args,
+    };
+    let prepared = phases.prepare(lanes, &mut commands).await?;
     let Some((lanes, warmup_completed)) = prepared else {
         return Ok(());
     };
@@ -239,7 +245,7 @@ async fn sample<S: ClientStack>(
         emit(&Event::Stopped(Stopped::default()));
         return Ok(());
     }
-    let Some(lanes) = measure(&stack, lanes, model, clock, args, &mut commands).await? else {
+    let Some(lanes) = phases.measure(lanes, &mut commands).await? else {
         return Ok(());
     };
     shutdown_after_sample(&mut commands).await?;
@@ -248,27 +254,103 @@ async fn sample<S: ClientStack>(
     Ok(())
 }
 
-/// The validation operation, then the warmup, each unless SHUTDOWN arrives first (`None`, with
-/// `stopped` printed). Returns the lanes and the warmup's completed operations.
-async fn prepare<S: ClientStack>(
-    stack: &S,
-    mut lanes: Vec<S::Lane>,
+/// What the phases of one sample work with: the connected stack, the load model, the clock and
+/// the arguments.
+struct Phases<'a, S> {
+    stack: &'a S,
     model: LoadModel,
     clock: MonotonicClock,
-    args: &ClientArgs,
-    commands: &mut Commands,
-) -> Result<Option<(Vec<S::Lane>, u64)>, Failure> {
-    let validated = unless_shutdown(commands, phase::VALIDATE, validate(&mut lanes));
-    if validated.await?.is_none() {
-        stop_early("the validation operation");
-        return Ok(None);
+    args: &'a ClientArgs,
+}
+
+impl<S: ClientStack> Phases<'_, S> {
+    /// A window opening now, `length_ms` long, with `--drain-ms` for the operations still in
+    /// flight at its end.
+    fn window(&self, length_ms: u64) -> Window {
+        Window::new(
+            self.clock.now(),
+            length_ms.saturating_mul(1_000_000),
+            self.args.drain_ms.saturating_mul(1_000_000),
+        )
     }
-    let warmup = warm_up(stack, lanes, model, clock, args);
-    let warmed = unless_shutdown(commands, phase::WARMUP, warmup).await?;
-    if warmed.is_none() {
-        stop_early("the warmup");
+
+    /// The validation operation, then the warmup, each unless SHUTDOWN arrives first (`None`,
+    /// with `stopped` printed). Returns the lanes and the warmup's completed operations.
+    async fn prepare(
+        &self,
+        mut lanes: Vec<S::Lane>,
+        commands: &mut Commands,
+    ) -> Result<Option<(Vec<S::Lane>, u64)>, Failure> {
+        let validated = unless_shutdown(commands, phase::VALIDATE, validate(&mut lanes));
+        if validated.await?.is_none() {
+            stop_early("the validation operation");
+            return Ok(None);
+        }
+        let warmed = unless_shutdown(commands, phase::WARMUP, self.warm_up(lanes)).await?;
+        if warmed.is_none() {
+            stop_early("the warmup");
+        }
+        Ok(warmed)
     }
-    Ok(warmed)
+
+    /// The untimed warmup: the load model for `--warmup-ms`, then every operation still in
+    /// flight may take `--drain-ms` to finish (docs/peer-protocol.md, "Lifecycle"); any failure,
+    /// a missed bound included (`timeout`), fails the warmup. Returns the lanes and the
+    /// operations completed.
+    async fn warm_up(&self, lanes: Vec<S::Lane>) -> Result<(Vec<S::Lane>, u64), Failure> {
+        if self.args.warmup_ms == 0 {
+            return Ok((lanes, 0));
+        }
+        let window = self.window(self.args.warmup_ms);
+        let warmup = run_model(
+            self.stack,
+            lanes,
+            self.model,
+            self.clock,
+            window,
+            WARMUP_BOUND,
+        );
+        let (lanes, totals) = warmup.await.map_err(|e| op_failure(phase::WARMUP, e))?;
+        if let Some(failure) = window_failure(phase::WARMUP, &totals) {
+            return Err(failure);
+        }
+        Ok((lanes, totals.tally.completed))
+    }
+
+    /// The measured window after START: runs the load model with the transport statistics
+    /// polled alongside and prints the `sample`. `None` (with `stopped` printed) if SHUTDOWN
+    /// came first.
+    async fn measure(
+        &self,
+        lanes: Vec<S::Lane>,
+        commands: &mut Commands,
+    ) -> Result<Option<Vec<S::Lane>>, Failure> {
+        // Transport statistics: read at START, polled through the window, read at its end.
+        let poller = self.stack.transport_probe().map(Poller::start);
+        let window = self.window(self.args.window_ms);
+        let bound = match self.model {
+            LoadModel::SendSaturation { .. } => {
+                "the settle bound (--settle-ms, at most --drain-ms)"
+            }
+            _ => "the drain bound (--drain-ms)",
+        };
+        let measured = unless_shutdown(commands, phase::MEASURE, async {
+            run_model(self.stack, lanes, self.model, self.clock, window, bound)
+                .await
+                .map_err(|e| op_failure(phase::MEASURE, e))
+        })
+        .await?;
+        let Some((lanes, totals)) = measured else {
+            stop_early("the window");
+            return Ok(None);
+        };
+        let mut report = totals
+            .report(&window)
+            .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, ClientError::Report(e)))?;
+        report.transport = poller.and_then(Poller::finish).map(Box::new);
+        emit(&Event::Sample(report));
+        Ok(Some(lanes))
+    }
 }
 
 /// Waits for the armed client's command: `true` for START, `false` for SHUTDOWN.
@@ -278,45 +360,6 @@ async fn started(commands: &mut Commands) -> Result<bool, Failure> {
         Input::Command(Command::Shutdown) => Ok(false),
         Input::Unknown(line) => Err(unknown_command(phase::ARMED, &line)),
     }
-}
-
-/// The measured window after START: runs the load model with the transport statistics polled
-/// alongside and prints the `sample`. `None` (with `stopped` printed) if SHUTDOWN came first.
-async fn measure<S: ClientStack>(
-    stack: &S,
-    lanes: Vec<S::Lane>,
-    model: LoadModel,
-    clock: MonotonicClock,
-    args: &ClientArgs,
-    commands: &mut Commands,
-) -> Result<Option<Vec<S::Lane>>, Failure> {
-    // Transport statistics: read at START, polled through the window, read at its end.
-    let poller = stack.transport_probe().map(Poller::start);
-    let window = Window::new(
-        clock.now(),
-        args.window_ms.saturating_mul(1_000_000),
-        args.drain_ms.saturating_mul(1_000_000),
-    );
-    let bound = match model {
-        LoadModel::SendSaturation { .. } => "the settle bound (--settle-ms, at most --drain-ms)",
-        _ => "the drain bound (--drain-ms)",
-    };
-    let measured = unless_shutdown(commands, phase::MEASURE, async {
-        run_model(stack, lanes, model, clock, window, bound)
-            .await
-            .map_err(|e| op_failure(phase::MEASURE, e))
-    })
-    .await?;
-    let Some((lanes, totals)) = measured else {
-        stop_early("the window");
-        return Ok(None);
-    };
-    let mut report = totals
-        .report(&window)
-        .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, ClientError::Report(e)))?;
-    report.transport = poller.and_then(Poller::finish).map(Box::new);
-    emit(&Event::Sample(report));
-    Ok(Some(lanes))
 }
 
 /// After the sample a client takes only SHUTDOWN.
@@ -392,33 +435,6 @@ async fn validate<L: Lane>(lanes: &mut [L]) -> Result<(), Failure> {
         .await
         .map_err(|e| op_failure(phase::VALIDATE, e))?;
     Ok(())
-}
-
-/// The untimed warmup: the load model for `--warmup-ms`, then every operation still in flight
-/// may take `--drain-ms` to finish (docs/peer-protocol.md, "Lifecycle"); any failure, a missed
-/// bound included (`timeout`), fails the warmup. Returns the lanes and the operations completed.
-async fn warm_up<S: ClientStack>(
-    stack: &S,
-    lanes: Vec<S::Lane>,
-    model: LoadModel,
-    clock: MonotonicClock,
-    args: &ClientArgs,
-) -> Result<(Vec<S::Lane>, u64), Failure> {
-    if args.warmup_ms == 0 {
-        return Ok((lanes, 0));
-    }
-    let window = Window::new(
-        clock.now(),
-        args.warmup_ms.saturating_mul(1_000_000),
-        args.drain_ms.saturating_mul(1_000_000),
-    );
-    let (lanes, totals) = run_model(stack, lanes, model, clock, window, WARMUP_BOUND)
-        .await
-        .map_err(|e| op_failure(phase::WARMUP, e))?;
-    if let Some(failure) = window_failure(phase::WARMUP, &totals) {
-        return Err(failure);
-    }
-    Ok((lanes, totals.tally.completed))
 }
 
 /// A conformance fault client (crate::fault): the malformed call on the first lane must be

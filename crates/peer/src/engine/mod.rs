@@ -92,8 +92,9 @@ pub trait Lane: Send + 'static {
     /// decodes and validates every response and reads the terminal status.
     fn call(&mut self, seq: u64) -> impl Future<Output = Result<OpOutcome, OpError>> + Send;
 
-    /// Send-saturation: opens one client stream (if [`saturation::StreamSender::open`] admits
-    /// it) and sends request messages while `sender` admits them (it reads `clock` for each),
+    /// Send-saturation: opens one client stream (the shell has opened `sender`, which admits
+    /// the first message: [`saturation::StreamSender::open`]) and sends request messages while
+    /// `sender` admits them (it reads `clock` for each),
     /// telling `sender` when the transport accepted each one; then ends the stream, reads the
     /// server's summary, checks that it confirms every message sent
     /// (`rpcarena_protocol::workload::check_stream_summary`) and reports it with

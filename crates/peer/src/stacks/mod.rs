@@ -18,13 +18,16 @@ pub mod native;
 pub mod quic;
 pub mod tcp;
 pub mod validate;
+pub mod workload;
+
+pub use workload::Workload;
 
 use crate::args::MAX_PAYLOAD;
 use crate::engine::pool::Submitter;
 use crate::engine::{Lane, OpError};
 use crate::fault::ServerFault;
 use rpcarena_protocol::pb;
-use rpcarena_protocol::workload::{Payload, Shape};
+use rpcarena_protocol::workload::Shape;
 use rustls_pki_types::ServerName;
 use std::future::Future;
 use std::io;
@@ -117,21 +120,6 @@ pub fn tune_tcp(stream: &tokio::net::TcpStream) -> std::io::Result<()> {
         });
     }
     Ok(())
-}
-
-/// What every operation of a sample does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Workload {
-    /// The RPC shape.
-    pub shape: Shape,
-    /// Payload bytes of each request.
-    pub request_size: u32,
-    /// Payload bytes of each response.
-    pub response_size: u32,
-    /// N, messages in each streamed direction.
-    pub messages: u32,
-    /// What the payloads are: zero bytes or structured messages.
-    pub payload: Payload,
 }
 
 /// What a client stack needs to connect.

@@ -195,6 +195,7 @@ fn is_tls_error(error: &ConnectionError) -> bool {
 pub struct QuicClient {
     endpoint: Endpoint,
     connection: quinn::Connection,
+    workload: Workload,
 }
 
 /// A lane: a handle on the shared connection; each call opens its own stream.
@@ -210,7 +211,7 @@ impl ClientStack for QuicClient {
     fn submitter(&self, lanes: Vec<QuicLane>) -> QuicSubmitter {
         QuicSubmitter {
             connection: self.connection.clone(),
-            workload: lanes.first().map(|l| l.workload),
+            workload: self.workload,
             lanes,
         }
     }
@@ -268,6 +269,7 @@ impl ClientStack for QuicClient {
             QuicClient {
                 endpoint,
                 connection,
+                workload: settings.workload,
             },
             lanes,
         ))
@@ -309,9 +311,6 @@ impl Lane for QuicLane {
         clock: &C,
         sender: &mut StreamSender,
     ) -> Result<(), OpError> {
-        if !sender.open(clock.now()) {
-            return Ok(());
-        }
         let (send, recv) = self.connection.open_bi().await.map_err(open_error)?;
         let mut writer = native::writer(send);
         let mut reader = native::reader(recv);
@@ -336,7 +335,7 @@ impl RawCall for QuicLane {
 /// stream credit (max_concurrent_bidi_streams, 10,000) allows one more stream.
 pub struct QuicSubmitter {
     connection: quinn::Connection,
-    workload: Option<Workload>,
+    workload: Workload,
     lanes: Vec<QuicLane>,
 }
 
@@ -351,15 +350,12 @@ impl Submitter for QuicSubmitter {
     type Ticket = QuicTicket;
 
     async fn ready(&mut self) -> Result<QuicTicket, OpError> {
-        let workload = self
-            .workload
-            .ok_or_else(|| OpError::new(code::INTERNAL, "a submitter without lanes"))?;
         // Cancel-safe: quinn allocates the stream only when the future completes.
         let (send, recv) = self.connection.open_bi().await.map_err(open_error)?;
         Ok(QuicTicket {
             send,
             recv,
-            workload,
+            workload: self.workload,
         })
     }
 }
