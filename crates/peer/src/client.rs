@@ -2,6 +2,7 @@
 //! `sample`, SHUTDOWN, `stopped` (docs/peer-protocol.md, "armed" and "sample").
 
 use crate::args::{ArrivalArg, ClientArgs, Load, Stack};
+use crate::commands::{CommandError, Commands, Input};
 use crate::engine::backpressure::BackpressureSchedule;
 use crate::engine::generator::run_open;
 use crate::engine::lanes::{SharedWindow, run_closed, run_lanes};
@@ -11,9 +12,9 @@ use crate::engine::saturation::run_saturation;
 use crate::engine::tally::{ModelReport, Totals};
 use crate::engine::window::WindowSchedule;
 use crate::engine::{Clock, Lane, LoadModel, MonotonicClock, OpError, Window};
+use crate::events::emit;
 use crate::failure::{FailExt, Failure};
-use crate::fault::{ClientFault, judge};
-use crate::output::{Commands, Input, emit};
+use crate::fault::{ClientFault, Misjudged, judge};
 use crate::stacks::grpc::GrpcClient;
 use crate::stacks::quic::QuicClient;
 use crate::stacks::tcp::TcpClient;
@@ -151,22 +152,57 @@ pub async fn run(args: ClientArgs) -> Result<(), Failure> {
     }
 }
 
-fn op_failure(phase: &'static str, error: OpError) -> Failure {
-    Failure::new(phase, error.code, anyhow::anyhow!(error.message))
+/// Why a client's sample failed (the phase and code are the [`Failure`]'s).
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// An operation failed: connecting, the validation operation, or the load model's shell.
+    #[error("{}", .0.message)]
+    Operation(OpError),
+    /// Operations of the warmup failed.
+    #[error("{failed} of the {phase} operations failed; the first: {first}")]
+    Operations {
+        /// How many failed.
+        failed: u64,
+        /// The phase they ran in.
+        phase: &'static str,
+        /// The message of the first failure.
+        first: String,
+    },
+    /// There is no lane to run the validation operation on.
+    #[error("--concurrency must be at least 1")]
+    NoLanes,
+    /// The sample's histograms cannot be encoded.
+    #[error(transparent)]
+    Report(#[from] rpcarena_protocol::histogram::HistogramError),
+    /// The server answered a conformance fault's malformed call wrongly.
+    #[error(transparent)]
+    Fault(#[from] Misjudged),
+    /// The server refused the malformed call but then failed the well-formed one after it.
+    #[error(
+        "the server refused the malformed call but then failed a well-formed one: {}",
+        .0.message
+    )]
+    AfterFault(OpError),
 }
 
+/// An operation's failure in `phase`, with the operation's code.
+fn op_failure(phase: &'static str, error: OpError) -> Failure {
+    Failure::new(phase, error.code, ClientError::Operation(error))
+}
+
+/// The failure of a window in which operations failed, with the first failure's code.
 fn window_failure(phase: &'static str, totals: &Totals) -> Option<Failure> {
     let (code, message) = totals.first_failure()?;
-    Some(Failure::new(
+    let error = ClientError::Operations {
+        failed: totals.tally.failed,
         phase,
-        code,
-        anyhow::anyhow!(
-            "{} of the {phase} operations failed; the first: {message}",
-            totals.tally.failed
-        ),
-    ))
+        first: message.to_string(),
+    };
+    Some(Failure::new(phase, code, error))
 }
 
+/// One sample on stack `S`: connect, validate, warm up, `armed`, START, the window, `sample`,
+/// SHUTDOWN, `stopped` (or a conformance fault's probe instead of measuring).
 async fn sample<S: ClientStack>(
     args: &ClientArgs,
     settings: &ClientSettings,
@@ -179,23 +215,21 @@ async fn sample<S: ClientStack>(
     // (the controller died or gave up) stops the client at once instead of after the bounds,
     // and START or another line is a protocol error in the phase it arrives in.
     let connected = unless_shutdown(&mut commands, phase::CONNECT, connect::<S>(settings, clock));
-    let Some((stack, mut lanes, connect_ns)) = connected.await? else {
+    let Some((stack, lanes, connect_ns)) = connected.await? else {
         stop_early("connecting");
         return Ok(());
     };
     if let Some(fault) = args.conformance_fault {
         return probe(stack, lanes, fault, settings.workload, &mut commands).await;
     }
-    let validated = unless_shutdown(&mut commands, phase::VALIDATE, validate(&mut lanes));
-    if validated.await?.is_none() {
-        stop_early("the validation operation");
-        return Ok(());
-    }
-    let warmup = warm_up(&stack, lanes, model, clock, args);
-    let Some((lanes, warmup_completed)) =
-        unless_shutdown(&mut commands, phase::WARMUP, warmup).await?
-    else {
-        stop_early("the warmup");
+    let phases = Phases {
+        stack: &stack,
+        model,
+        clock,
+        args,
+    };
+    let prepared = phases.prepare(lanes, &mut commands).await?;
+    let Some((lanes, warmup_completed)) = prepared else {
         return Ok(());
     };
 
@@ -205,62 +239,140 @@ async fn sample<S: ClientStack>(
         connect_ns: Some(connect_ns),
         warmup_completed,
     }));
-
-    match commands.next().await {
-        Input::Command(Command::Start) => {}
-        Input::Command(Command::Shutdown) => {
-            // The controller gave up before measuring: close cleanly, no sample.
-            stack.close(lanes).await;
-            emit(&Event::Stopped(Stopped::default()));
-            return Ok(());
-        }
-        Input::Unknown(line) => return Err(unknown_command(phase::ARMED, &line)),
+    if !started(&mut commands).await? {
+        // The controller gave up before measuring: close cleanly, no sample.
+        stack.close(lanes).await;
+        emit(&Event::Stopped(Stopped::default()));
+        return Ok(());
     }
-
-    // Transport statistics: read at START, polled through the window, read at its end.
-    let poller = stack.transport_probe().map(Poller::start);
-    let window = Window::new(
-        clock.now(),
-        args.window_ms.saturating_mul(1_000_000),
-        args.drain_ms.saturating_mul(1_000_000),
-    );
-    let bound = match model {
-        LoadModel::SendSaturation { .. } => "the settle bound (--settle-ms, at most --drain-ms)",
-        _ => "the drain bound (--drain-ms)",
-    };
-    let measured = unless_shutdown(&mut commands, phase::MEASURE, async {
-        run_model(&stack, lanes, model, clock, window, bound)
-            .await
-            .map_err(|e| op_failure(phase::MEASURE, e))
-    })
-    .await?;
-    let Some((lanes, totals)) = measured else {
-        stop_early("the window");
+    let Some(lanes) = phases.measure(lanes, &mut commands).await? else {
         return Ok(());
     };
-    let mut report = totals
-        .report(&window)
-        .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, e))?;
-    report.transport = poller.and_then(Poller::finish).map(Box::new);
-    emit(&Event::Sample(report));
-
-    match commands.next().await {
-        Input::Command(Command::Shutdown) => {}
-        Input::Command(Command::Start) => {
-            return Err(Failure::new(
-                phase::SHUTDOWN,
-                code::PROTOCOL,
-                anyhow::anyhow!(
-                    "a second START after the sample; a client measures one sample, then \
-                     takes only SHUTDOWN"
-                ),
-            ));
-        }
-        Input::Unknown(line) => return Err(unknown_command(phase::SHUTDOWN, &line)),
-    }
+    shutdown_after_sample(&mut commands).await?;
     stack.close(lanes).await;
     emit(&Event::Stopped(Stopped::default()));
     Ok(())
+}
+
+/// What the phases of one sample work with: the connected stack, the load model, the clock and
+/// the arguments.
+struct Phases<'a, S> {
+    stack: &'a S,
+    model: LoadModel,
+    clock: MonotonicClock,
+    args: &'a ClientArgs,
+}
+
+impl<S: ClientStack> Phases<'_, S> {
+    /// A window opening now, `length_ms` long, with `--drain-ms` for the operations still in
+    /// flight at its end.
+    fn window(&self, length_ms: u64) -> Window {
+        Window::new(
+            self.clock.now(),
+            length_ms.saturating_mul(1_000_000),
+            self.args.drain_ms.saturating_mul(1_000_000),
+        )
+    }
+
+    /// The validation operation, then the warmup, each unless SHUTDOWN arrives first (`None`,
+    /// with `stopped` printed). Returns the lanes and the warmup's completed operations.
+    async fn prepare(
+        &self,
+        mut lanes: Vec<S::Lane>,
+        commands: &mut Commands,
+    ) -> Result<Option<(Vec<S::Lane>, u64)>, Failure> {
+        let validated = unless_shutdown(commands, phase::VALIDATE, validate(&mut lanes));
+        if validated.await?.is_none() {
+            stop_early("the validation operation");
+            return Ok(None);
+        }
+        let warmed = unless_shutdown(commands, phase::WARMUP, self.warm_up(lanes)).await?;
+        if warmed.is_none() {
+            stop_early("the warmup");
+        }
+        Ok(warmed)
+    }
+
+    /// The untimed warmup: the load model for `--warmup-ms`, then every operation still in
+    /// flight may take `--drain-ms` to finish (docs/peer-protocol.md, "Lifecycle"); any failure,
+    /// a missed bound included (`timeout`), fails the warmup. Returns the lanes and the
+    /// operations completed.
+    async fn warm_up(&self, lanes: Vec<S::Lane>) -> Result<(Vec<S::Lane>, u64), Failure> {
+        if self.args.warmup_ms == 0 {
+            return Ok((lanes, 0));
+        }
+        let window = self.window(self.args.warmup_ms);
+        let warmup = run_model(
+            self.stack,
+            lanes,
+            self.model,
+            self.clock,
+            window,
+            WARMUP_BOUND,
+        );
+        let (lanes, totals) = warmup.await.map_err(|e| op_failure(phase::WARMUP, e))?;
+        if let Some(failure) = window_failure(phase::WARMUP, &totals) {
+            return Err(failure);
+        }
+        Ok((lanes, totals.tally.completed))
+    }
+
+    /// The measured window after START: runs the load model with the transport statistics
+    /// polled alongside and prints the `sample`. `None` (with `stopped` printed) if SHUTDOWN
+    /// came first.
+    async fn measure(
+        &self,
+        lanes: Vec<S::Lane>,
+        commands: &mut Commands,
+    ) -> Result<Option<Vec<S::Lane>>, Failure> {
+        // Transport statistics: read at START, polled through the window, read at its end.
+        let poller = self.stack.transport_probe().map(Poller::start);
+        let window = self.window(self.args.window_ms);
+        let bound = match self.model {
+            LoadModel::SendSaturation { .. } => {
+                "the settle bound (--settle-ms, at most --drain-ms)"
+            }
+            _ => "the drain bound (--drain-ms)",
+        };
+        let measured = unless_shutdown(commands, phase::MEASURE, async {
+            run_model(self.stack, lanes, self.model, self.clock, window, bound)
+                .await
+                .map_err(|e| op_failure(phase::MEASURE, e))
+        })
+        .await?;
+        let Some((lanes, totals)) = measured else {
+            stop_early("the window");
+            return Ok(None);
+        };
+        let mut report = totals
+            .report(&window)
+            .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, ClientError::Report(e)))?;
+        report.transport = poller.and_then(Poller::finish).map(Box::new);
+        emit(&Event::Sample(report));
+        Ok(Some(lanes))
+    }
+}
+
+/// Waits for the armed client's command: `true` for START, `false` for SHUTDOWN.
+async fn started(commands: &mut Commands) -> Result<bool, Failure> {
+    match commands.next().await {
+        Input::Command(Command::Start) => Ok(true),
+        Input::Command(Command::Shutdown) => Ok(false),
+        Input::Unknown(line) => Err(unknown_command(phase::ARMED, &line)),
+    }
+}
+
+/// After the sample a client takes only SHUTDOWN.
+async fn shutdown_after_sample(commands: &mut Commands) -> Result<(), Failure> {
+    match commands.next().await {
+        Input::Command(Command::Shutdown) => Ok(()),
+        Input::Command(Command::Start) => Err(Failure::new(
+            phase::SHUTDOWN,
+            code::PROTOCOL,
+            CommandError::SecondStart,
+        )),
+        Input::Unknown(line) => Err(unknown_command(phase::SHUTDOWN, &line)),
+    }
 }
 
 /// SHUTDOWN (or the end of stdin) before `armed` or during the window: stop at once, without
@@ -294,13 +406,9 @@ async fn connect<S: ClientStack>(
 
 /// The first lane, which runs the validation operation.
 fn first_lane<L>(lanes: &mut [L]) -> Result<&mut L, Failure> {
-    lanes.first_mut().ok_or_else(|| {
-        Failure::new(
-            phase::STARTUP,
-            code::CONFIG,
-            anyhow::anyhow!("--concurrency must be at least 1"),
-        )
-    })
+    lanes
+        .first_mut()
+        .ok_or_else(|| Failure::new(phase::STARTUP, code::CONFIG, ClientError::NoLanes))
 }
 
 /// One operation of `work` on the first lane within the validation bound, as an [`OpError`].
@@ -329,33 +437,6 @@ async fn validate<L: Lane>(lanes: &mut [L]) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The untimed warmup: the load model for `--warmup-ms`, then every operation still in flight
-/// may take `--drain-ms` to finish (docs/peer-protocol.md, "Lifecycle"); any failure, a missed
-/// bound included (`timeout`), fails the warmup. Returns the lanes and the operations completed.
-async fn warm_up<S: ClientStack>(
-    stack: &S,
-    lanes: Vec<S::Lane>,
-    model: LoadModel,
-    clock: MonotonicClock,
-    args: &ClientArgs,
-) -> Result<(Vec<S::Lane>, u64), Failure> {
-    if args.warmup_ms == 0 {
-        return Ok((lanes, 0));
-    }
-    let window = Window::new(
-        clock.now(),
-        args.warmup_ms.saturating_mul(1_000_000),
-        args.drain_ms.saturating_mul(1_000_000),
-    );
-    let (lanes, totals) = run_model(stack, lanes, model, clock, window, WARMUP_BOUND)
-        .await
-        .map_err(|e| op_failure(phase::WARMUP, e))?;
-    if let Some(failure) = window_failure(phase::WARMUP, &totals) {
-        return Err(failure);
-    }
-    Ok((lanes, totals.tally.completed))
-}
-
 /// A conformance fault client (crate::fault): the malformed call on the first lane must be
 /// refused with INVALID_ARGUMENT, then a well-formed call on the same lane must succeed; the
 /// outcome is `stopped` (pass) or an `error` in phase `validate` (fail).
@@ -377,26 +458,15 @@ async fn probe<S: ClientStack>(
         let verdict = bounded("the malformed call", call)
             .await
             .map_err(|e| op_failure(phase::VALIDATE, e))?;
-        judge(fault, &verdict).map_err(|(code, message)| {
-            Failure::new(phase::VALIDATE, code, anyhow::anyhow!(message))
-        })?;
+        judge(fault, &verdict)
+            .map_err(|e| Failure::new(phase::VALIDATE, e.code(), ClientError::Fault(e)))?;
         eprintln!(
             "rpcarena-peer-rust: the server refused the malformed call with INVALID_ARGUMENT: {}",
             verdict.message
         );
         bounded("the well-formed call after the malformed one", lane.call(0))
             .await
-            .map_err(|e| {
-                Failure::new(
-                    phase::VALIDATE,
-                    e.code,
-                    anyhow::anyhow!(
-                        "the server refused the malformed call but then failed a well-formed \
-                         one: {}",
-                        e.message
-                    ),
-                )
-            })?;
+            .map_err(|e| Failure::new(phase::VALIDATE, e.code, ClientError::AfterFault(e)))?;
         Ok(())
     })
     .await?;
@@ -423,17 +493,15 @@ async fn unless_shutdown<T>(
             Input::Command(Command::Start) => Err(Failure::new(
                 phase,
                 code::PROTOCOL,
-                anyhow::anyhow!("START arrived during {phase}; it is only valid once, after `armed`"),
+                CommandError::EarlyStart { phase },
             )),
             Input::Unknown(line) => Err(unknown_command(phase, &line)),
         },
     }
 }
 
+/// A line on stdin that is no command, in `phase`.
 fn unknown_command(phase: &'static str, line: &str) -> Failure {
-    Failure::new(
-        phase,
-        code::PROTOCOL,
-        anyhow::anyhow!("unknown command {line:?} on stdin; expected START or SHUTDOWN"),
-    )
+    let line = line.to_string();
+    Failure::new(phase, code::PROTOCOL, CommandError::Unknown { line })
 }

@@ -419,28 +419,61 @@ impl ClientFault {
     }
 }
 
+/// How a server's answer to a conformance fault's malformed call fails the check; `call` names
+/// the fault and what the call carried.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Misjudged {
+    /// The server accepted the malformed call: status OK (code `invalid`).
+    #[error(
+        "the server accepted a malformed call ({call}) and ended it with status OK after \
+         {responses} response message(s); it must answer INVALID_ARGUMENT (3)"
+    )]
+    Accepted {
+        /// The fault and its call.
+        call: String,
+        /// Response messages the server sent before the status.
+        responses: u64,
+    },
+    /// The server refused it with another status than INVALID_ARGUMENT (code `rpc`).
+    #[error(
+        "the server answered a malformed call ({call}) with status {status} ({message:?}); \
+         expected INVALID_ARGUMENT (3)"
+    )]
+    WrongStatus {
+        /// The fault and its call.
+        call: String,
+        /// The gRPC status code it sent.
+        status: u32,
+        /// The status message it sent.
+        message: String,
+    },
+}
+
+impl Misjudged {
+    /// The protocol error code the client fails its validation with.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Misjudged::Accepted { .. } => code::INVALID,
+            Misjudged::WrongStatus { .. } => code::RPC,
+        }
+    }
+}
+
 /// Whether a server's answer to the malformed call of `fault` passes: INVALID_ARGUMENT does;
 /// status OK (the server accepted it) fails with code `invalid`, another status with `rpc`.
-pub fn judge(fault: ClientFault, verdict: &Verdict) -> Result<(), (&'static str, String)> {
+pub fn judge(fault: ClientFault, verdict: &Verdict) -> Result<(), Misjudged> {
     let call = format!("--conformance-fault {}: {}", fault.name(), fault.describe());
     match verdict.code {
         INVALID_ARGUMENT => Ok(()),
-        0 => Err((
-            code::INVALID,
-            format!(
-                "the server accepted a malformed call ({call}) and ended it with status OK after \
-                 {} response message(s); it must answer INVALID_ARGUMENT (3)",
-                verdict.responses
-            ),
-        )),
-        other => Err((
-            code::RPC,
-            format!(
-                "the server answered a malformed call ({call}) with status {other} ({:?}); \
-                 expected INVALID_ARGUMENT (3)",
-                verdict.message
-            ),
-        )),
+        0 => Err(Misjudged::Accepted {
+            call,
+            responses: verdict.responses,
+        }),
+        status => Err(Misjudged::WrongStatus {
+            call,
+            status,
+            message: verdict.message.clone(),
+        }),
     }
 }
 
@@ -627,14 +660,18 @@ mod tests {
             responses: 1,
         };
         assert_eq!(judge(ClientFault::SeqOrder, &verdict(3)), Ok(()));
-        let (code, message) = judge(ClientFault::SeqOrder, &verdict(0)).unwrap_err();
-        assert_eq!(code, "invalid");
+        let accepted = judge(ClientFault::SeqOrder, &verdict(0)).unwrap_err();
+        assert!(matches!(accepted, Misjudged::Accepted { responses: 1, .. }));
+        assert_eq!(accepted.code(), "invalid");
+        let message = accepted.to_string();
         assert!(
             message.contains("accepted") && message.contains("seq-order"),
             "{message}"
         );
-        let (code, message) = judge(ClientFault::EmptyStream, &verdict(13)).unwrap_err();
-        assert_eq!(code, "rpc");
+        let refused = judge(ClientFault::EmptyStream, &verdict(13)).unwrap_err();
+        assert!(matches!(refused, Misjudged::WrongStatus { status: 13, .. }));
+        assert_eq!(refused.code(), "rpc");
+        let message = refused.to_string();
         assert!(message.contains("status 13"), "{message}");
     }
 

@@ -10,11 +10,11 @@
 //! ```
 //!
 //! main is the pipeline: arguments -> command -> (runtime) -> exit code. stdout carries only
-//! events (crate::output), so every failure ends as one `error` event and a non-zero exit.
+//! events (crate::events), so every failure ends as one `error` event and a non-zero exit.
 
 use rpcarena_peer_rust::args::{self, ArgError, Command};
-use rpcarena_peer_rust::failure::{FailExt, Failure};
-use rpcarena_peer_rust::{capabilities, client, output, server};
+use rpcarena_peer_rust::failure::{Cause, FailExt, Failure};
+use rpcarena_peer_rust::{capabilities, client, events, server};
 use rpcarena_protocol::event::{Event, PeerError, code, phase};
 use std::process::ExitCode;
 
@@ -26,7 +26,7 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(ArgError::Invalid(message)) => {
-            output::emit(&Event::Error(PeerError {
+            events::emit(&Event::Error(PeerError {
                 phase: phase::STARTUP.to_string(),
                 code: code::CONFIG.to_string(),
                 message,
@@ -36,7 +36,7 @@ fn main() -> ExitCode {
     };
     let result = match command {
         Command::Capabilities => {
-            output::emit(&capabilities::event());
+            events::emit(&capabilities::event());
             Ok(())
         }
         Command::Server(args) => runtime().and_then(|rt| rt.block_on(server::run(args))),
@@ -46,7 +46,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             eprintln!("rpcarena-peer-rust: {failure}");
-            output::emit(&failure.event());
+            events::emit(&failure.event());
             ExitCode::from(failure.exit_code())
         }
     }
@@ -59,5 +59,6 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .enable_all()
         .thread_name("rpcarena-worker")
         .build()
+        .map_err(Cause::Runtime)
         .fail(phase::STARTUP, code::INTERNAL)
 }

@@ -2,12 +2,13 @@
 //! `stopped` with the counters and the transport statistics of every connection it served.
 
 use crate::args::{ServerArgs, Stack};
+use crate::commands::{CommandError, Commands, Input};
+use crate::events::emit;
 use crate::failure::{FailExt, Failure};
-use crate::output::{Commands, Input, emit};
-use crate::stacks::{self, ServerState, Stall, resolve};
+use crate::stacks::{self, ListenError, RunningServer, ServerState, Stall, resolve};
 use crate::tls;
 use crate::transport::ServerPoller;
-use rpcarena_protocol::event::{Command, Event, Ready, Role, Stopped, code, phase};
+use rpcarena_protocol::event::{Command, Event, Ready, Role, Stopped, TransportStats, code, phase};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,21 +24,8 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
     let mut commands = Commands::from_stdin();
     let addr = resolve(&args.listen)
         .await
-        .map_err(|e| e.context("--listen"))
+        .map_err(ListenError::Resolve)
         .fail(phase::LISTEN, code::CONFIG)?;
-    let stall = match (args.stall_every_ms, args.stall_ms) {
-        (Some(every), Some(length)) => {
-            eprintln!(
-                "rpcarena-peer-rust: diagnostic stalls: every {every} ms the server holds every response for {length} ms"
-            );
-            Some(Stall {
-                epoch: std::time::Instant::now(),
-                every: Duration::from_millis(every),
-                length: Duration::from_millis(length),
-            })
-        }
-        _ => None,
-    };
     if let Some(fault) = args.conformance_fault {
         eprintln!(
             "rpcarena-peer-rust: CONFORMANCE FAULT {}: this server misbehaves on every call on \
@@ -46,7 +34,7 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
         );
     }
     let state = Arc::new(ServerState {
-        stall,
+        stall: stall(&args),
         fault: args.conformance_fault,
         ..ServerState::default()
     });
@@ -67,33 +55,55 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
         address: server.local_addr.to_string(),
         pid: std::process::id(),
     }));
-    // A server's only command is SHUTDOWN (or the end of stdin); START is a client's, so a
-    // controller that sends it here is confused, and so is any other line (docs/peer-protocol.md,
-    // "Lifecycle").
-    let refused = tokio::select! {
-        input = commands.next() => match input {
-            Input::Command(Command::Shutdown) => None,
-            Input::Command(Command::Start) => {
-                Some("START is a client command; a server only takes SHUTDOWN".to_string())
-            }
-            Input::Unknown(line) => {
-                Some(format!("unknown command {line:?} on stdin; a server only takes SHUTDOWN"))
-            }
-        },
-        error = server.failed() => return Err(Failure::new(phase::SERVE, code::INTERNAL, error)),
-    };
+    let refused = serve_until_shutdown(&mut commands, &mut server).await?;
     // Read at SHUTDOWN, and let go of the connections before the server closes them.
     let transport = poller.finish().map(Box::new);
     server.stop(STOP_GRACE).await;
-    if let Some(message) = refused {
-        return Err(Failure::new(
-            phase::SERVE,
-            code::PROTOCOL,
-            anyhow::anyhow!(message),
-        ));
+    if let Some(refused) = refused {
+        return Err(Failure::new(phase::SERVE, code::PROTOCOL, refused));
     }
+    emit(&stopped(&state, transport));
+    Ok(())
+}
+
+/// The diagnostic stall of `--stall-every-ms`/`--stall-ms`, announced on stderr, if both are set.
+fn stall(args: &ServerArgs) -> Option<Stall> {
+    let (Some(every), Some(length)) = (args.stall_every_ms, args.stall_ms) else {
+        return None;
+    };
+    eprintln!(
+        "rpcarena-peer-rust: diagnostic stalls: every {every} ms the server holds every response for {length} ms"
+    );
+    Some(Stall {
+        epoch: std::time::Instant::now(),
+        every: Duration::from_millis(every),
+        length: Duration::from_millis(length),
+    })
+}
+
+/// Serves until stdin says SHUTDOWN (`None`) or something else (`Some`, what was wrong with it),
+/// or until the server fails.
+async fn serve_until_shutdown(
+    commands: &mut Commands,
+    server: &mut RunningServer,
+) -> Result<Option<CommandError>, Failure> {
+    // A server's only command is SHUTDOWN (or the end of stdin); START is a client's, so a
+    // controller that sends it here is confused, and so is any other line (docs/peer-protocol.md,
+    // "Lifecycle").
+    tokio::select! {
+        input = commands.next() => Ok(match input {
+            Input::Command(Command::Shutdown) => None,
+            Input::Command(Command::Start) => Some(CommandError::StartToServer),
+            Input::Unknown(line) => Some(CommandError::UnknownToServer { line }),
+        }),
+        error = server.failed() => Err(Failure::new(phase::SERVE, code::INTERNAL, error)),
+    }
+}
+
+/// The `stopped` event: the server's counters and its transport statistics.
+fn stopped(state: &ServerState, transport: Option<Box<TransportStats>>) -> Event {
     let (rpcs, requests, responses, rejected) = state.counters.snapshot();
-    emit(&Event::Stopped(Stopped {
+    Event::Stopped(Stopped {
         counters: BTreeMap::from([
             ("rpcs".to_string(), rpcs),
             ("requests".to_string(), requests),
@@ -101,6 +111,5 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
             ("rejected".to_string(), rejected),
         ]),
         transport,
-    }));
-    Ok(())
+    })
 }

@@ -7,7 +7,6 @@
 //! native framing on QUIC and TCP.
 
 use crate::args::Stack;
-use anyhow::{Context, bail};
 use rpcarena_protocol::event::Setting;
 use rustls::client::Resumption;
 use rustls::crypto::CryptoProvider;
@@ -16,7 +15,7 @@ use rustls::{ClientConfig, RootCertStore, ServerConfig, SupportedCipherSuite};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The TLS versions every configuration allows: TLS 1.3 only.
@@ -45,21 +44,77 @@ pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(provider)
 }
 
+/// Why a TLS configuration cannot be built from the files it was given.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// `--cert` or `--ca` (`flag`) yields no usable PEM certificate.
+    #[error("{flag} {}", .path.display())]
+    Certificates {
+        /// `--cert` or `--ca`.
+        flag: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        source: PemError,
+    },
+    /// `--key` holds no PEM private key.
+    #[error(
+        "--key {}: cannot read a PEM private key: {error}; pass the server's PKCS#8 key",
+        .path.display()
+    )]
+    Key {
+        /// The file.
+        path: PathBuf,
+        /// What rustls-pki-types said.
+        error: rustls_pki_types::pem::Error,
+    },
+    /// The crypto provider refuses TLS 1.3 (not with *ring*; checked all the same).
+    #[error("the TLS provider does not support TLS 1.3")]
+    NoTls13(#[source] rustls::Error),
+    /// `--cert` and `--key` do not belong together, or the certificate is unusable.
+    #[error("--cert and --key do not form a usable certificate and key")]
+    CertifiedKey(#[source] rustls::Error),
+    /// A certificate of `--ca` cannot be a trust anchor.
+    #[error("--ca {}: not a usable CA certificate", .path.display())]
+    CaCertificate {
+        /// The file.
+        path: PathBuf,
+        /// What rustls said.
+        source: rustls::Error,
+    },
+}
+
+/// Why a PEM file yields no certificate.
+#[derive(Debug, thiserror::Error)]
+pub enum PemError {
+    /// The file cannot be read.
+    #[error("cannot read PEM certificates: {0}")]
+    Read(rustls_pki_types::pem::Error),
+    /// A certificate in it cannot be parsed.
+    #[error("cannot parse PEM certificates: {0}")]
+    Parse(rustls_pki_types::pem::Error),
+    /// It holds none.
+    #[error("no PEM certificate found (expected -----BEGIN CERTIFICATE-----)")]
+    Empty,
+}
+
 /// The server configuration: `cert` is a PEM chain (leaf first), `key` a PEM private key.
-pub fn server_config(cert: &Path, key: &Path, alpn: &[u8]) -> anyhow::Result<ServerConfig> {
-    let chain = load_certificates(cert).with_context(|| format!("--cert {}", cert.display()))?;
-    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| {
-        anyhow::anyhow!(
-            "--key {}: cannot read a PEM private key: {e}; pass the server's PKCS#8 key",
-            key.display()
-        )
+pub fn server_config(cert: &Path, key: &Path, alpn: &[u8]) -> Result<ServerConfig, TlsError> {
+    let chain = load_certificates(cert).map_err(|source| TlsError::Certificates {
+        flag: "--cert",
+        path: cert.to_path_buf(),
+        source,
+    })?;
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|error| TlsError::Key {
+        path: key.to_path_buf(),
+        error,
     })?;
     let mut config = ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(VERSIONS)
-        .context("the TLS provider does not support TLS 1.3")?
+        .map_err(TlsError::NoTls13)?
         .with_no_client_auth()
         .with_single_cert(chain, key)
-        .context("--cert and --key do not form a usable certificate and key")?;
+        .map_err(TlsError::CertifiedKey)?;
     config.alpn_protocols = vec![alpn.to_vec()];
     // No resumption: no session cache, no tickets. No 0-RTT (QUIC accepts only 0 or u32::MAX).
     config.session_storage = Arc::new(NoServerSessionStorage {});
@@ -69,16 +124,24 @@ pub fn server_config(cert: &Path, key: &Path, alpn: &[u8]) -> anyhow::Result<Ser
 }
 
 /// The client configuration: trusts only the CA in `ca`.
-pub fn client_config(ca: &Path, alpn: &[u8]) -> anyhow::Result<ClientConfig> {
+pub fn client_config(ca: &Path, alpn: &[u8]) -> Result<ClientConfig, TlsError> {
     let mut roots = RootCertStore::empty();
-    for certificate in load_certificates(ca).with_context(|| format!("--ca {}", ca.display()))? {
+    let certificates = load_certificates(ca).map_err(|source| TlsError::Certificates {
+        flag: "--ca",
+        path: ca.to_path_buf(),
+        source,
+    })?;
+    for certificate in certificates {
         roots
             .add(certificate)
-            .with_context(|| format!("--ca {}: not a usable CA certificate", ca.display()))?;
+            .map_err(|source| TlsError::CaCertificate {
+                path: ca.to_path_buf(),
+                source,
+            })?;
     }
     let mut config = ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(VERSIONS)
-        .context("the TLS provider does not support TLS 1.3")?
+        .map_err(TlsError::NoTls13)?
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = vec![alpn.to_vec()];
@@ -119,13 +182,13 @@ pub fn declared() -> Vec<(&'static str, Setting)> {
     ]
 }
 
-fn load_certificates(path: &Path) -> anyhow::Result<Vec<CertificateDer<'static>>> {
+fn load_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, PemError> {
     let certificates = CertificateDer::pem_file_iter(path)
-        .map_err(|e| anyhow::anyhow!("cannot read PEM certificates: {e}"))?
+        .map_err(PemError::Read)?
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| anyhow::anyhow!("cannot parse PEM certificates: {e}"))?;
+        .map_err(PemError::Parse)?;
     if certificates.is_empty() {
-        bail!("no PEM certificate found (expected -----BEGIN CERTIFICATE-----)");
+        return Err(PemError::Empty);
     }
     Ok(certificates)
 }
@@ -155,6 +218,7 @@ pub fn handshake_message(cause: &str, server: &str, server_name: &str) -> String
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::failure::chain;
 
     #[test]
     fn the_provider_offers_only_x25519_and_tls13_suites() {
@@ -290,10 +354,22 @@ mod tests {
         let garbage = dir.path().join("garbage.pem");
         std::fs::write(&garbage, "not a certificate").unwrap();
         let err = client_config(&garbage, ALPN_NATIVE).unwrap_err();
-        assert!(format!("{err:#}").contains("--ca"), "{err:#}");
+        assert!(
+            matches!(
+                err,
+                TlsError::Certificates {
+                    flag: "--ca",
+                    source: PemError::Empty,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(chain(&err).starts_with("--ca "), "{}", chain(&err));
         write_pki(dir.path());
         let err = server_config(&dir.path().join("server.pem"), &garbage, ALPN_H2).unwrap_err();
-        assert!(format!("{err:#}").contains("--key"), "{err:#}");
+        assert!(matches!(err, TlsError::Key { .. }), "{err:?}");
+        assert!(chain(&err).starts_with("--key "), "{}", chain(&err));
     }
 
     #[test]
@@ -301,11 +377,23 @@ mod tests {
         let missing = Path::new("/nonexistent/rpcarena.pem");
         let err = client_config(missing, ALPN_NATIVE).unwrap_err();
         assert!(
-            format!("{err:#}").contains("--ca /nonexistent/rpcarena.pem"),
-            "{err:#}"
+            chain(&err)
+                .starts_with("--ca /nonexistent/rpcarena.pem: cannot read PEM certificates: "),
+            "{}",
+            chain(&err)
         );
         let err = server_config(missing, missing, ALPN_H2).unwrap_err();
-        assert!(format!("{err:#}").contains("--cert"), "{err:#}");
+        assert!(
+            matches!(
+                err,
+                TlsError::Certificates {
+                    flag: "--cert",
+                    source: PemError::Read(_),
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
     }
 
     #[test]

@@ -51,22 +51,24 @@ fn client_args(
     payload: &str,
     fault: Option<&str>,
 ) -> Vec<String> {
-    let mut args = strings(&["client", "--stack", stack, "--server", address]);
-    args.extend(strings(&["--server-name", "127.0.0.1", "--ca"]));
-    args.push(pki.path("ca.pem").display().to_string());
-    args.extend(strings(&["--shape", shape.as_str(), "--load", "closed"]));
-    args.extend(strings(&["--payload", payload]));
-    for (name, value) in [
-        ("--concurrency", "2"),
-        ("--request-size", "100"),
-        ("--response-size", "200"),
-        ("--messages-per-stream", "4"),
-        ("--warmup-ms", "100"),
-        ("--window-ms", "200"),
-        ("--drain-ms", "5000"),
-    ] {
-        args.extend(strings(&[name, value]));
-    }
+    let mut args = common::client_args(
+        pki,
+        stack,
+        address,
+        "ca.pem",
+        &[
+            ("--shape", &shape),
+            ("--load", &"closed"),
+            ("--payload", &payload),
+            ("--concurrency", &2),
+            ("--request-size", &100),
+            ("--response-size", &200),
+            ("--messages-per-stream", &4),
+            ("--warmup-ms", &100),
+            ("--window-ms", &200),
+            ("--drain-ms", &5000),
+        ],
+    );
     if let Some(fault) = fault {
         args.extend(strings(&["--conformance-fault", fault]));
     }
@@ -128,12 +130,20 @@ fn tcp_server_faults_fail_the_clients_validation() {
     server_faults_fail_the_clients_validation("tcp");
 }
 
-fn payload_for(fault: &str) -> &'static str {
-    if fault == "corrupt-structured" {
+/// A client of conformance fault `fault` on `shape`, with the payload kind the fault needs.
+fn fault_client_args(
+    pki: &Pki,
+    stack: &str,
+    address: &str,
+    fault: &str,
+    shape: Shape,
+) -> Vec<String> {
+    let payload = if fault == "corrupt-structured" {
         "structured"
     } else {
         "zeros"
-    }
+    };
+    client_args(pki, stack, address, shape, payload, Some(fault))
 }
 
 fn malformed_calls_are_refused_and_the_server_keeps_serving(stack: &str) {
@@ -142,14 +152,7 @@ fn malformed_calls_are_refused_and_the_server_keeps_serving(stack: &str) {
     let mut refused = 0;
     for (fault, shapes) in CLIENT_FAULTS {
         for &shape in *shapes {
-            let args = client_args(
-                &pki,
-                stack,
-                &address,
-                shape,
-                payload_for(fault),
-                Some(fault),
-            );
+            let args = fault_client_args(&pki, stack, &address, fault, shape);
             let stderr = pki.path(&format!("{stack}-{fault}-{shape}.stderr"));
             let mut client = Peer::spawn(&args, &stderr);
             let context = format!("{stack} client {fault}, {shape}");
@@ -202,14 +205,7 @@ fn a_server_that_skips_validation_fails_the_fault_client() {
             ("length-change", Shape::ClientStream),
             ("corrupt-structured", Shape::ServerStream),
         ] {
-            let args = client_args(
-                &pki,
-                stack,
-                &address,
-                shape,
-                payload_for(fault),
-                Some(fault),
-            );
+            let args = fault_client_args(&pki, stack, &address, fault, shape);
             let mut client = Peer::spawn(&args, &pki.path(&format!("{stack}-skip-{fault}.stderr")));
             let context = format!("{stack} {fault} {shape} against skip-validation");
             let Event::Error(error) = client.next_event() else {

@@ -12,10 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 fn client_args(pki: &Pki, stack: &str, address: &str, timing: [(&str, &str); 3]) -> Vec<String> {
-    let mut args = strings(&["client", "--stack", stack, "--server", address]);
-    args.extend(strings(&["--server-name", "127.0.0.1", "--ca"]));
-    args.push(pki.path("ca.pem").display().to_string());
-    args.extend(strings(&["--shape", "unary", "--load", "closed"]));
+    let shape_and_load: [(&str, &dyn std::fmt::Display); 2] =
+        [("--shape", &"unary"), ("--load", &"closed")];
+    let mut args = common::client_args(pki, stack, address, "ca.pem", &shape_and_load);
     for (name, value) in [
         ("--concurrency", "1"),
         ("--request-size", "16"),

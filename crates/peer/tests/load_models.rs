@@ -5,9 +5,15 @@
 //!
 //! Windows are short (300 ms) so that the whole file runs in seconds; every wait is bounded.
 
+// Tests may be long (the house rule): a stack's scenarios read top to bottom against one server.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
-use common::{Peer, Pki, start_server, start_server_with, strings};
+use common::{
+    Peer, Pki, armed_then_sample, assert_sound, shut_down_client, start_server, start_server_with,
+    strings,
+};
 use rpcarena_protocol::event::{Event, SampleReport};
 use rpcarena_protocol::histogram;
 use rpcarena_protocol::workload::Shape;
@@ -39,15 +45,9 @@ impl Run {
 }
 
 fn client_args(pki: &Pki, stack: &str, address: &str, run: &Run) -> Vec<String> {
-    let mut args = strings(&["client", "--stack", stack, "--server", address]);
-    args.extend(strings(&["--server-name", "127.0.0.1", "--ca"]));
-    args.push(pki.path("ca.pem").display().to_string());
-    args.extend(strings(&[
-        "--shape",
-        run.shape.as_str(),
-        "--payload",
-        run.payload,
-    ]));
+    let shape_and_payload: [(&str, &dyn std::fmt::Display); 2] =
+        [("--shape", &run.shape), ("--payload", &run.payload)];
+    let mut args = common::client_args(pki, stack, address, "ca.pem", &shape_and_payload);
     args.extend(strings(&run.model));
     for (name, value) in [
         ("--concurrency", u64::from(run.concurrency)),
@@ -74,18 +74,9 @@ fn sample(pki: &Pki, stack: &str, address: &str, run: &Run) -> (SampleReport, St
         label.replace([' ', '"', '[', ']', ','], "_")
     ));
     let mut client = Peer::spawn(&args, &stderr);
-    let Event::Armed(_) = client.next_event() else {
-        panic!("{label}: expected armed\n{}", client.stderr_text());
-    };
-    client.send("START");
-    let Event::Sample(sample) = client.next_event() else {
-        panic!("{label}: expected sample\n{}", client.stderr_text());
-    };
+    let (_, sample) = armed_then_sample(&mut client, &label);
     let context = format!("{label}: {sample:?}\n{}", client.stderr_text());
-    assert_eq!(sample.failed, 0, "{context}");
-    assert!(sample.completed > 0, "{context}");
-    let latencies = histogram::decode(&sample.histogram).expect("valid histogram");
-    assert_eq!(latencies.len(), sample.completed, "{context}");
+    assert_sound(&sample, &context);
     assert_eq!(sample.window_ns, run.window_ms * 1_000_000, "{context}");
     // one interval per second of the window, the last partial, adding up to `completed`
     assert_eq!(
@@ -102,31 +93,14 @@ fn sample(pki: &Pki, stack: &str, address: &str, run: &Run) -> (SampleReport, St
     }
     let model = run.model[1];
     assert_eq!(sample.load.as_deref(), Some(model), "{context}");
-    client.send("SHUTDOWN");
-    assert!(
-        matches!(client.next_event(), Event::Stopped(_)),
-        "{context}"
-    );
-    assert_eq!(client.exit_code(), 0, "{context}");
+    shut_down_client(&mut client, &context);
     (sample, context)
 }
 
 /// Messages and bytes per completed operation, as for the closed model.
 fn assert_operation_counts(sample: &SampleReport, shape: Shape, context: &str) {
-    let requests = shape.requests_per_op(MESSAGES as u32);
-    let responses = shape.responses_per_op(MESSAGES as u32);
-    assert_eq!(sample.requests, sample.completed * requests, "{context}");
-    assert_eq!(sample.responses, sample.completed * responses, "{context}");
-    assert_eq!(
-        sample.request_bytes,
-        sample.requests * REQUEST_SIZE,
-        "{context}"
-    );
-    assert_eq!(
-        sample.response_bytes,
-        sample.responses * RESPONSE_SIZE,
-        "{context}"
-    );
+    let sizes = (REQUEST_SIZE, RESPONSE_SIZE);
+    common::assert_operation_counts(sample, shape, MESSAGES, sizes, context);
 }
 
 /// One server, then a client per load model and payload kind against it.

@@ -7,10 +7,13 @@
 
 mod common;
 
-use common::{Peer, Pki, start_server, strings};
+use common::{
+    Peer, Pki, armed_then_sample, assert_operation_counts, assert_sound, server_args,
+    shut_down_client, start_server, strings,
+};
 use rpcarena_protocol::event::Event;
-use rpcarena_protocol::histogram;
 use rpcarena_protocol::workload::Shape;
+use std::path::Path;
 
 const CONCURRENCY: u64 = 4;
 const REQUEST_SIZE: u64 = 100;
@@ -18,23 +21,23 @@ const RESPONSE_SIZE: u64 = 200;
 const MESSAGES: u64 = 8;
 
 fn client_args(pki: &Pki, stack: &str, address: &str, shape: Shape, ca: &str) -> Vec<String> {
-    let mut args = strings(&["client", "--stack", stack, "--server", address]);
-    args.extend(strings(&["--server-name", "127.0.0.1", "--ca"]));
-    args.push(pki.path(ca).display().to_string());
-    args.extend(strings(&["--shape", shape.as_str(), "--load", "closed"]));
-    for (name, value) in [
-        ("--concurrency", CONCURRENCY),
-        ("--request-size", REQUEST_SIZE),
-        ("--response-size", RESPONSE_SIZE),
-        ("--messages-per-stream", MESSAGES),
-        ("--warmup-ms", 100),
-        ("--window-ms", 300),
-        ("--drain-ms", 5000),
-    ] {
-        args.push(name.to_string());
-        args.push(value.to_string());
-    }
-    args
+    common::client_args(
+        pki,
+        stack,
+        address,
+        ca,
+        &[
+            ("--shape", &shape),
+            ("--load", &"closed"),
+            ("--concurrency", &CONCURRENCY),
+            ("--request-size", &REQUEST_SIZE),
+            ("--response-size", &RESPONSE_SIZE),
+            ("--messages-per-stream", &MESSAGES),
+            ("--warmup-ms", &100),
+            ("--window-ms", &300),
+            ("--drain-ms", &5000),
+        ],
+    )
 }
 
 /// One server, then one client per shape against it, each checked as the controller would.
@@ -46,9 +49,7 @@ fn every_shape_on(stack: &str, connections: u32) {
         let args = client_args(&pki, stack, &address, shape, "ca.pem");
         let stderr = pki.path(&format!("{stack}-{shape}-client.stderr"));
         let mut client = Peer::spawn(&args, &stderr);
-        let Event::Armed(armed) = client.next_event() else {
-            panic!("{stack} {shape}: expected armed\n{}", client.stderr_text());
-        };
+        let (armed, sample) = armed_then_sample(&mut client, &format!("{stack} {shape}"));
         assert_eq!(armed.lanes, CONCURRENCY as u32);
         assert_eq!(armed.connections, connections, "{stack}");
         assert!(armed.connect_ns.is_some_and(|ns| ns > 0));
@@ -56,39 +57,15 @@ fn every_shape_on(stack: &str, connections: u32) {
             armed.warmup_completed > 0,
             "{stack} {shape}: warmup ran no operation"
         );
-        client.send("START");
-        let Event::Sample(sample) = client.next_event() else {
-            panic!("{stack} {shape}: expected sample\n{}", client.stderr_text());
-        };
         let context = format!("{stack} {shape}: {sample:?}\n{}", client.stderr_text());
-        assert_eq!(sample.failed, 0, "{context}");
-        assert!(sample.completed > 0, "{context}");
-        let latencies = histogram::decode(&sample.histogram).expect("valid histogram");
-        assert_eq!(latencies.len(), sample.completed, "{context}");
+        let latencies = assert_sound(&sample, &context);
         assert!(latencies.min() > 0, "{context}");
-        let requests = shape.requests_per_op(MESSAGES as u32);
-        let responses = shape.responses_per_op(MESSAGES as u32);
-        assert_eq!(sample.requests, sample.completed * requests, "{context}");
-        assert_eq!(sample.responses, sample.completed * responses, "{context}");
-        assert_eq!(
-            sample.request_bytes,
-            sample.requests * REQUEST_SIZE,
-            "{context}"
-        );
-        assert_eq!(
-            sample.response_bytes,
-            sample.responses * RESPONSE_SIZE,
-            "{context}"
-        );
+        let sizes = (REQUEST_SIZE, RESPONSE_SIZE);
+        assert_operation_counts(&sample, shape, MESSAGES, sizes, &context);
         assert_eq!(sample.window_ns, 300_000_000, "{context}");
         assert!(sample.drain_ns < 5_000_000_000, "{context}");
         completed_total += sample.completed;
-        client.send("SHUTDOWN");
-        assert!(
-            matches!(client.next_event(), Event::Stopped(_)),
-            "{context}"
-        );
-        assert_eq!(client.exit_code(), 0, "{context}");
+        shut_down_client(&mut client, &context);
     }
     server.send("SHUTDOWN");
     let Event::Stopped(stopped) = server.next_event() else {
@@ -161,17 +138,13 @@ fn bad_arguments_give_a_config_error_naming_them_and_exit_2() {
     repeated.extend(strings(&["--window-ms", "10"]));
     std::fs::write(pki.path("garbage.pem"), "not PEM at all").expect("write");
     let garbage_ca = client_args(&pki, "tcp", "127.0.0.1:9", Shape::Unary, "garbage.pem");
-    let garbage_key = strings(&[
-        "server",
-        "--stack",
+    let garbage_key = server_args(
         "grpc",
-        "--listen",
         "127.0.0.1:0",
-        "--cert",
-        &pki.path("server.pem").display().to_string(),
-        "--key",
-        &pki.path("garbage.pem").display().to_string(),
-    ]);
+        &pki.path("server.pem"),
+        &pki.path("garbage.pem"),
+    );
+    let missing = Path::new("/nonexistent.pem");
     let cases: Vec<(Vec<String>, &str)> = vec![
         (args, "--concurrency"),
         (repeated, "--window-ms"),
@@ -191,17 +164,7 @@ fn bad_arguments_give_a_config_error_naming_them_and_exit_2() {
             "--bogus",
         ),
         (
-            strings(&[
-                "server",
-                "--stack",
-                "tcp",
-                "--listen",
-                "127.0.0.1:0",
-                "--cert",
-                "/nonexistent.pem",
-                "--key",
-                "/nonexistent.key",
-            ]),
+            server_args("tcp", "127.0.0.1:0", missing, missing),
             "--cert",
         ),
     ];
@@ -274,15 +237,8 @@ fn servers_bind_exactly_the_listen_address() {
     // which it would not if it had bound every interface.
     let pki = Pki::new();
     for stack in ["grpc", "quic", "tcp"] {
-        let args = strings(&["server", "--stack", stack, "--listen", "127.0.0.2:0"])
-            .into_iter()
-            .chain([
-                "--cert".to_string(),
-                pki.path("server.pem").display().to_string(),
-                "--key".to_string(),
-                pki.path("server.key").display().to_string(),
-            ])
-            .collect::<Vec<_>>();
+        let (cert, key) = (pki.path("server.pem"), pki.path("server.key"));
+        let args = server_args(stack, "127.0.0.2:0", &cert, &key);
         let mut server = Peer::spawn(&args, &pki.path(&format!("{stack}-127.0.0.2.stderr")));
         let Event::Ready(ready) = server.next_event() else {
             panic!("{stack}: expected ready\n{}", server.stderr_text());

@@ -44,7 +44,6 @@ pub mod saturation;
 pub mod tally;
 pub mod window;
 
-use std::fmt;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -65,7 +64,8 @@ pub struct OpOutcome {
 }
 
 /// Why an operation failed, with the protocol error code it is counted under.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code}: {message}")]
 pub struct OpError {
     /// One of [`rpcarena_protocol::event::code`].
     pub code: &'static str,
@@ -83,14 +83,6 @@ impl OpError {
     }
 }
 
-impl fmt::Display for OpError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.code, self.message)
-    }
-}
-
-impl std::error::Error for OpError {}
-
 /// One unit of concurrency of a stack: performs one operation at a time.
 ///
 /// `&mut self` lets a lane own its connection state (the tcp stack's connection, buffers) without
@@ -100,8 +92,9 @@ pub trait Lane: Send + 'static {
     /// decodes and validates every response and reads the terminal status.
     fn call(&mut self, seq: u64) -> impl Future<Output = Result<OpOutcome, OpError>> + Send;
 
-    /// Send-saturation: opens one client stream (if [`saturation::StreamSender::open`] admits
-    /// it) and sends request messages while `sender` admits them (it reads `clock` for each),
+    /// Send-saturation: opens one client stream (the shell has opened `sender`, which admits
+    /// the first message: [`saturation::StreamSender::open`]) and sends request messages while
+    /// `sender` admits them (it reads `clock` for each),
     /// telling `sender` when the transport accepted each one; then ends the stream, reads the
     /// server's summary, checks that it confirms every message sent
     /// (`rpcarena_protocol::workload::check_stream_summary`) and reports it with

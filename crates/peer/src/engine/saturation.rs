@@ -156,6 +156,10 @@ pub async fn run_saturation<L: Lane, C: Clock>(
         let clock = clock.clone();
         tasks.push(tokio::spawn(async move {
             let mut sender = StreamSender::new(&window);
+            // A stream opens only before the deadline; one that does not is not counted.
+            if !sender.open(clock.now()) {
+                return (lane, sender, None, clock.now());
+            }
             let hard_deadline = clock.sleep_until(window.hard_deadline);
             let result = tokio::select! {
                 biased;
@@ -238,9 +242,6 @@ mod tests {
             clock: &C,
             sender: &mut StreamSender,
         ) -> Result<(), OpError> {
-            if !sender.open(clock.now()) {
-                return Ok(());
-            }
             while let Some(_seq) = sender.next_message(clock.now()) {
                 self.clock.advance(self.cost);
                 sender.accepted(clock.now(), 10);
@@ -264,6 +265,7 @@ mod tests {
             cost: 30,
             confirm: |n| n,
         };
+        assert!(sender.open(clock.now()));
         run_ready(lane.saturate(&clock, &mut sender)).expect("confirmed");
         // messages start at 0, 30, 60, 90 after t0; the one at 90 is admitted and accepted at 120
         assert_eq!(sender.sent(), 4);
@@ -333,9 +335,11 @@ mod tests {
                 _clock: &C,
                 sender: &mut StreamSender,
             ) -> Result<(), OpError> {
+                // the shell opened the stream on its clock; reopen it on the fake one
                 *sender = StreamSender::new(&self.1);
                 let clock = self.0.clock.clone();
                 clock.set(0);
+                assert!(sender.open(clock.now()));
                 let mut own = FakeStream {
                     clock: clock.clone(),
                     cost: self.0.cost,

@@ -74,42 +74,21 @@ pub enum Outgoing<M> {
 }
 
 /// Why a frame could not be read or written.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum FrameError {
     /// The transport failed.
+    #[error("transport error: {0}")]
     Io(io::Error),
     /// A type byte that is not 0x01 to 0x04.
+    #[error("unknown frame type {0:#04x} (expected 0x01 to 0x04)")]
     UnknownType(u8),
     /// A body longer than [`MAX_BODY`].
+    #[error("frame body of {0} bytes is above the maximum {MAX_BODY}")]
     Oversized(usize),
     /// The stream ended inside a frame.
+    #[error("the stream ended inside a frame ({0} bytes of it received)")]
     Truncated(usize),
 }
-
-impl std::fmt::Display for FrameError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FrameError::Io(e) => write!(f, "transport error: {e}"),
-            FrameError::UnknownType(byte) => {
-                write!(f, "unknown frame type {byte:#04x} (expected 0x01 to 0x04)")
-            }
-            FrameError::Oversized(len) => {
-                write!(
-                    f,
-                    "frame body of {len} bytes is above the maximum {MAX_BODY}"
-                )
-            }
-            FrameError::Truncated(len) => {
-                write!(
-                    f,
-                    "the stream ended inside a frame ({len} bytes of it received)"
-                )
-            }
-        }
-    }
-}
-
-impl std::error::Error for FrameError {}
 
 impl From<io::Error> for FrameError {
     fn from(e: io::Error) -> Self {

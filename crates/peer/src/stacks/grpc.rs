@@ -6,12 +6,12 @@
 //! HTTP/2 settings are set explicitly and equally on both ends (docs/stacks.md, "grpc").
 
 use super::framing::method_path;
-use super::tcp::connect_tls;
+use super::tcp::{accept_tcp, accept_tls, connect_tls};
 use super::validate::RequestCheck;
 use super::{
-    CallTally, ClientSettings, ClientStack, FLOW_WINDOW, HANDSHAKE_TIMEOUT, MAX_CONCURRENT_STREAMS,
-    MAX_MESSAGE, RawCall, RunningServer, ServerState, TCP_NODELAY, Verdict, Workload, resolve,
-    tune_tcp,
+    CallTally, ClientSettings, ClientStack, FLOW_WINDOW, MAX_CONCURRENT_STREAMS, MAX_MESSAGE,
+    RawCall, RunningServer, ServerError, ServerState, TCP_NODELAY, Verdict, Workload,
+    resolve_server,
 };
 use crate::engine::pool::{Submitter, Ticket};
 use crate::engine::saturation::{SharedSender, StreamSender};
@@ -19,15 +19,11 @@ use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::Failure;
 use crate::service::bench_service_server::{BenchService, BenchServiceServer};
 use crate::transport::{Probe, TcpSockets};
-use anyhow::Context as _;
 use futures::{Stream, StreamExt, stream};
 use hyper_util::rt::TokioIo;
 use rpcarena_protocol::event::{Setting, code};
 use rpcarena_protocol::pb;
-use rpcarena_protocol::workload::{
-    Invalid, Shape, SummaryBuilder, check_response, check_stream_summary, check_summary,
-    payload_len, request, response_to,
-};
+use rpcarena_protocol::workload::{Shape, SummaryBuilder, response_to};
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -76,6 +72,7 @@ pub fn declared() -> Vec<(&'static str, Setting)> {
 pub struct GrpcClient {
     channel: Channel,
     sockets: TcpSockets,
+    workload: Workload,
 }
 
 /// A lane: a gRPC client on a clone of the channel (a cheap handle on the shared connection).
@@ -152,7 +149,7 @@ impl ClientStack for GrpcClient {
         GrpcSubmitter {
             channel: self.channel.clone(),
             pending: None,
-            workload: lanes.first().map(|l| l.workload),
+            workload: self.workload,
             lanes,
         }
     }
@@ -162,9 +159,7 @@ impl ClientStack for GrpcClient {
     }
 
     async fn connect(settings: &ClientSettings) -> Result<(GrpcClient, Vec<GrpcLane>), OpError> {
-        let addr = resolve(&settings.server)
-            .await
-            .map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
+        let addr = resolve_server(settings).await?;
         let endpoint = Endpoint::from_shared(format!("https://{}", settings.server))
             .map_err(|e| {
                 OpError::new(
@@ -206,7 +201,12 @@ impl ClientStack for GrpcClient {
                 workload: settings.workload,
             })
             .collect();
-        Ok((GrpcClient { channel, sockets }, lanes))
+        let client = GrpcClient {
+            channel,
+            sockets,
+            workload: settings.workload,
+        };
+        Ok((client, lanes))
     }
 
     fn connections(&self) -> u32 {
@@ -253,10 +253,6 @@ fn status_error(status: Status) -> OpError {
     )
 }
 
-fn invalid(e: Invalid) -> OpError {
-    OpError::new(code::INVALID, e.0)
-}
-
 /// Reads exactly one response message and then the trailers with status OK.
 async fn read_one<M>(mut responses: Streaming<M>) -> Result<M, OpError> {
     let Some(message) = responses.message().await.map_err(status_error)? else {
@@ -274,14 +270,14 @@ async fn read_one<M>(mut responses: Streaming<M>) -> Result<M, OpError> {
     Ok(message)
 }
 
-/// Reads a response stream to its end (trailers included): exactly `n` messages, the k-th
-/// checked by `check(k, message)`, which returns its payload bytes; then status OK. A message
-/// that fails ends the read, and dropping the stream cancels the call.
-async fn read_stream<M>(
-    mut responses: Streaming<M>,
-    n: u32,
-    mut check: impl FnMut(u64, &M) -> Result<u64, Invalid>,
+/// Reads a response stream to its end (trailers included): exactly N (`workload.messages`)
+/// responses, the k-th with seq k, checked as they arrive; then status OK. Returns their payload
+/// bytes. A message that fails ends the read, and dropping the stream cancels the call.
+async fn read_stream(
+    mut responses: Streaming<pb::Response>,
+    workload: &Workload,
 ) -> Result<u64, OpError> {
+    let n = workload.messages;
     let mut received: u32 = 0;
     let mut bytes = 0u64;
     // `message()` returns None only after trailers with status OK; a non-OK status is an error.
@@ -292,7 +288,7 @@ async fn read_stream<M>(
                 format!("the server sent more than the {n} responses asked for"),
             ));
         }
-        bytes += check(u64::from(received), &message).map_err(invalid)?;
+        bytes += workload.checked_response(&message, u64::from(received))?;
         received += 1;
     }
     if received != n {
@@ -384,15 +380,8 @@ impl Lane for GrpcLane {
         clock: &C,
         sender: &mut StreamSender,
     ) -> Result<(), OpError> {
-        if !sender.open(clock.now()) {
-            return Ok(());
-        }
-        let Workload {
-            request_size,
-            response_size,
-            payload,
-            ..
-        } = self.workload;
+        let workload = self.workload;
+        let request_bytes = u64::from(workload.request_size);
         // The stream moves into tonic, so it works on a shared copy of the sender (locked once
         // per message, by one task at a time), which comes back when the call ends or is
         // cancelled at the settle bound.
@@ -404,12 +393,11 @@ impl Lane for GrpcLane {
                     let mut sender = shared.lock().unwrap_or_else(|p| p.into_inner());
                     let now = clock.now();
                     if started {
-                        sender.accepted(now, u64::from(request_size));
+                        sender.accepted(now, request_bytes);
                     }
                     sender.next_message(now)
                 }?;
-                let message = request(payload, seq, request_size, response_size, 0);
-                Some((message, (shared, clock, true)))
+                Some((workload.request(seq, 0), (shared, clock, true)))
             },
         );
         let result = match self.ready().await {
@@ -420,64 +408,31 @@ impl Lane for GrpcLane {
             Err(e) => Err(e),
         };
         drop(lent);
-        let summary = result?;
-        check_stream_summary(
-            &summary,
-            payload,
-            sender.sent(),
-            request_size,
-            response_size,
-        )
-        .map_err(invalid)?;
-        sender.summary_received(
-            clock.now(),
-            payload_len(&summary.payload, summary.body.as_ref()),
-        );
+        let bytes = workload.checked_stream_summary(&result?, sender.sent())?;
+        sender.summary_received(clock.now(), bytes);
         Ok(())
     }
 
     async fn call(&mut self, seq: u64) -> Result<OpOutcome, OpError> {
-        let Workload {
-            shape,
-            request_size,
-            response_size,
-            messages,
-            payload,
-        } = self.workload;
-        let n = u64::from(messages);
+        let workload = self.workload;
+        let shape = workload.shape;
+        let n = u64::from(workload.messages);
         // Requests are built lazily, as tonic pulls them, inside the measured operation.
         let one = move |response_messages| {
-            stream::once(async move {
-                request(payload, seq, request_size, response_size, response_messages)
-            })
+            stream::once(async move { workload.request(seq, response_messages) })
         };
-        let requests = move || {
-            stream::iter((0..n).map(move |i| request(payload, i, request_size, response_size, 0)))
-        };
+        let requests = move || stream::iter((0..n).map(move |i| workload.request(i, 0)));
         self.ready().await?;
         match shape {
             Shape::Unary => {
                 let responses = self.start(shape, one(0)).await.map_err(status_error)?;
                 let response: pb::Response = read_one(responses).await?;
-                check_response(&response, payload, seq, response_size).map_err(invalid)?;
-                Ok(OpOutcome {
-                    requests: 1,
-                    responses: 1,
-                    request_bytes: u64::from(request_size),
-                    response_bytes: payload_len(&response.payload, response.body.as_ref()),
-                })
+                Ok(workload.outcome(1, 1, workload.checked_response(&response, seq)?))
             }
             Shape::ClientStream => {
                 let responses = self.start(shape, requests()).await.map_err(status_error)?;
                 let summary: pb::Summary = read_one(responses).await?;
-                check_summary(&summary, payload, messages, request_size, response_size)
-                    .map_err(invalid)?;
-                Ok(OpOutcome {
-                    requests: n,
-                    responses: 1,
-                    request_bytes: n * u64::from(request_size),
-                    response_bytes: payload_len(&summary.payload, summary.body.as_ref()),
-                })
+                Ok(workload.outcome(n, 1, workload.checked_summary(&summary)?))
             }
             Shape::ServerStream | Shape::Bidi => {
                 // Bidi: tonic sends the request stream from its own task as HTTP/2 flow control
@@ -486,20 +441,11 @@ impl Lane for GrpcLane {
                     let started = self.start(shape, requests()).await;
                     (n, started.map_err(status_error)?)
                 } else {
-                    let started = self.start(shape, one(messages)).await;
+                    let started = self.start(shape, one(workload.messages)).await;
                     (1, started.map_err(status_error)?)
                 };
-                let response_bytes = read_stream(responses, messages, |k, r: &pb::Response| {
-                    check_response(r, payload, k, response_size)?;
-                    Ok(payload_len(&r.payload, r.body.as_ref()))
-                })
-                .await?;
-                Ok(OpOutcome {
-                    requests: requests_sent,
-                    responses: n,
-                    request_bytes: requests_sent * u64::from(request_size),
-                    response_bytes,
-                })
+                let response_bytes = read_stream(responses, &workload).await?;
+                Ok(workload.outcome(requests_sent, n, response_bytes))
             }
         }
     }
@@ -512,7 +458,7 @@ pub struct GrpcSubmitter {
     /// A clone whose readiness is being awaited: a permit it acquired stays with it, so a
     /// cancelled `ready` loses nothing.
     pending: Option<Channel>,
-    workload: Option<Workload>,
+    workload: Workload,
     lanes: Vec<GrpcLane>,
 }
 
@@ -520,9 +466,6 @@ impl Submitter for GrpcSubmitter {
     type Ticket = GrpcLane;
 
     async fn ready(&mut self) -> Result<GrpcLane, OpError> {
-        let workload = self
-            .workload
-            .ok_or_else(|| OpError::new(code::INTERNAL, "a submitter without lanes"))?;
         let channel = self.pending.get_or_insert_with(|| self.channel.clone());
         tower::ServiceExt::<http::Request<tonic::body::Body>>::ready(channel)
             .await
@@ -535,7 +478,7 @@ impl Submitter for GrpcSubmitter {
             .ok_or_else(|| OpError::new(code::INTERNAL, "no channel was made ready"))?;
         Ok(GrpcLane {
             grpc: bench_client(channel),
-            workload,
+            workload: self.workload,
         })
     }
 }
@@ -767,37 +710,18 @@ pub async fn serve(
     let registry = state.connections.clone();
     let accept_loop = tokio::spawn(async move {
         loop {
-            let (tcp, remote) = match listener.accept().await {
-                Ok(accepted) => accepted,
-                Err(e) => {
-                    eprintln!("rpcarena-peer-rust: accepting a TCP connection failed: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                    continue;
-                }
-            };
+            let (tcp, remote) = accept_tcp(&listener).await;
             // Each handshake on its own task, so one slow handshake never blocks another.
             let acceptor = acceptor.clone();
             let connections = connections.clone();
             let registration = registry.register_tcp(&tcp);
             tokio::spawn(async move {
-                if let Err(e) = tune_tcp(&tcp) {
-                    eprintln!("rpcarena-peer-rust: cannot set TCP_NODELAY for {remote}: {e}");
-                }
-                match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-                    Ok(Ok(stream)) => {
-                        let _ = connections
-                            .send(Ok(TlsConnection {
-                                stream,
-                                _registration: registration,
-                            }))
-                            .await;
-                    }
-                    Ok(Err(e)) => {
-                        eprintln!("rpcarena-peer-rust: TLS handshake with {remote} failed: {e}")
-                    }
-                    Err(_) => {
-                        eprintln!("rpcarena-peer-rust: TLS handshake with {remote} timed out")
-                    }
+                if let Some(stream) = accept_tls(tcp, remote, &acceptor).await {
+                    let connection = TlsConnection {
+                        stream,
+                        _registration: registration,
+                    };
+                    let _ = connections.send(Ok(connection)).await;
                 }
             });
         }
@@ -825,7 +749,7 @@ pub async fn serve(
         },
     );
     let task = tokio::spawn(async move {
-        let result = server.await.context("the gRPC server failed");
+        let result = server.await.map_err(ServerError::Grpc);
         accept_loop.abort();
         result
     });

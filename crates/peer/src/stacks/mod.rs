@@ -18,16 +18,19 @@ pub mod native;
 pub mod quic;
 pub mod tcp;
 pub mod validate;
+pub mod workload;
+
+pub use workload::Workload;
 
 use crate::args::MAX_PAYLOAD;
 use crate::engine::pool::Submitter;
 use crate::engine::{Lane, OpError};
 use crate::fault::ServerFault;
-use anyhow::Context;
 use rpcarena_protocol::pb;
-use rpcarena_protocol::workload::{Payload, Shape};
+use rpcarena_protocol::workload::Shape;
 use rustls_pki_types::ServerName;
 use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -119,21 +122,6 @@ pub fn tune_tcp(stream: &tokio::net::TcpStream) -> std::io::Result<()> {
     Ok(())
 }
 
-/// What every operation of a sample does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Workload {
-    /// The RPC shape.
-    pub shape: Shape,
-    /// Payload bytes of each request.
-    pub request_size: u32,
-    /// Payload bytes of each response.
-    pub response_size: u32,
-    /// N, messages in each streamed direction.
-    pub messages: u32,
-    /// What the payloads are: zero bytes or structured messages.
-    pub payload: Payload,
-}
-
 /// What a client stack needs to connect.
 #[derive(Debug, Clone)]
 pub struct ClientSettings {
@@ -206,12 +194,30 @@ pub trait ClientStack: Sized + Send + 'static {
     fn close(self, lanes: Vec<Self::Lane>) -> impl Future<Output = ()> + Send;
 }
 
+/// Why a running server stopped on its own.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// tonic's server ended with an error.
+    #[error("the gRPC server failed")]
+    Grpc(#[source] tonic::transport::Error),
+    /// quinn's endpoint stopped handing out connections.
+    #[error("the QUIC endpoint stopped accepting")]
+    QuicStoppedAccepting,
+    /// The server task ended without an error, which only [`RunningServer::stop`] should make
+    /// it do.
+    #[error("the server stopped accepting connections unexpectedly")]
+    Stopped,
+    /// The server task panicked or was cancelled.
+    #[error("the server task failed: {0}")]
+    Task(tokio::task::JoinError),
+}
+
 /// A running server: its bound address, and how to stop it.
 pub struct RunningServer {
     /// The address actually bound (port 0 resolved).
     pub local_addr: SocketAddr,
     stop: oneshot::Sender<()>,
-    task: JoinHandle<anyhow::Result<()>>,
+    task: JoinHandle<Result<(), ServerError>>,
 }
 
 impl RunningServer {
@@ -219,7 +225,7 @@ impl RunningServer {
     pub fn new(
         local_addr: SocketAddr,
         stop: oneshot::Sender<()>,
-        task: JoinHandle<anyhow::Result<()>>,
+        task: JoinHandle<Result<(), ServerError>>,
     ) -> RunningServer {
         RunningServer {
             local_addr,
@@ -229,11 +235,11 @@ impl RunningServer {
     }
 
     /// Completes if the server task ends on its own, which only a fatal error makes it do.
-    pub async fn failed(&mut self) -> anyhow::Error {
+    pub async fn failed(&mut self) -> ServerError {
         match (&mut self.task).await {
-            Ok(Ok(())) => anyhow::anyhow!("the server stopped accepting connections unexpectedly"),
+            Ok(Ok(())) => ServerError::Stopped,
             Ok(Err(e)) => e,
-            Err(e) => anyhow::anyhow!("the server task failed: {e}"),
+            Err(e) => ServerError::Task(e),
         }
     }
 
@@ -242,7 +248,10 @@ impl RunningServer {
         let _ = self.stop.send(());
         match tokio::time::timeout(grace, &mut self.task).await {
             Ok(Ok(Ok(()))) => {}
-            Ok(Ok(Err(e))) => eprintln!("rpcarena-peer-rust: server stopped with an error: {e:#}"),
+            Ok(Ok(Err(e))) => eprintln!(
+                "rpcarena-peer-rust: server stopped with an error: {}",
+                crate::failure::chain(&e)
+            ),
             Ok(Err(e)) => eprintln!("rpcarena-peer-rust: server task failed: {e}"),
             Err(_) => {
                 eprintln!(
@@ -375,6 +384,39 @@ impl Drop for CallTally {
     }
 }
 
+/// Why a server cannot listen.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    /// `--listen` does not resolve.
+    #[error("--listen")]
+    Resolve(#[source] ResolveError),
+    /// The TCP listener cannot bind (grpc, tcp).
+    #[error("--listen {addr}: cannot bind TCP")]
+    BindTcp {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the kernel said.
+        source: io::Error,
+    },
+    /// The UDP socket cannot be made or bound (quic).
+    #[error("--listen {addr}")]
+    Udp {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What went wrong.
+        source: quic::UdpError,
+    },
+    /// The rustls configuration is unusable for QUIC.
+    #[error("TLS configuration unusable for QUIC")]
+    QuicTls(#[source] quinn::crypto::rustls::NoInitialCipherSuite),
+    /// quinn cannot start its endpoint on the socket.
+    #[error("cannot start a QUIC endpoint")]
+    QuicEndpoint(#[source] io::Error),
+    /// The address actually bound cannot be read back.
+    #[error("cannot read the bound address")]
+    BoundAddress(#[source] io::Error),
+}
+
 /// Binds a TCP listener for a server stack and reads the address actually bound (port 0 becomes
 /// a real port), with the protocol's phase and codes on failure.
 pub async fn bind_tcp(
@@ -384,22 +426,57 @@ pub async fn bind_tcp(
     use rpcarena_protocol::event::{code, phase};
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .with_context(|| format!("--listen {addr}: cannot bind TCP"))
+        .map_err(|source| ListenError::BindTcp { addr, source })
         .fail(phase::LISTEN, code::CONFIG)?;
     let local_addr = listener
         .local_addr()
-        .context("cannot read the bound address")
+        .map_err(ListenError::BoundAddress)
         .fail(phase::LISTEN, code::INTERNAL)?;
     Ok((listener, local_addr))
 }
 
+/// Why HOST:PORT gives no address.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// The lookup failed.
+    #[error("cannot resolve {host_port}")]
+    Lookup {
+        /// What was looked up.
+        host_port: String,
+        /// What the resolver said.
+        source: io::Error,
+    },
+    /// The lookup found nothing.
+    #[error("{host_port} resolves to no address")]
+    NoAddress {
+        /// What was looked up.
+        host_port: String,
+    },
+}
+
+/// Resolves a client's `--server` for its connections: a failure is the operation error
+/// `connect`.
+pub async fn resolve_server(settings: &ClientSettings) -> Result<SocketAddr, OpError> {
+    resolve(&settings.server).await.map_err(|e| {
+        OpError::new(
+            rpcarena_protocol::event::code::CONNECT,
+            crate::failure::chain(&e),
+        )
+    })
+}
+
 /// Resolves HOST:PORT (an IP address or a name) to its first address.
-pub async fn resolve(host_port: &str) -> anyhow::Result<SocketAddr> {
+pub async fn resolve(host_port: &str) -> Result<SocketAddr, ResolveError> {
     tokio::net::lookup_host(host_port)
         .await
-        .with_context(|| format!("cannot resolve {host_port}"))?
+        .map_err(|source| ResolveError::Lookup {
+            host_port: host_port.to_string(),
+            source,
+        })?
         .next()
-        .with_context(|| format!("{host_port} resolves to no address"))
+        .ok_or_else(|| ResolveError::NoAddress {
+            host_port: host_port.to_string(),
+        })
 }
 
 /// gRPC status codes used by the native framing (same numbers as gRPC).

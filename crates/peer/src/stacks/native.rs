@@ -21,10 +21,7 @@ use futures::{SinkExt, StreamExt};
 use prost::Message;
 use rpcarena_protocol::event::code;
 use rpcarena_protocol::pb;
-use rpcarena_protocol::workload::{
-    Payload, Shape, SummaryBuilder, check_response, check_stream_summary, check_summary,
-    payload_len, request, response_to,
-};
+use rpcarena_protocol::workload::{Shape, SummaryBuilder, response_to};
 use std::io;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -95,67 +92,34 @@ pub async fn call<R: RecvHalf, W: SendHalf>(
     workload: &Workload,
     seq: u64,
 ) -> Result<OpOutcome, OpError> {
-    let Workload {
-        shape,
-        request_size,
-        response_size,
-        messages,
-        payload,
-    } = *workload;
-    let n = u64::from(messages);
+    let shape = workload.shape;
+    let n = u64::from(workload.messages);
     let outcome = match shape {
         Shape::Unary => {
-            let requests =
-                std::iter::once_with(|| request(payload, seq, request_size, response_size, 0));
+            let requests = std::iter::once_with(|| workload.request(seq, 0));
             send_requests(writer, shape, requests).await?;
             let response: pb::Response = read_one(reader).await?;
-            check_response(&response, payload, seq, response_size).map_err(invalid)?;
-            OpOutcome {
-                requests: 1,
-                responses: 1,
-                request_bytes: u64::from(request_size),
-                response_bytes: payload_len(&response.payload, response.body.as_ref()),
-            }
+            workload.outcome(1, 1, workload.checked_response(&response, seq)?)
         }
         Shape::ClientStream => {
-            let requests = (0..n).map(|i| request(payload, i, request_size, response_size, 0));
+            let requests = (0..n).map(|i| workload.request(i, 0));
             send_requests(writer, shape, requests).await?;
             let summary: pb::Summary = read_one(reader).await?;
-            check_summary(&summary, payload, messages, request_size, response_size)
-                .map_err(invalid)?;
-            OpOutcome {
-                requests: n,
-                responses: 1,
-                request_bytes: n * u64::from(request_size),
-                response_bytes: payload_len(&summary.payload, summary.body.as_ref()),
-            }
+            workload.outcome(n, 1, workload.checked_summary(&summary)?)
         }
         Shape::ServerStream => {
-            let requests = std::iter::once_with(|| {
-                request(payload, seq, request_size, response_size, messages)
-            });
+            let requests = std::iter::once_with(|| workload.request(seq, workload.messages));
             send_requests(writer, shape, requests).await?;
-            let response_bytes = read_responses(reader, messages, response_size, payload).await?;
-            OpOutcome {
-                requests: 1,
-                responses: n,
-                request_bytes: u64::from(request_size),
-                response_bytes,
-            }
+            workload.outcome(1, n, read_responses(reader, workload).await?)
         }
         Shape::Bidi => {
             // Full duplex: all N requests go out without waiting while responses are read.
-            let requests = (0..n).map(|i| request(payload, i, request_size, response_size, 0));
+            let requests = (0..n).map(|i| workload.request(i, 0));
             let ((), response_bytes) = tokio::try_join!(
                 send_requests(writer, shape, requests),
-                read_responses(reader, messages, response_size, payload)
+                read_responses(reader, workload)
             )?;
-            OpOutcome {
-                requests: n,
-                responses: n,
-                request_bytes: n * u64::from(request_size),
-                response_bytes,
-            }
+            workload.outcome(n, n, response_bytes)
         }
     };
     if R::ONE_CALL {
@@ -175,12 +139,6 @@ pub async fn saturate<R: RecvHalf, W: SendHalf, C: Clock>(
     clock: &C,
     sender: &mut StreamSender,
 ) -> Result<(), OpError> {
-    let Workload {
-        request_size,
-        response_size,
-        payload,
-        ..
-    } = *workload;
     writer
         .feed(Outgoing::<pb::Request>::Header(method_path(
             Shape::ClientStream,
@@ -188,44 +146,23 @@ pub async fn saturate<R: RecvHalf, W: SendHalf, C: Clock>(
         .await
         .map_err(send_error)?;
     while let Some(seq) = sender.next_message(clock.now()) {
-        let message = request(payload, seq, request_size, response_size, 0);
         writer
-            .feed(Outgoing::Message(message))
+            .feed(Outgoing::Message(workload.request(seq, 0)))
             .await
             .map_err(send_error)?;
-        sender.accepted(clock.now(), u64::from(request_size));
+        sender.accepted(clock.now(), u64::from(workload.request_size));
         // The writer only waits when the transport pushes back (quinn's 16 MiB send window takes
         // long to fill), so a stream could keep its worker thread and the other streams of the
         // window would not even open: give the worker back every time tokio's budget runs out.
         tokio::task::coop::consume_budget().await;
     }
-    writer
-        .feed(Outgoing::<pb::Request>::End)
-        .await
-        .map_err(send_error)?;
-    SinkExt::<Outgoing<pb::Request>>::flush(writer)
-        .await
-        .map_err(send_error)?;
-    writer
-        .get_mut()
-        .finish_call()
-        .map_err(|e| OpError::new(code::CONNECT, format!("cannot end the request stream: {e}")))?;
+    end_requests(writer).await?;
     let summary: pb::Summary = read_one(reader).await?;
-    check_stream_summary(
-        &summary,
-        payload,
-        sender.sent(),
-        request_size,
-        response_size,
-    )
-    .map_err(invalid)?;
+    let bytes = workload.checked_stream_summary(&summary, sender.sent())?;
     if R::ONE_CALL {
         expect_end_of_stream(reader).await?;
     }
-    sender.summary_received(
-        clock.now(),
-        payload_len(&summary.payload, summary.body.as_ref()),
-    );
+    sender.summary_received(clock.now(), bytes);
     Ok(())
 }
 
@@ -280,6 +217,12 @@ async fn send_requests<W: SendHalf>(
             .await
             .map_err(send_error)?;
     }
+    end_requests(writer).await
+}
+
+/// END after the last request, flushed, and the send direction finished where the transport has
+/// one per call.
+async fn end_requests<W: SendHalf>(writer: &mut Writer<W>) -> Result<(), OpError> {
     writer
         .feed(Outgoing::<pb::Request>::End)
         .await
@@ -319,13 +262,13 @@ async fn read_one<M: Message + Default, R: RecvHalf>(reader: &mut Reader<R>) -> 
     }
 }
 
-/// Exactly `n` responses with seq 0..n-1, then STATUS OK; returns their payload bytes.
+/// Exactly N (`workload.messages`) responses with seq 0..N-1, then STATUS OK; returns their
+/// payload bytes.
 async fn read_responses<R: RecvHalf>(
     reader: &mut Reader<R>,
-    n: u32,
-    response_size: u32,
-    payload: Payload,
+    workload: &Workload,
 ) -> Result<u64, OpError> {
+    let n = workload.messages;
     let mut received: u32 = 0;
     let mut bytes: u64 = 0;
     loop {
@@ -339,9 +282,7 @@ async fn read_responses<R: RecvHalf>(
                 }
                 let response = pb::Response::decode(frame.body)
                     .map_err(|e| invalid_text(format!("undecodable response message: {e}")))?;
-                check_response(&response, payload, u64::from(received), response_size)
-                    .map_err(invalid)?;
-                bytes += payload_len(&response.payload, response.body.as_ref());
+                bytes += workload.checked_response(&response, u64::from(received))?;
                 received += 1;
             }
             FrameType::Status => {
@@ -421,10 +362,6 @@ fn receive_error(e: FrameError) -> OpError {
 
 fn unexpected(kind: FrameType) -> OpError {
     invalid_text(format!("the server sent an unexpected {kind:?} frame"))
-}
-
-fn invalid(e: rpcarena_protocol::workload::Invalid) -> OpError {
-    OpError::new(code::INVALID, e.0)
 }
 
 fn invalid_text(message: String) -> OpError {
@@ -786,6 +723,7 @@ fn rejected(message: String, end_seen: bool) -> CallError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rpcarena_protocol::workload::{Payload, request};
     use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
 
     type Half<T> = (

@@ -4,14 +4,13 @@
 
 use super::native::{self, CallEnd, RecvHalf, SendHalf};
 use super::{
-    ClientSettings, ClientStack, FLOW_WINDOW, MAX_CONCURRENT_STREAMS, RawCall, RunningServer,
-    ServerState, Verdict, Workload, resolve,
+    ClientSettings, ClientStack, FLOW_WINDOW, ListenError, MAX_CONCURRENT_STREAMS, RawCall,
+    RunningServer, ServerError, ServerState, Verdict, Workload, resolve_server,
 };
 use crate::engine::pool::{Submitter, Ticket};
 use crate::engine::saturation::StreamSender;
 use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use crate::failure::{FailExt, Failure};
-use anyhow::Context;
 use futures::StreamExt;
 use quinn::crypto::rustls::{QuicClientConfig, QuicServerConfig};
 use quinn::{ConnectionError, Endpoint, EndpointConfig, TransportConfig, VarInt};
@@ -97,10 +96,26 @@ pub fn transport_config() -> TransportConfig {
     transport
 }
 
+/// Why a QUIC endpoint's UDP socket cannot be made.
+#[derive(Debug, thiserror::Error)]
+pub enum UdpError {
+    /// The kernel refuses a UDP socket.
+    #[error("cannot create a UDP socket")]
+    Create(#[source] io::Error),
+    /// The socket cannot bind the address.
+    #[error("cannot bind UDP {addr}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// What the kernel said.
+        source: io::Error,
+    },
+}
+
 /// A UDP socket bound to `addr` with large buffers, ready for quinn.
-fn udp_socket(addr: SocketAddr) -> anyhow::Result<std::net::UdpSocket> {
+fn udp_socket(addr: SocketAddr) -> Result<std::net::UdpSocket, UdpError> {
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
-        .context("cannot create a UDP socket")?;
+        .map_err(UdpError::Create)?;
     let (received, sent) = raise_buffers(&socket);
     if received < UDP_BUFFER || sent < UDP_BUFFER {
         eprintln!(
@@ -111,7 +126,7 @@ fn udp_socket(addr: SocketAddr) -> anyhow::Result<std::net::UdpSocket> {
     }
     socket
         .bind(&addr.into())
-        .with_context(|| format!("cannot bind UDP {addr}"))?;
+        .map_err(|source| UdpError::Bind { addr, source })?;
     Ok(socket.into())
 }
 
@@ -180,6 +195,7 @@ fn is_tls_error(error: &ConnectionError) -> bool {
 pub struct QuicClient {
     endpoint: Endpoint,
     connection: quinn::Connection,
+    workload: Workload,
 }
 
 /// A lane: a handle on the shared connection; each call opens its own stream.
@@ -195,7 +211,7 @@ impl ClientStack for QuicClient {
     fn submitter(&self, lanes: Vec<QuicLane>) -> QuicSubmitter {
         QuicSubmitter {
             connection: self.connection.clone(),
-            workload: lanes.first().map(|l| l.workload),
+            workload: self.workload,
             lanes,
         }
     }
@@ -205,17 +221,15 @@ impl ClientStack for QuicClient {
     }
 
     async fn connect(settings: &ClientSettings) -> Result<(QuicClient, Vec<QuicLane>), OpError> {
-        let server = resolve(&settings.server)
-            .await
-            .map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
+        let server = resolve_server(settings).await?;
         let local = local_address_for(server).map_err(|e| {
             OpError::new(
                 code::CONNECT,
                 format!("no local address routes to {server}: {e}"),
             )
         })?;
-        let socket =
-            udp_socket(local).map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
+        let socket = udp_socket(local)
+            .map_err(|e| OpError::new(code::CONNECT, crate::failure::chain(&e)))?;
         let endpoint = endpoint(socket, None).map_err(|e| {
             OpError::new(code::CONNECT, format!("cannot start a QUIC endpoint: {e}"))
         })?;
@@ -255,6 +269,7 @@ impl ClientStack for QuicClient {
             QuicClient {
                 endpoint,
                 connection,
+                workload: settings.workload,
             },
             lanes,
         ))
@@ -296,9 +311,6 @@ impl Lane for QuicLane {
         clock: &C,
         sender: &mut StreamSender,
     ) -> Result<(), OpError> {
-        if !sender.open(clock.now()) {
-            return Ok(());
-        }
         let (send, recv) = self.connection.open_bi().await.map_err(open_error)?;
         let mut writer = native::writer(send);
         let mut reader = native::reader(recv);
@@ -323,7 +335,7 @@ impl RawCall for QuicLane {
 /// stream credit (max_concurrent_bidi_streams, 10,000) allows one more stream.
 pub struct QuicSubmitter {
     connection: quinn::Connection,
-    workload: Option<Workload>,
+    workload: Workload,
     lanes: Vec<QuicLane>,
 }
 
@@ -338,15 +350,12 @@ impl Submitter for QuicSubmitter {
     type Ticket = QuicTicket;
 
     async fn ready(&mut self) -> Result<QuicTicket, OpError> {
-        let workload = self
-            .workload
-            .ok_or_else(|| OpError::new(code::INTERNAL, "a submitter without lanes"))?;
         // Cancel-safe: quinn allocates the stream only when the future completes.
         let (send, recv) = self.connection.open_bi().await.map_err(open_error)?;
         Ok(QuicTicket {
             send,
             recv,
-            workload,
+            workload: self.workload,
         })
     }
 }
@@ -369,19 +378,19 @@ pub async fn serve(
     state: Arc<ServerState>,
 ) -> Result<RunningServer, Failure> {
     let crypto = QuicServerConfig::try_from(tls)
-        .context("TLS configuration unusable for QUIC")
+        .map_err(ListenError::QuicTls)
         .fail(phase::LISTEN, code::INTERNAL)?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     config.transport_config(Arc::new(transport_config()));
     let socket = udp_socket(addr)
-        .with_context(|| format!("--listen {addr}"))
+        .map_err(|source| ListenError::Udp { addr, source })
         .fail(phase::LISTEN, code::CONFIG)?;
     let endpoint = endpoint(socket, Some(config))
-        .context("cannot start a QUIC endpoint")
+        .map_err(ListenError::QuicEndpoint)
         .fail(phase::LISTEN, code::INTERNAL)?;
     let local_addr = endpoint
         .local_addr()
-        .context("cannot read the bound address")
+        .map_err(ListenError::BoundAddress)
         .fail(phase::LISTEN, code::INTERNAL)?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -391,7 +400,7 @@ pub async fn serve(
             }
         };
         tokio::select! {
-            () = accept => anyhow::bail!("the QUIC endpoint stopped accepting"),
+            () = accept => return Err(ServerError::QuicStoppedAccepting),
             _ = stopped => {}
         }
         endpoint.close(VarInt::from_u32(0), b"shutdown");

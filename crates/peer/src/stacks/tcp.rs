@@ -4,7 +4,7 @@
 use super::native::{self, CallEnd, Reader, Writer};
 use super::{
     ClientSettings, ClientStack, HANDSHAKE_TIMEOUT, RawCall, RunningServer, ServerState,
-    TCP_NODELAY, Verdict, Workload, resolve, tune_tcp,
+    TCP_NODELAY, Verdict, Workload, resolve_server, tune_tcp,
 };
 use crate::engine::pool::LanePool;
 use crate::engine::saturation::StreamSender;
@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{ReadHalf, WriteHalf};
-use tokio::net::TcpStream;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
 use tokio_rustls::{TlsAcceptor, TlsConnector, client, server};
 
@@ -66,6 +66,45 @@ pub async fn connect_tls(
         })
 }
 
+/// The next connection on a server's listener, shared with the gRPC server like
+/// [`connect_tls`]. A failed accept (e.g. EMFILE) is reported and retried shortly, so the server
+/// keeps serving the connections it has.
+pub async fn accept_tcp(listener: &TcpListener) -> (TcpStream, SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(accepted) => return accepted,
+            Err(e) => {
+                eprintln!("rpcarena-peer-rust: accepting a TCP connection failed: {e}");
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
+}
+
+/// The server's side of an accepted connection: TCP_NODELAY (a socket that refuses it is
+/// reported and served as it is), then the TLS handshake within [`HANDSHAKE_TIMEOUT`]. A failed
+/// or late handshake is reported on stderr and gives `None`.
+pub async fn accept_tls(
+    tcp: TcpStream,
+    remote: SocketAddr,
+    acceptor: &TlsAcceptor,
+) -> Option<server::TlsStream<TcpStream>> {
+    if let Err(e) = tune_tcp(&tcp) {
+        eprintln!("rpcarena-peer-rust: cannot set TCP_NODELAY for {remote}: {e}");
+    }
+    match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+        Ok(Ok(stream)) => Some(stream),
+        Ok(Err(e)) => {
+            eprintln!("rpcarena-peer-rust: TLS handshake with {remote} failed: {e}");
+            None
+        }
+        Err(_) => {
+            eprintln!("rpcarena-peer-rust: TLS handshake with {remote} timed out");
+            None
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Client
 
@@ -97,9 +136,7 @@ impl ClientStack for TcpClient {
     }
 
     async fn connect(settings: &ClientSettings) -> Result<(TcpClient, Vec<TcpLane>), OpError> {
-        let addr = resolve(&settings.server)
-            .await
-            .map_err(|e| OpError::new(code::CONNECT, format!("{e:#}")))?;
+        let addr = resolve_server(settings).await?;
         // All lanes connect at once, as they would after a deploy; connect_ns covers them all.
         let streams =
             futures::future::try_join_all((0..settings.lanes).map(|_| connect_tls(addr, settings)))
@@ -155,9 +192,6 @@ impl Lane for TcpLane {
         clock: &C,
         sender: &mut StreamSender,
     ) -> Result<(), OpError> {
-        if !sender.open(clock.now()) {
-            return Ok(());
-        }
         native::saturate(
             &mut self.reader,
             &mut self.writer,
@@ -197,23 +231,15 @@ pub async fn serve(
         let mut connections = JoinSet::new();
         let accept = async {
             loop {
-                match listener.accept().await {
-                    Ok((tcp, remote)) => {
-                        connections.spawn(serve_connection(
-                            tcp,
-                            remote,
-                            acceptor.clone(),
-                            state.clone(),
-                        ));
-                        // Reap finished connection tasks so the set does not grow forever.
-                        while connections.try_join_next().is_some() {}
-                    }
-                    Err(e) => {
-                        // e.g. EMFILE: keep serving the connections we have, retry shortly.
-                        eprintln!("rpcarena-peer-rust: accepting a TCP connection failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(10)).await;
-                    }
-                }
+                let (tcp, remote) = accept_tcp(&listener).await;
+                connections.spawn(serve_connection(
+                    tcp,
+                    remote,
+                    acceptor.clone(),
+                    state.clone(),
+                ));
+                // Reap finished connection tasks so the set does not grow forever.
+                while connections.try_join_next().is_some() {}
             }
         };
         tokio::select! {
@@ -231,22 +257,10 @@ async fn serve_connection(
     acceptor: TlsAcceptor,
     state: Arc<ServerState>,
 ) {
-    if let Err(e) = tune_tcp(&tcp) {
-        eprintln!("rpcarena-peer-rust: cannot set TCP_NODELAY for {remote}: {e}");
-    }
     let _registration = state.connections.register_tcp(&tcp);
-    let stream: server::TlsStream<TcpStream> =
-        match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => {
-                eprintln!("rpcarena-peer-rust: TLS handshake with {remote} failed: {e}");
-                return;
-            }
-            Err(_) => {
-                eprintln!("rpcarena-peer-rust: TLS handshake with {remote} timed out");
-                return;
-            }
-        };
+    let Some(stream) = accept_tls(tcp, remote, &acceptor).await else {
+        return;
+    };
     let (read, write) = tokio::io::split(stream);
     let mut reader = native::reader(read);
     let mut writer = native::writer(write);

@@ -3,7 +3,10 @@
 
 #![allow(dead_code)]
 
-use rpcarena_protocol::event::{Event, parse_event};
+use rpcarena_protocol::event::{Armed, Event, SampleReport, parse_event};
+use rpcarena_protocol::histogram;
+use rpcarena_protocol::workload::Shape;
+use std::fmt::Display;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -155,20 +158,100 @@ pub fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|a| a.to_string()).collect()
 }
 
+/// A client's command line as the controller builds it: `--stack`, `--server`, `--server-name
+/// 127.0.0.1` and `--ca` (a file of the [`Pki`]), then every option of `options` in order.
+pub fn client_args(
+    pki: &Pki,
+    stack: &str,
+    address: &str,
+    ca: &str,
+    options: &[(&str, &dyn Display)],
+) -> Vec<String> {
+    let mut args = strings(&["client", "--stack", stack, "--server", address]);
+    args.extend(strings(&["--server-name", "127.0.0.1", "--ca"]));
+    args.push(pki.path(ca).display().to_string());
+    for (name, value) in options {
+        args.push(name.to_string());
+        args.push(value.to_string());
+    }
+    args
+}
+
+/// A server's command line: `--stack`, `--listen`, `--cert` and `--key`.
+pub fn server_args(stack: &str, listen: &str, cert: &Path, key: &Path) -> Vec<String> {
+    let mut args = strings(&["server", "--stack", stack, "--listen", listen]);
+    args.extend(["--cert".to_string(), cert.display().to_string()]);
+    args.extend(["--key".to_string(), key.display().to_string()]);
+    args
+}
+
+/// Drives a client through its sample as the controller does: `armed`, START, `sample`. The
+/// client then waits for SHUTDOWN ([`shut_down_client`]).
+pub fn armed_then_sample(client: &mut Peer, label: &str) -> (Armed, SampleReport) {
+    let Event::Armed(armed) = client.next_event() else {
+        panic!("{label}: expected armed\n{}", client.stderr_text());
+    };
+    client.send("START");
+    let Event::Sample(sample) = client.next_event() else {
+        panic!("{label}: expected sample\n{}", client.stderr_text());
+    };
+    (armed, sample)
+}
+
+/// SHUTDOWN after the sample: the client answers `stopped` and exits 0.
+pub fn shut_down_client(client: &mut Peer, context: &str) {
+    client.send("SHUTDOWN");
+    assert!(
+        matches!(client.next_event(), Event::Stopped(_)),
+        "{context}"
+    );
+    assert_eq!(client.exit_code(), 0, "{context}");
+}
+
+/// What every sample of a well-formed run holds: no failure, some completed operations, and
+/// one latency value per completed operation. Returns the latency histogram.
+pub fn assert_sound(sample: &SampleReport, context: &str) -> hdrhistogram::Histogram<u64> {
+    assert_eq!(sample.failed, 0, "{context}");
+    assert!(sample.completed > 0, "{context}");
+    let latencies = histogram::decode(&sample.histogram).expect("valid histogram");
+    assert_eq!(latencies.len(), sample.completed, "{context}");
+    latencies
+}
+
+/// Messages and bytes per completed operation of `shape` with `messages` per stream and the
+/// given request and response sizes.
+pub fn assert_operation_counts(
+    sample: &SampleReport,
+    shape: Shape,
+    messages: u64,
+    (request_size, response_size): (u64, u64),
+    context: &str,
+) {
+    let requests = shape.requests_per_op(messages as u32);
+    let responses = shape.responses_per_op(messages as u32);
+    assert_eq!(sample.requests, sample.completed * requests, "{context}");
+    assert_eq!(sample.responses, sample.completed * responses, "{context}");
+    assert_eq!(
+        sample.request_bytes,
+        sample.requests * request_size,
+        "{context}"
+    );
+    assert_eq!(
+        sample.response_bytes,
+        sample.responses * response_size,
+        "{context}"
+    );
+}
+
 pub fn start_server(pki: &Pki, stack: &str) -> (Peer, String) {
     start_server_with(pki, stack, &[])
 }
 
 /// A server of `stack` with `extra` arguments (e.g. the diagnostic stall), and its address.
 pub fn start_server_with(pki: &Pki, stack: &str, extra: &[&str]) -> (Peer, String) {
-    let mut args = strings(&["server", "--stack", stack, "--listen", "127.0.0.1:0"]);
+    let (cert, key) = (pki.path("server.pem"), pki.path("server.key"));
+    let mut args = server_args(stack, "127.0.0.1:0", &cert, &key);
     args.extend(strings(extra));
-    args.extend([
-        "--cert".to_string(),
-        pki.path("server.pem").display().to_string(),
-        "--key".to_string(),
-        pki.path("server.key").display().to_string(),
-    ]);
     let server = Peer::spawn(&args, &pki.path(&format!("{stack}-server.stderr")));
     let Event::Ready(ready) = server.next_event() else {
         panic!(

@@ -1,32 +1,10 @@
-//! The peer's two channels to the controller: events on stdout and commands on stdin.
-//!
-//! stdout carries only events, so [`emit`] is the one place that writes to it: it takes stdout's
-//! lock, writes one line and flushes, so events never interleave and never sit in a buffer while
-//! the controller waits for them. Diagnostics go to stderr with `eprintln!`.
+//! Commands on stdin, the controller's channel to the peer (docs/peer-protocol.md, "Lifecycle"):
+//! `START` and `SHUTDOWN`, one a line; the end of stdin means `SHUTDOWN`. The peer answers on
+//! stdout (crate::events).
 
-use rpcarena_protocol::event::{Command, Event};
-use std::io::{BufRead, Write};
+use rpcarena_protocol::event::Command;
+use std::io::BufRead;
 use tokio::sync::mpsc;
-
-/// Writes one event as one line of JSON on stdout and flushes it.
-///
-/// If stdout is gone the controller is gone, and a peer without a controller must not run on:
-/// the process exits with code 1.
-pub fn emit(event: &Event) {
-    let line = event.to_line();
-    let mut stdout = std::io::stdout().lock();
-    let written = stdout
-        .write_all(line.as_bytes())
-        .and_then(|()| stdout.write_all(b"\n"))
-        .and_then(|()| stdout.flush());
-    if let Err(e) = written {
-        eprintln!(
-            "rpcarena-peer-rust: cannot write the {} event to stdout ({e}); the controller is gone, exiting",
-            event.name()
-        );
-        std::process::exit(1);
-    }
-}
 
 /// One line from stdin, interpreted.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,6 +13,38 @@ pub enum Input {
     Command(Command),
     /// Anything else, verbatim.
     Unknown(String),
+}
+
+/// A line on stdin out of place (docs/peer-protocol.md, "Lifecycle"), an error in the phase it
+/// arrives in with code `protocol`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CommandError {
+    /// A client got START before `armed` or during its window.
+    #[error("START arrived during {phase}; it is only valid once, after `armed`")]
+    EarlyStart {
+        /// The phase it arrived in.
+        phase: &'static str,
+    },
+    /// A client got a second START after its sample.
+    #[error(
+        "a second START after the sample; a client measures one sample, then takes only SHUTDOWN"
+    )]
+    SecondStart,
+    /// A client got a line that is neither START nor SHUTDOWN.
+    #[error("unknown command {line:?} on stdin; expected START or SHUTDOWN")]
+    Unknown {
+        /// The line, verbatim.
+        line: String,
+    },
+    /// A server got START, which is a client's command.
+    #[error("START is a client command; a server only takes SHUTDOWN")]
+    StartToServer,
+    /// A server got a line that is not SHUTDOWN.
+    #[error("unknown command {line:?} on stdin; a server only takes SHUTDOWN")]
+    UnknownToServer {
+        /// The line, verbatim.
+        line: String,
+    },
 }
 
 /// Commands arriving on stdin, read by a dedicated thread so that a blocking read never holds an
