@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 use rpcarena_model::files::{REPORT_MD, SAMPLES};
 use rpcarena_netcheck::NetcheckOptions;
 use rpcarena_netem_core::EmulatorChoice;
-use rpcarena_runner::{BuildInfo, CampaignSource, RunOptions};
+use rpcarena_runner::{BuildInfo, CampaignSource, RunOptions, RunOutcome};
 use say::{say, tell};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
@@ -53,37 +53,7 @@ enum Cmd {
         peers: Option<PathBuf>,
     },
     /// Run a campaign (default: campaigns/quick.toml, built in when absent).
-    Run {
-        /// Campaign TOML file.
-        campaign: Option<PathBuf>,
-        /// Output directory (default: results/<campaign>-<UTC time>).
-        #[arg(long)]
-        out: Option<PathBuf>,
-        /// Run only this cell (repeatable).
-        #[arg(long = "cell", value_name = "ID")]
-        cells: Vec<String>,
-        /// Stop at the first failed sample.
-        #[arg(long)]
-        fail_fast: bool,
-        /// Show the expanded plan, its estimated duration and whether this host can run it;
-        /// run no sample.
-        #[arg(long)]
-        dry_run: bool,
-        /// Print the outcome (or the plan) as JSON on stdout.
-        #[arg(long)]
-        json: bool,
-        /// Print only warnings, failed samples and errors.
-        #[arg(long, short)]
-        quiet: bool,
-        /// Finish the interrupted run in DIR: recorded samples stay, the missing ones run in
-        /// their original order and round. Refused if the campaign or a peer changed.
-        #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "cells"])]
-        resume: Option<PathBuf>,
-        /// Folder of peers/<id>/peer.toml for peers named by id alone (default: the nearest
-        /// peers/ above the campaign).
-        #[arg(long, value_name = "DIR")]
-        peers: Option<PathBuf>,
-    },
+    Run(RunArgs),
     /// Build, or list, the peers of peers/<language>/ (each described by its peer.toml).
     Peers {
         #[command(subcommand)]
@@ -161,6 +131,40 @@ enum Cmd {
     },
 }
 
+/// The options of `rpcarena run`.
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Campaign TOML file.
+    campaign: Option<PathBuf>,
+    /// Output directory (default: results/<campaign>-<UTC time>).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Run only this cell (repeatable).
+    #[arg(long = "cell", value_name = "ID")]
+    cells: Vec<String>,
+    /// Stop at the first failed sample.
+    #[arg(long)]
+    fail_fast: bool,
+    /// Show the expanded plan, its estimated duration and whether this host can run it;
+    /// run no sample.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print the outcome (or the plan) as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Print only warnings, failed samples and errors.
+    #[arg(long, short)]
+    quiet: bool,
+    /// Finish the interrupted run in DIR: recorded samples stay, the missing ones run in
+    /// their original order and round. Refused if the campaign or a peer changed.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["out", "cells"])]
+    resume: Option<PathBuf>,
+    /// Folder of peers/<id>/peer.toml for peers named by id alone (default: the nearest
+    /// peers/ above the campaign).
+    #[arg(long, value_name = "DIR")]
+    peers: Option<PathBuf>,
+}
+
 fn main() -> ExitCode {
     match real_main() {
         Ok(code) => code,
@@ -175,29 +179,7 @@ fn real_main() -> Result<ExitCode> {
     match Cli::parse().command {
         Cmd::Validate { campaign } => validate(&campaign),
         Cmd::Capabilities { campaign, peers } => capabilities(&campaign, peers),
-        Cmd::Run {
-            campaign,
-            out,
-            cells,
-            fail_fast,
-            dry_run,
-            json,
-            quiet,
-            resume,
-            peers,
-        } => run(
-            campaign,
-            out,
-            cells,
-            RunFlags {
-                fail_fast,
-                dry_run,
-                json,
-                quiet,
-                resume,
-                peers,
-            },
-        ),
+        Cmd::Run(args) => run(&args),
         Cmd::Peers { action } => peers_cmd::peers(action),
         Cmd::Conformance(args) => peers_cmd::conformance(args),
         Cmd::Report { dir } => report(&dir),
@@ -285,56 +267,74 @@ fn capabilities(path: &Path, peers: Option<PathBuf>) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The switches of `rpcarena run`.
-struct RunFlags {
-    fail_fast: bool,
-    dry_run: bool,
-    json: bool,
-    quiet: bool,
-    resume: Option<PathBuf>,
-    peers: Option<PathBuf>,
+/// `rpcarena run`, a pipeline as hyperfine's main: options -> campaign -> execution -> export.
+fn run(args: &RunArgs) -> Result<ExitCode> {
+    let target = Target::of(args)?;
+    if args.dry_run {
+        return dry_run_plan(target.source, &target.cells, args.json);
+    }
+    let prepared = rpcarena_runner::prepare(target.source, &target.cells)?;
+    let outcome = execute(&prepared, args, target.out)?;
+    let export = export(&outcome, args.quiet || args.json)?;
+    if args.json {
+        print_json_summary(&outcome, &export)?;
+    } else {
+        print_summary(&outcome, &export, args.quiet);
+    }
+    Ok(exit_code(&outcome))
 }
 
-fn run(
-    campaign: Option<PathBuf>,
+/// What `rpcarena run` runs: the campaign, where it writes and which cells (with `--resume`,
+/// those of the interrupted run).
+struct Target {
+    source: CampaignSource,
     out: Option<PathBuf>,
     cells: Vec<String>,
-    flags: RunFlags,
-) -> Result<ExitCode> {
-    let RunFlags {
-        fail_fast,
-        dry_run,
-        json,
-        quiet,
-        resume,
-        peers,
-    } = flags;
-    let (campaign, out, cells) = match &resume {
-        Some(dir) => resume_source(dir, campaign)?,
-        None => (campaign.map(Source::File), out, cells),
-    };
-    let mut source = match campaign {
-        Some(Source::Kept(source)) => source,
-        Some(Source::File(path)) => CampaignSource::from_file(&path)?,
-        None => {
-            let local = Path::new("campaigns/quick.toml");
-            if local.is_file() {
-                CampaignSource::from_file(local)?
-            } else {
-                CampaignSource {
-                    text: QUICK.to_string(),
-                    origin: "built-in campaigns/quick.toml".to_string(),
-                    dir: PathBuf::from("."),
-                    peers_dir: None,
-                }
+}
+
+impl Target {
+    fn of(args: &RunArgs) -> Result<Target> {
+        let (campaign, out, cells) = match &args.resume {
+            Some(dir) => {
+                let (source, cells) = resume_source(dir, args.campaign.clone())?;
+                (Some(source), Some(dir.clone()), cells)
             }
-        }
-    };
-    source.peers_dir = peers;
-    if dry_run {
-        return dry_run_plan(source, &cells, json);
+            None => (
+                args.campaign.clone().map(Source::File),
+                args.out.clone(),
+                args.cells.clone(),
+            ),
+        };
+        let mut source = match campaign {
+            Some(Source::Kept(source)) => source,
+            Some(Source::File(path)) => CampaignSource::from_file(&path)?,
+            None => default_campaign()?,
+        };
+        source.peers_dir.clone_from(&args.peers);
+        Ok(Target { source, out, cells })
     }
-    let prepared = rpcarena_runner::prepare(source, &cells)?;
+}
+
+/// campaigns/quick.toml of the working directory, else the built-in copy.
+fn default_campaign() -> Result<CampaignSource> {
+    let local = Path::new("campaigns/quick.toml");
+    if local.is_file() {
+        return CampaignSource::from_file(local);
+    }
+    Ok(CampaignSource {
+        text: QUICK.to_string(),
+        origin: "built-in campaigns/quick.toml".to_string(),
+        dir: PathBuf::from("."),
+        peers_dir: None,
+    })
+}
+
+/// Runs the prepared campaign with progress on stderr; from here on signals stop it cleanly.
+fn execute(
+    prepared: &rpcarena_runner::Prepared,
+    args: &RunArgs,
+    out: Option<PathBuf>,
+) -> Result<RunOutcome> {
     let estimate = plan::Estimate::of(&prepared.campaign);
     stop_on_signals()?;
     let build = BuildInfo {
@@ -342,25 +342,31 @@ fn run(
         revision: env!("RPCARENA_SOURCE_REVISION").to_string(),
         dirty: env!("RPCARENA_SOURCE_DIRTY") == "true",
     };
+    // Dropped on return, which ends its progress line before anything else is printed.
     let mut printer = progress::Printer::new()
         .with_estimate(estimate)
-        .quiet(quiet || json);
-    let outcome = rpcarena_runner::run(
-        &prepared,
-        &RunOptions {
-            out,
-            fail_fast,
-            resume: resume.is_some(),
-        },
-        &build,
-        &mut printer,
-    )?;
-    drop(printer);
-    // Reports and the seal are written where they fit, even when the disk filled up.
-    let written = match (
-        write_reports(&outcome.dir, quiet || json),
-        &outcome.stopped_by,
-    ) {
+        .quiet(args.quiet || args.json);
+    let options = RunOptions {
+        out,
+        fail_fast: args.fail_fast,
+        resume: args.resume.is_some(),
+    };
+    let outcome = rpcarena_runner::run(prepared, &options, &build, &mut printer)?;
+    Ok(outcome)
+}
+
+/// What [`export`] wrote.
+struct Export {
+    /// The reports written.
+    reports: Vec<PathBuf>,
+    /// SHA-256 of the sealed manifest, when it could be read back.
+    manifest_sha256: Option<String>,
+}
+
+/// Writes the reports and seals the manifest. After a run that stopped early (a full disk) each
+/// is written where it fits and a failure is only warned about.
+fn export(outcome: &RunOutcome, quiet: bool) -> Result<Export> {
+    let reports = match (write_reports(&outcome.dir, quiet), &outcome.stopped_by) {
         (Ok(written), _) => written,
         (Err(e), Some(_)) => {
             tell!("rpcarena: {e:#}");
@@ -376,56 +382,72 @@ fn run(
     }
     let manifest_sha256 =
         rpcarena_report::sha256_file(&outcome.dir.join(rpcarena_model::files::MANIFEST)).ok();
+    Ok(Export {
+        reports,
+        manifest_sha256,
+    })
+}
+
+/// `--json`: the outcome as one JSON object on stdout.
+fn print_json_summary(outcome: &RunOutcome, export: &Export) -> Result<()> {
+    let summary = serde_json::json!({
+        "dir": outcome.dir,
+        "samples": outcome.counts,
+        "interrupted": outcome.interrupted,
+        "stopped_by": outcome.stopped_by,
+        "reports": export.reports,
+        "manifest_sha256": export.manifest_sha256,
+    });
+    say!("{}", serde_json::to_string_pretty(&summary)?);
+    Ok(())
+}
+
+/// The counts, the files written and the manifest's hash (only the hash with `--quiet`).
+fn print_summary(outcome: &RunOutcome, export: &Export, quiet: bool) {
     let c = outcome.counts;
-    if json {
-        let summary = serde_json::json!({
-            "dir": outcome.dir,
-            "samples": c,
-            "interrupted": outcome.interrupted,
-            "stopped_by": outcome.stopped_by,
-            "reports": written,
-            "manifest_sha256": manifest_sha256,
-        });
-        say!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        if !quiet {
-            say!(
-                "{} samples: {} ok, {} failed{}",
-                c.ok + c.failed,
-                c.ok,
-                c.failed,
-                if outcome.interrupted {
-                    format!(" ({} not run: stopped early)", c.planned - c.ok - c.failed)
-                } else {
-                    String::new()
-                }
-            );
-            for path in &written {
-                say!("wrote {}", path.display());
+    if !quiet {
+        say!(
+            "{} samples: {} ok, {} failed{}",
+            c.ok + c.failed,
+            c.ok,
+            c.failed,
+            if outcome.interrupted {
+                format!(" ({} not run: stopped early)", c.planned - c.ok - c.failed)
+            } else {
+                String::new()
             }
-            say!("report: {}", outcome.dir.join(REPORT_MD).display());
+        );
+        for path in &export.reports {
+            say!("wrote {}", path.display());
         }
-        if let Some(sha) = &manifest_sha256 {
-            say!(
-                "manifest.json SHA-256 {sha} (publish it beside the report; `rpcarena verify {}` checks every hash it lists)",
-                outcome.dir.display()
-            );
-        }
+        say!("report: {}", outcome.dir.join(REPORT_MD).display());
     }
+    if let Some(sha) = &export.manifest_sha256 {
+        say!(
+            "manifest.json SHA-256 {sha} (publish it beside the report; `rpcarena verify {}` checks every hash it lists)",
+            outcome.dir.display()
+        );
+    }
+}
+
+/// Failure when the run stopped early, was interrupted or had a failed sample, saying which.
+fn exit_code(outcome: &RunOutcome) -> ExitCode {
+    let c = outcome.counts;
     if let Some(why) = &outcome.stopped_by {
         tell!("rpcarena: the run stopped early: {why}");
-        return Ok(ExitCode::FAILURE);
+        return ExitCode::FAILURE;
+    }
+    if c.failed > 0 {
+        tell!(
+            "rpcarena: {} samples failed; their reasons are in report.md and samples.jsonl",
+            c.failed
+        );
     }
     if c.failed > 0 || outcome.interrupted {
-        if c.failed > 0 {
-            tell!(
-                "rpcarena: {} samples failed; their reasons are in report.md and samples.jsonl",
-                c.failed
-            );
-        }
-        return Ok(ExitCode::FAILURE);
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
-    Ok(ExitCode::SUCCESS)
 }
 
 fn report(dir: &Path) -> Result<ExitCode> {
@@ -469,13 +491,10 @@ enum Source {
     Kept(CampaignSource),
 }
 
-/// The campaign, output directory and cells of the interrupted run in `dir`: the campaign file
+/// The campaign and cells of the interrupted run in `dir`: the campaign file
 /// the manifest names when it still exists (a changed file is then refused by its hash), else
 /// the text the manifest kept.
-fn resume_source(
-    dir: &Path,
-    campaign: Option<PathBuf>,
-) -> Result<(Option<Source>, Option<PathBuf>, Vec<String>)> {
+fn resume_source(dir: &Path, campaign: Option<PathBuf>) -> Result<(Source, Vec<String>)> {
     let manifest = rpcarena_report::read_manifest(dir)
         .with_context(|| format!("--resume {}: not a run directory", dir.display()))?;
     let file = PathBuf::from(&manifest.campaign.file);
@@ -489,7 +508,7 @@ fn resume_source(
             peers_dir: None,
         }),
     };
-    Ok((Some(source), Some(dir.to_path_buf()), manifest.only_cells))
+    Ok((source, manifest.only_cells))
 }
 
 /// `rpcarena run --dry-run`: the plan, its estimate, and whether this host can run it (the

@@ -1,6 +1,10 @@
 //! `rpcarena run --resume`: a run whose controller is killed with SIGKILL, then resumed, ends
 //! with the same samples as a run that was never interrupted.
 
+// A scenario test reads best as one story from campaign to assertions (the rules let tests
+// go over the length guard).
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use common::{peer, records, rpcarena, rpcarena_ok, survivors, wait_until};

@@ -238,63 +238,45 @@ impl DirectionSpec {
     }
 
     /// Checks every field; `path` prefixes field names in errors (e.g. `"client_to_server"`).
+    ///
+    /// Checks run in field order (timing, loss, link, reorder), so the first bad field is the one
+    /// reported.
     pub fn validate(&self, path: &str) -> Result<(), ProfileError> {
-        let field = |name: &str| {
-            if path.is_empty() {
-                name.to_string()
-            } else {
-                format!("{path}.{name}")
-            }
-        };
+        let path = FieldPath(path);
+        self.validate_timing(path)?;
+        validate_loss(&self.loss, path)?;
+        self.validate_link(path)?;
+        self.validate_reorder(path)
+    }
+
+    /// Delay and jitter within what netem can represent.
+    fn validate_timing(&self, path: FieldPath) -> Result<(), ProfileError> {
         if self.delay_ns > MAX_DELAY_NS {
             return Err(ProfileError::OutOfRange {
-                field: field("delay_ns"),
+                field: path.field("delay_ns"),
                 value: self.delay_ns.to_string(),
                 expected: format!("at most {MAX_DELAY_NS} ns (60 s); the unit is nanoseconds"),
             });
         }
         if self.jitter_ns > MAX_JITTER_NS {
             return Err(ProfileError::OutOfRange {
-                field: field("jitter_ns"),
+                field: path.field("jitter_ns"),
                 value: self.jitter_ns.to_string(),
                 expected: format!(
                     "at most {MAX_JITTER_NS} ns, the largest jitter netem can represent"
                 ),
             });
         }
-        let check_probability = |name: &str, value: f64| {
-            if value.is_finite() && (0.0..=1.0).contains(&value) {
-                Ok(())
-            } else {
-                Err(ProfileError::OutOfRange {
-                    field: field(name),
-                    value: value.to_string(),
-                    expected: "a fraction in [0, 1] (0.001 means 0.1 %)".to_string(),
-                })
-            }
-        };
-        match self.loss {
-            LossModel::None => {}
-            LossModel::Random { probability } => {
-                check_probability("loss.probability", probability)?
-            }
-            LossModel::GilbertElliott {
-                p,
-                r,
-                one_minus_h,
-                one_minus_k,
-            } => {
-                check_probability("loss.p", p)?;
-                check_probability("loss.r", r)?;
-                check_probability("loss.one_minus_h", one_minus_h)?;
-                check_probability("loss.one_minus_k", one_minus_k)?;
-            }
-        }
+        Ok(())
+    }
+
+    /// Rate, per-packet overhead and queue limit.
+    fn validate_link(&self, path: FieldPath) -> Result<(), ProfileError> {
         if let Some(rate) = self.rate_bps
             && rate < 8
         {
             return Err(ProfileError::OutOfRange {
-                field: field("rate_bps"),
+                field: path.field("rate_bps"),
                 value: rate.to_string(),
                 expected: "at least 8 bit/s, or no rate_bps at all for an unlimited link"
                     .to_string(),
@@ -302,32 +284,38 @@ impl DirectionSpec {
         }
         if self.overhead_bytes > 65_535 {
             return Err(ProfileError::OutOfRange {
-                field: field("overhead_bytes"),
+                field: path.field("overhead_bytes"),
                 value: self.overhead_bytes.to_string(),
                 expected: "at most 65535 bytes".to_string(),
             });
         }
         if self.limit_packets == 0 {
             return Err(ProfileError::OutOfRange {
-                field: field("limit_packets"),
+                field: path.field("limit_packets"),
                 value: "0".to_string(),
                 expected: "at least 1 packet (netem's default is 1000)".to_string(),
             });
         }
-        if let Some(reorder) = self.reorder {
-            check_probability("reorder.probability", reorder.probability)?;
-            if reorder.gap == 0 {
-                return Err(ProfileError::OutOfRange {
-                    field: field("reorder.gap"),
-                    value: "0".to_string(),
-                    expected: "at least 1 (1 makes every packet a candidate)".to_string(),
-                });
-            }
-            if self.delay_ns == 0 {
-                return Err(ProfileError::ReorderWithoutDelay {
-                    field: field("reorder"),
-                });
-            }
+        Ok(())
+    }
+
+    /// Reordering: a probability, a gap of at least 1, and a delay to reorder against.
+    fn validate_reorder(&self, path: FieldPath) -> Result<(), ProfileError> {
+        let Some(reorder) = self.reorder else {
+            return Ok(());
+        };
+        path.check_probability("reorder.probability", reorder.probability)?;
+        if reorder.gap == 0 {
+            return Err(ProfileError::OutOfRange {
+                field: path.field("reorder.gap"),
+                value: "0".to_string(),
+                expected: "at least 1 (1 makes every packet a candidate)".to_string(),
+            });
+        }
+        if self.delay_ns == 0 {
+            return Err(ProfileError::ReorderWithoutDelay {
+                field: path.field("reorder"),
+            });
         }
         Ok(())
     }
@@ -410,6 +398,55 @@ impl DirectionSpec {
             ]);
         }
         args
+    }
+}
+
+/// Every probability of a loss model is a fraction.
+fn validate_loss(loss: &LossModel, path: FieldPath) -> Result<(), ProfileError> {
+    match *loss {
+        LossModel::None => Ok(()),
+        LossModel::Random { probability } => {
+            path.check_probability("loss.probability", probability)
+        }
+        LossModel::GilbertElliott {
+            p,
+            r,
+            one_minus_h,
+            one_minus_k,
+        } => {
+            path.check_probability("loss.p", p)?;
+            path.check_probability("loss.r", r)?;
+            path.check_probability("loss.one_minus_h", one_minus_h)?;
+            path.check_probability("loss.one_minus_k", one_minus_k)
+        }
+    }
+}
+
+/// The prefix `validate` puts before field names in its errors (empty for none).
+#[derive(Clone, Copy)]
+struct FieldPath<'a>(&'a str);
+
+impl FieldPath<'_> {
+    /// `name` under this prefix, e.g. `client_to_server.delay_ns`.
+    fn field(self, name: &str) -> String {
+        if self.0.is_empty() {
+            name.to_string()
+        } else {
+            format!("{}.{name}", self.0)
+        }
+    }
+
+    /// `value` is a finite fraction in [0, 1].
+    fn check_probability(self, name: &str, value: f64) -> Result<(), ProfileError> {
+        if value.is_finite() && (0.0..=1.0).contains(&value) {
+            Ok(())
+        } else {
+            Err(ProfileError::OutOfRange {
+                field: self.field(name),
+                value: value.to_string(),
+                expected: "a fraction in [0, 1] (0.001 means 0.1 %)".to_string(),
+            })
+        }
     }
 }
 

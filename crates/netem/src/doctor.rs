@@ -58,18 +58,22 @@ impl DoctorReport {
 }
 
 fn check(name: &str, result: Result<String, String>) -> DoctorCheck {
-    match result {
-        Ok(detail) => DoctorCheck {
-            name: name.to_string(),
-            ok: true,
-            detail,
-        },
-        Err(detail) => DoctorCheck {
-            name: name.to_string(),
-            ok: false,
-            detail,
-        },
+    let ok = result.is_ok();
+    DoctorCheck {
+        name: name.to_string(),
+        ok,
+        detail: result.unwrap_or_else(|detail| detail),
     }
+}
+
+/// Pushes `result` onto `checks` under `name` and hands it back for the verdicts.
+fn record(
+    checks: &mut Vec<DoctorCheck>,
+    name: &str,
+    result: Result<String, String>,
+) -> Result<String, String> {
+    checks.push(check(name, result.clone()));
+    result
 }
 
 /// What a scratch namespace showed: whether namespaces, TUN devices and veth pairs can be made.
@@ -141,89 +145,9 @@ fn support(backend: BackendKind, needs: &[&Result<String, String>]) -> BackendSu
 /// Runs every check. Creates and removes one scratch namespace; never fails as a whole.
 pub fn doctor() -> DoctorReport {
     let mut checks = Vec::new();
-
-    let privileges = privileges::check()
-        .map(|()| "CAP_NET_ADMIN and CAP_SYS_ADMIN present".to_string())
-        .map_err(|e| e.to_string());
-    checks.push(check("privileges", privileges.clone()));
-
-    let ip = cmd::find_tool("ip")
-        .ok_or_else(|| "`ip` not found; install iproute2".to_string())
-        .and_then(|path| {
-            cmd::run(&path, &["-V"], None)
-                .map(|v| format!("{} ({})", path.display(), v.trim()))
-                .map_err(|e| e.to_string())
-        });
-    checks.push(check("ip (iproute2)", ip.clone()));
-
-    let dev_tun = if std::path::Path::new("/dev/net/tun").exists() {
-        Ok("/dev/net/tun present".to_string())
-    } else {
-        Err(
-            "/dev/net/tun missing: load the tun module or pass the device into the container"
-                .to_string(),
-        )
-    };
-    checks.push(check("/dev/net/tun", dev_tun.clone()));
-
-    let Scratch {
-        namespace: namespace_ok,
-        tun: tun_ok,
-        veth: veth_ok,
-    } = if privileges.is_ok() && ip.is_ok() {
-        scratch_probes(dev_tun.is_ok())
-    } else {
-        Scratch::not_tried()
-    };
-    checks.push(check("network namespaces", namespace_ok.clone()));
-    checks.push(check("tun device", tun_ok.clone()));
-    checks.push(check("veth", veth_ok.clone()));
-
-    let slack = if crate::timing::set_precise_timer_slack() {
-        Ok("PR_SET_TIMERSLACK 1 ns accepted".to_string())
-    } else {
-        Err("PR_SET_TIMERSLACK refused: release timing will be coarser".to_string())
-    };
-    checks.push(check("timer slack", slack));
-
-    let tc = cmd::find_tool("tc")
-        .map(|p| p.display().to_string())
-        .ok_or_else(|| "`tc` not found; install iproute2".to_string());
-    checks.push(check("tc", tc));
-    let ethtool = cmd::find_tool("ethtool")
-        .map(|p| p.display().to_string())
-        .ok_or_else(|| "`ethtool` not found; install ethtool (kernel backend only)".to_string());
-    checks.push(check("ethtool", ethtool));
-    let kernel = if namespace_ok.is_ok() && veth_ok.is_ok() {
-        kernel::kernel_netem_support().map(|()| "netem qdisc added to a scratch veth".to_string())
-    } else {
-        Err("not tried: needs namespaces and veth".to_string())
-    };
-    checks.push(check("kernel netem", kernel.clone()));
-
-    let backends = vec![
-        support(
-            BackendKind::Netns,
-            &[&privileges, &ip, &namespace_ok, &veth_ok],
-        ),
-        support(
-            BackendKind::Userspace,
-            &[&privileges, &ip, &namespace_ok, &dev_tun, &tun_ok],
-        ),
-        support(
-            BackendKind::Kernel,
-            &[&privileges, &ip, &namespace_ok, &veth_ok, &kernel],
-        ),
-    ];
-    let supported = |b: BackendKind| backends.iter().any(|s| s.backend == b && s.supported);
-    let auto_emulator = if supported(BackendKind::Kernel) {
-        Some(BackendKind::Kernel)
-    } else if supported(BackendKind::Userspace) {
-        Some(BackendKind::Userspace)
-    } else {
-        None
-    };
-
+    let found = Findings::probe(&mut checks);
+    let backends = found.backends();
+    let auto_emulator = auto_emulator(&backends);
     let leftovers = match netns::leftovers() {
         Ok(l) => l,
         Err(e) => {
@@ -231,12 +155,135 @@ pub fn doctor() -> DoctorReport {
             Vec::new()
         }
     };
-
     DoctorReport {
         checks,
         backends,
         auto_emulator,
         leftovers,
+    }
+}
+
+/// The check results the backend verdicts depend on.
+struct Findings {
+    privileges: Result<String, String>,
+    ip: Result<String, String>,
+    dev_tun: Result<String, String>,
+    scratch: Scratch,
+    kernel: Result<String, String>,
+}
+
+impl Findings {
+    /// Runs the checks in report order, pushing each onto `checks`.
+    fn probe(checks: &mut Vec<DoctorCheck>) -> Findings {
+        let privileges = record(checks, "privileges", privileges_probe());
+        let ip = record(checks, "ip (iproute2)", ip_probe());
+        let dev_tun = record(checks, "/dev/net/tun", dev_tun_probe());
+        let scratch = if privileges.is_ok() && ip.is_ok() {
+            scratch_probes(dev_tun.is_ok())
+        } else {
+            Scratch::not_tried()
+        };
+        checks.push(check("network namespaces", scratch.namespace.clone()));
+        checks.push(check("tun device", scratch.tun.clone()));
+        checks.push(check("veth", scratch.veth.clone()));
+        checks.push(check("timer slack", timer_slack_probe()));
+        let tc = tool_path("tc", "`tc` not found; install iproute2");
+        checks.push(check("tc", tc));
+        let ethtool = tool_path(
+            "ethtool",
+            "`ethtool` not found; install ethtool (kernel backend only)",
+        );
+        checks.push(check("ethtool", ethtool));
+        let kernel = record(checks, "kernel netem", kernel_probe(&scratch));
+        Findings {
+            privileges,
+            ip,
+            dev_tun,
+            scratch,
+            kernel,
+        }
+    }
+
+    /// What each backend needs, and whether it has it.
+    fn backends(&self) -> Vec<BackendSupport> {
+        let Findings {
+            privileges,
+            ip,
+            dev_tun,
+            scratch,
+            kernel,
+        } = self;
+        let (namespace, tun, veth) = (&scratch.namespace, &scratch.tun, &scratch.veth);
+        vec![
+            support(BackendKind::Netns, &[privileges, ip, namespace, veth]),
+            support(
+                BackendKind::Userspace,
+                &[privileges, ip, namespace, dev_tun, tun],
+            ),
+            support(
+                BackendKind::Kernel,
+                &[privileges, ip, namespace, veth, kernel],
+            ),
+        ]
+    }
+}
+
+/// What `emulator = "auto"` picks: the kernel's netem when it works, else the userspace one.
+fn auto_emulator(backends: &[BackendSupport]) -> Option<BackendKind> {
+    let supported = |b: BackendKind| backends.iter().any(|s| s.backend == b && s.supported);
+    [BackendKind::Kernel, BackendKind::Userspace]
+        .into_iter()
+        .find(|&b| supported(b))
+}
+
+fn privileges_probe() -> Result<String, String> {
+    privileges::check()
+        .map(|()| "CAP_NET_ADMIN and CAP_SYS_ADMIN present".to_string())
+        .map_err(|e| e.to_string())
+}
+
+fn ip_probe() -> Result<String, String> {
+    cmd::find_tool("ip")
+        .ok_or_else(|| "`ip` not found; install iproute2".to_string())
+        .and_then(|path| {
+            cmd::run(&path, &["-V"], None)
+                .map(|v| format!("{} ({})", path.display(), v.trim()))
+                .map_err(|e| e.to_string())
+        })
+}
+
+fn dev_tun_probe() -> Result<String, String> {
+    if std::path::Path::new("/dev/net/tun").exists() {
+        Ok("/dev/net/tun present".to_string())
+    } else {
+        Err(
+            "/dev/net/tun missing: load the tun module or pass the device into the container"
+                .to_string(),
+        )
+    }
+}
+
+fn timer_slack_probe() -> Result<String, String> {
+    if crate::timing::set_precise_timer_slack() {
+        Ok("PR_SET_TIMERSLACK 1 ns accepted".to_string())
+    } else {
+        Err("PR_SET_TIMERSLACK refused: release timing will be coarser".to_string())
+    }
+}
+
+/// Where `tool` is on PATH, or `missing` when it is not.
+fn tool_path(tool: &str, missing: &str) -> Result<String, String> {
+    cmd::find_tool(tool)
+        .map(|p| p.display().to_string())
+        .ok_or_else(|| missing.to_string())
+}
+
+/// Adds a netem qdisc to a scratch veth, when the scratch namespace could make one.
+fn kernel_probe(scratch: &Scratch) -> Result<String, String> {
+    if scratch.namespace.is_ok() && scratch.veth.is_ok() {
+        kernel::kernel_netem_support().map(|()| "netem qdisc added to a scratch veth".to_string())
+    } else {
+        Err("not tried: needs namespaces and veth".to_string())
     }
 }
 

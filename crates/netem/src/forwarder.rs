@@ -242,29 +242,7 @@ impl Loop {
                     Ok(n) => {
                         consecutive_errors = 0;
                         dirty = true;
-                        if n >= self.buf_len {
-                            self.oversize += 1;
-                            self.recycle(buf);
-                            continue;
-                        }
-                        // The rate charges what the bundle's segments take on the wire; loss,
-                        // delay and the limit act on the bundle (granularity "offload").
-                        let wire_len = if self.offload {
-                            match Bundle::parse(&buf[..n]) {
-                                Ok(bundle) => bundle.wire_len,
-                                Err(e) => {
-                                    self.last_error = Some(format!("an offload frame: {e}"));
-                                    n.saturating_sub(VNET_HDR_LEN)
-                                }
-                            }
-                        } else {
-                            n
-                        };
-                        buf.truncate(n);
-                        match self.emulator.handle_packet(mono_ns(), wire_len, buf) {
-                            Verdict::Queued { .. } => {}
-                            Verdict::Lost(b) | Verdict::QueueFull(b) => self.recycle(b),
-                        }
+                        self.arrive(buf, n);
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
                         self.recycle(buf);
@@ -275,32 +253,16 @@ impl Loop {
                     }
                     Err(e) => {
                         self.recycle(buf);
-                        self.read_errors += 1;
                         consecutive_errors += 1;
-                        self.last_error = Some(format!("reading the input TUN: {e}"));
-                        if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
-                            return Some(format!(
-                                "{MAX_CONSECUTIVE_ERRORS} consecutive read errors, last: {e}"
-                            ));
+                        if let Some(reason) = self.read_failed(&e, consecutive_errors) {
+                            return Some(reason);
                         }
-                        // Avoid a hot loop on a broken device.
-                        std::thread::sleep(std::time::Duration::from_millis(1));
                         break;
                     }
                 }
             }
 
-            let now = mono_ns();
-            while let Some(packet) = self.emulator.poll_release(now) {
-                let sent_at = mono_ns();
-                if let Err(e) = self.output.send(&packet.payload) {
-                    self.write_errors += 1;
-                    self.last_error = Some(format!("writing the output TUN: {e}"));
-                }
-                self.lateness.record(sent_at.saturating_sub(packet.due_ns));
-                self.recycle(packet.payload);
-                dirty = true;
-            }
+            dirty |= self.release_due();
 
             let now = mono_ns();
             let next = self.emulator.next_release_time();
@@ -322,6 +284,73 @@ impl Loop {
             };
             self.wait(timeout_ns);
         }
+    }
+
+    /// Hands a frame of `n` bytes just read to the emulator (an oversize one is dropped).
+    #[inline]
+    fn arrive(&mut self, mut buf: Vec<u8>, n: usize) {
+        if n >= self.buf_len {
+            self.oversize += 1;
+            self.recycle(buf);
+            return;
+        }
+        // The rate charges what the bundle's segments take on the wire; loss, delay and the
+        // limit act on the bundle (granularity "offload").
+        let wire_len = if self.offload {
+            self.bundle_wire_len(&buf[..n])
+        } else {
+            n
+        };
+        buf.truncate(n);
+        match self.emulator.handle_packet(mono_ns(), wire_len, buf) {
+            Verdict::Queued { .. } => {}
+            Verdict::Lost(b) | Verdict::QueueFull(b) => self.recycle(b),
+        }
+    }
+
+    /// Bytes an offload frame's segments take on the wire; a malformed frame counts as its IP
+    /// packet and is noted as the last error.
+    fn bundle_wire_len(&mut self, frame: &[u8]) -> usize {
+        match Bundle::parse(frame) {
+            Ok(bundle) => bundle.wire_len,
+            Err(e) => {
+                self.last_error = Some(format!("an offload frame: {e}"));
+                frame.len().saturating_sub(VNET_HDR_LEN)
+            }
+        }
+    }
+
+    /// Counts a failed read; the reason to give up after too many in a row, else `None` after a
+    /// pause that keeps a broken device from making a hot loop.
+    #[cold]
+    fn read_failed(&mut self, e: &std::io::Error, consecutive_errors: u32) -> Option<String> {
+        self.read_errors += 1;
+        self.last_error = Some(format!("reading the input TUN: {e}"));
+        if consecutive_errors >= MAX_CONSECUTIVE_ERRORS {
+            return Some(format!(
+                "{MAX_CONSECUTIVE_ERRORS} consecutive read errors, last: {e}"
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        None
+    }
+
+    /// Writes every packet due by now to the output; whether there was any.
+    #[inline]
+    fn release_due(&mut self) -> bool {
+        let mut released = false;
+        let now = mono_ns();
+        while let Some(packet) = self.emulator.poll_release(now) {
+            let sent_at = mono_ns();
+            if let Err(e) = self.output.send(&packet.payload) {
+                self.write_errors += 1;
+                self.last_error = Some(format!("writing the output TUN: {e}"));
+            }
+            self.lateness.record(sent_at.saturating_sub(packet.due_ns));
+            self.recycle(packet.payload);
+            released = true;
+        }
+        released
     }
 
     /// Sleeps until input arrives, the stop pipe is written, or `timeout_ns` passes.

@@ -330,93 +330,100 @@ impl<'de> Deserialize<'de> for Network {
     }
 }
 
+/// The problems [`Network::validate`] found, in the order found.
+#[derive(Default)]
+struct NetworkProblems(Vec<Problem>);
+
+impl NetworkProblems {
+    /// A problem with the field at `path` under `network`.
+    fn add(&mut self, path: &str, message: String) {
+        self.0.push(Problem {
+            path: format!("network.{path}"),
+            message,
+        });
+    }
+}
+
 impl Network {
     /// Problems with the combination of fields, with paths under `network`.
     pub fn validate(&self) -> Vec<Problem> {
-        let mut problems = Vec::new();
-        let mut problem = |path: &str, message: String| {
-            problems.push(Problem {
-                path: format!("network.{path}"),
-                message,
-            })
-        };
-        let overridden = !(self.both.is_empty()
-            && self.client_to_server.is_empty()
-            && self.server_to_client.is_empty());
-        let backend = self.backend.as_str();
+        let mut problems = NetworkProblems::default();
         match self.backend {
             NetworkBackend::Emulated => {
                 if self.profile.is_none() {
-                    problem(
+                    problems.add(
                         "profile",
                         "expected a link profile name for backend \"emulated\" (lan, regional-wan, continental, lossy-mobile, satellite)".into(),
                     );
                 }
             }
             NetworkBackend::Loopback | NetworkBackend::Netns => {
-                if self.profile.is_some() {
-                    problem(
-                        "profile",
-                        format!(
-                            "a link profile only applies to backend \"emulated\", not {backend:?}"
-                        ),
-                    );
-                }
-                if overridden {
-                    problem(
-                        "both",
-                        format!(
-                            "link overrides only apply to backend \"emulated\", not {backend:?}"
-                        ),
-                    );
-                }
-                if self.emulator != EmulatorChoice::Auto {
-                    problem(
-                        "emulator",
-                        format!(
-                            "an emulator only applies to backend \"emulated\", not {backend:?}"
-                        ),
-                    );
-                }
-                if !self.granularity.is_packet() {
-                    problem(
-                        "granularity",
-                        format!(
-                            "a loss granularity only applies to backend \"emulated\", not {backend:?}"
-                        ),
-                    );
-                }
-                if self.backend == NetworkBackend::Loopback && self.mtu.is_some() {
-                    problem(
-                        "mtu",
-                        "loopback's MTU cannot be set; use backend \"netns\" or \"emulated\""
-                            .into(),
-                    );
-                }
+                self.validate_unemulated(&mut problems);
             }
         }
         if let Some(mtu) = self.mtu
             && !(576..=65_535).contains(&mtu)
         {
-            problem("mtu", format!("expected 576 to 65535 bytes, got {mtu}"));
+            problems.add("mtu", format!("expected 576 to 65535 bytes, got {mtu}"));
         }
+        self.validate_overrides(&mut problems);
+        self.validate_link_profile(&mut problems);
+        problems.0
+    }
+
+    /// A backend that emulates nothing takes no profile, overrides, emulator or granularity,
+    /// and loopback no MTU.
+    fn validate_unemulated(&self, problems: &mut NetworkProblems) {
+        let backend = self.backend.as_str();
+        let only_emulated = |what: &str| format!("{what} to backend \"emulated\", not {backend:?}");
+        let overridden = !(self.both.is_empty()
+            && self.client_to_server.is_empty()
+            && self.server_to_client.is_empty());
+        if self.profile.is_some() {
+            problems.add("profile", only_emulated("a link profile only applies"));
+        }
+        if overridden {
+            problems.add("both", only_emulated("link overrides only apply"));
+        }
+        if self.emulator != EmulatorChoice::Auto {
+            problems.add("emulator", only_emulated("an emulator only applies"));
+        }
+        if !self.granularity.is_packet() {
+            problems.add(
+                "granularity",
+                only_emulated("a loss granularity only applies"),
+            );
+        }
+        if self.backend == NetworkBackend::Loopback && self.mtu.is_some() {
+            problems.add(
+                "mtu",
+                "loopback's MTU cannot be set; use backend \"netns\" or \"emulated\"".into(),
+            );
+        }
+    }
+
+    /// Each direction's overrides within bounds.
+    fn validate_overrides(&self, problems: &mut NetworkProblems) {
         for (name, o) in [
             ("both", &self.both),
             ("client_to_server", &self.client_to_server),
             ("server_to_client", &self.server_to_client),
         ] {
             if o.delay.is_some_and(|d| d > Duration::from_secs(60)) {
-                problem(&format!("{name}.delay"), "expected at most 60s".into());
+                problems.add(&format!("{name}.delay"), "expected at most 60s".into());
             }
             if o.limit == Some(0) {
-                problem(
+                problems.add(
                     &format!("{name}.limit"),
                     "expected at least 1 packet".into(),
                 );
             }
         }
-        // What `run` builds, checked now: an unknown profile name, or overrides the profile
-        // cannot take, are refused before anything starts.
+    }
+
+    /// What `run` builds, checked now: an unknown profile name, or overrides the profile
+    /// cannot take, are refused before anything starts.
+    fn validate_link_profile(&self, problems: &mut NetworkProblems) {
         if self.backend == NetworkBackend::Emulated
             && self.profile.is_some()
             && let Err(e) = self.link_profile()
@@ -425,9 +432,8 @@ impl Network {
                 .strip_prefix("network.profile: ")
                 .unwrap_or(&e)
                 .to_string();
-            problem("profile", message);
+            problems.add("profile", message);
         }
-        problems
     }
 
     /// The link profile the campaign asks for: its named profile with the overrides applied.

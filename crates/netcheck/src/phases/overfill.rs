@@ -6,11 +6,12 @@ use rpcarena_netem::Side;
 use rpcarena_netem_core::{DirectionSpec, LinkProfile};
 
 use super::{full_size_units, percentile};
+use crate::bundle::Unit;
 use crate::context::{Context, MS, SECOND, max_one_way_ns};
 use crate::error::NetcheckError;
 use crate::expect;
 use crate::figures::Figures;
-use crate::probes::StreamConfig;
+use crate::probes::{StreamConfig, StreamOutcome};
 
 /// The sender's rate relative to the link's.
 const OVER: f64 = 1.5;
@@ -53,35 +54,64 @@ pub(crate) fn run(
         max_delay_ns: max_one_way_ns(spec, send.wire_len()) + 500_000_000,
     };
     let (outcome, _) = ctx.udp_stream("overfill", profile, config, true)?;
-    // Steady state: packets sent once the queue was full (at the latest, the second half of
-    // what was sent). A queue of bundles takes most of the phase to fill (regional-wan: 1,000
-    // bundles of 5.3 ms, ~11 s at the 50 % excess), so there the window is what was sent after
-    // it filled, which the phase's length makes at least a second's worth.
-    let half = if send.is_bundle() {
-        steady_from_seq.min(outcome.sent.saturating_sub(segments))
-    } else {
-        steady_from_seq.min(outcome.sent / 2)
-    };
-    let delays: Vec<f64> = outcome
-        .records
-        .iter()
-        .filter(|r| r.0 >= half)
-        .map(|r| r.2.saturating_sub(r.1) as f64)
-        .collect();
-    if delays.is_empty() {
-        return Err(NetcheckError::Phase {
-            phase: "overfill".to_string(),
-            detail: "no packet sent after the queue filled arrived".to_string(),
-        });
+    let steady = Steady::of(&outcome, steady_from_seq, send)?;
+    delay_figure(figures, spec, send, &steady, offered);
+    drop_figure(figures, &outcome, &steady, send, (offered, link_pps));
+    Ok(())
+}
+
+/// What arrived of the packets sent once the queue was full.
+struct Steady {
+    /// The first sequence number counted.
+    from_seq: u64,
+    /// One-way delays of those that arrived, ns.
+    delays: Vec<f64>,
+}
+
+impl Steady {
+    /// Steady state: packets sent once the queue was full (at the latest, the second half of
+    /// what was sent). A queue of bundles takes most of the phase to fill (regional-wan: 1,000
+    /// bundles of 5.3 ms, ~11 s at the 50 % excess), so there the window is what was sent after
+    /// it filled, which the phase's length makes at least a second's worth.
+    fn of(
+        outcome: &StreamOutcome,
+        steady_from_seq: u64,
+        send: Unit,
+    ) -> Result<Steady, NetcheckError> {
+        let segments = send.segments as u64;
+        let from_seq = if send.is_bundle() {
+            steady_from_seq.min(outcome.sent.saturating_sub(segments))
+        } else {
+            steady_from_seq.min(outcome.sent / 2)
+        };
+        let delays: Vec<f64> = outcome
+            .records
+            .iter()
+            .filter(|r| r.0 >= from_seq)
+            .map(|r| r.2.saturating_sub(r.1) as f64)
+            .collect();
+        if delays.is_empty() {
+            return Err(NetcheckError::Phase {
+                phase: "overfill".to_string(),
+                detail: "no packet sent after the queue filled arrived".to_string(),
+            });
+        }
+        Ok(Steady { from_seq, delays })
     }
+}
+
+/// Mean one-way delay in the steady state against `limit` units of serialization.
+fn delay_figure(
+    figures: &mut Figures,
+    spec: &DirectionSpec,
+    send: Unit,
+    steady: &Steady,
+    offered: f64,
+) {
+    let delays = &steady.delays;
     let ser = send.serialization_ns(spec).unwrap_or(0) as f64;
     let expected_delay = spec.limit_packets as f64 * ser;
-    let (mean, _, _) = expect::moments(&delays);
-    let send_secs = outcome.last_send_ns.saturating_sub(outcome.first_send_ns) as f64 / SECOND;
-    let offered_actual = outcome.units_sent as f64 / send_secs.max(1e-9);
-    let expected_drop = (1.0 - link_pps / offered_actual).max(0.0);
-    let steady_sent = outcome.sent - half;
-    let drop = 1.0 - delays.len() as f64 / steady_sent.max(1) as f64;
+    let (mean, _, _) = expect::moments(delays);
     figures.within(
         "overfilled queue one-way delay",
         "ms",
@@ -99,11 +129,27 @@ pub(crate) fn run(
                 "packets"
             },
             ser / 1e3,
-            percentile(&delays, 50.0) / MS,
-            percentile(&delays, 99.0) / MS,
-            half as f64 / (offered * segments as f64)
+            percentile(delays, 50.0) / MS,
+            percentile(delays, 99.0) / MS,
+            steady.from_seq as f64 / (offered * send.segments as f64)
         ),
     );
+}
+
+/// The steady state's drop fraction against the excess the sender actually offered;
+/// `rates` is (scheduled sends/s, sends/s the link carries).
+fn drop_figure(
+    figures: &mut Figures,
+    outcome: &StreamOutcome,
+    steady: &Steady,
+    send: Unit,
+    (offered, link_pps): (f64, f64),
+) {
+    let send_secs = outcome.last_send_ns.saturating_sub(outcome.first_send_ns) as f64 / SECOND;
+    let offered_actual = outcome.units_sent as f64 / send_secs.max(1e-9);
+    let expected_drop = (1.0 - link_pps / offered_actual).max(0.0);
+    let steady_sent = outcome.sent - steady.from_seq;
+    let drop = 1.0 - steady.delays.len() as f64 / steady_sent.max(1) as f64;
     figures.within(
         "overfilled queue drop fraction",
         "%",
@@ -122,7 +168,6 @@ pub(crate) fn run(
             super::rate::sender_behind(outcome.units_sent, send_secs, offered, send)
         ),
     );
-    Ok(())
 }
 
 #[cfg(test)]

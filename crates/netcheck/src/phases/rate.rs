@@ -3,14 +3,14 @@
 //! UDP GSO bundles and the expected rate charges them as the emulator does (crate::bundle).
 
 use rpcarena_netem::Side;
-use rpcarena_netem_core::{DelaySampler, LinkProfile, LossModel};
+use rpcarena_netem_core::{Counters, DelaySampler, DirectionSpec, LinkProfile, LossModel};
 
 use super::full_size_units;
 use crate::bundle::{Unit, payload_rate_bps};
 use crate::context::{Context, SECOND, max_one_way_ns};
 use crate::error::NetcheckError;
 use crate::figures::{Figures, pass_if};
-use crate::probes::StreamConfig;
+use crate::probes::{StreamConfig, StreamOutcome};
 
 /// The sender's rate relative to the link's.
 const OVER: f64 = 1.02;
@@ -27,15 +27,7 @@ pub(crate) fn run(
     else {
         return Ok(());
     };
-    // Send only as long as the queue (`limit` units: packets, or bundles) can absorb the 2 %
-    // excess without dropping.
-    let (_, hi) = DelaySampler::new(spec.delay_ns, spec.jitter_ns, spec.distribution).range();
-    let in_flight = link_units * hi.max(0) as f64 / SECOND;
-    let free = spec.limit_packets as f64 - in_flight;
-    let secs = ctx
-        .options
-        .rate_secs
-        .min(0.8 * free.max(0.0) / ((OVER - 1.0) * link_units));
+    let secs = send_secs(ctx.options.rate_secs, spec, link_units);
     let units = (link_units * OVER * secs) as u64;
     if units < 100 {
         figures.info(
@@ -57,7 +49,6 @@ pub(crate) fn run(
     };
     let (outcome, stats) = ctx.udp_stream("udp rate", &lossless, config, true)?;
     let counters = stats.map(|s| s.client_to_server.counters);
-    let queue_dropped = counters.map(|c| c.queue_dropped);
     let records = &outcome.records;
     // The first 30 % of packets build the backlog; after that the link never idles.
     let window = &records[records.len() * 3 / 10..];
@@ -69,9 +60,60 @@ pub(crate) fn run(
             detail: format!("only {} packets received", records.len()),
         });
     };
-    let scheduled = link_units * OVER;
+    let sent = Sent {
+        send,
+        secs,
+        scheduled: link_units * OVER,
+    };
+    figures.within(
+        "udp payload rate (loss off)",
+        "Mbit/s",
+        expected / 1e6,
+        measured / 1e6,
+        0.01 * expected / 1e6,
+        rate_detail(&sent, &outcome, window.len(), counters, spec),
+    );
+    figures.push(
+        "udp reordering (with rate)",
+        "packets",
+        (Some(0.0), Some(outcome.reordered as f64)),
+        ("= 0".to_string(), pass_if(outcome.reordered == 0)),
+        "",
+    );
+    Ok(())
+}
+
+/// How long to send: the configured time, cut to what the queue (`limit` units: packets, or
+/// bundles) can absorb of the 2 % excess without dropping.
+fn send_secs(rate_secs: f64, spec: &DirectionSpec, link_units: f64) -> f64 {
+    let (_, hi) = DelaySampler::new(spec.delay_ns, spec.jitter_ns, spec.distribution).range();
+    let in_flight = link_units * hi.max(0) as f64 / SECOND;
+    let free = spec.limit_packets as f64 - in_flight;
+    rate_secs.min(0.8 * free.max(0.0) / ((OVER - 1.0) * link_units))
+}
+
+/// What the sender was asked to do.
+struct Sent {
+    /// One send.
+    send: Unit,
+    /// For how long.
+    secs: f64,
+    /// Sends per second it was scheduled to make.
+    scheduled: f64,
+}
+
+/// The rate figure's detail: what was sent, over which window, what arrived and what the
+/// queue dropped; for bundles, how they were charged; a note when the sender fell behind.
+fn rate_detail(
+    sent: &Sent,
+    outcome: &StreamOutcome,
+    window: usize,
+    counters: Option<Counters>,
+    spec: &DirectionSpec,
+) -> String {
+    let send = sent.send;
     let send_secs = outcome.last_send_ns.saturating_sub(outcome.first_send_ns) as f64 / SECOND;
-    let behind = sender_behind(outcome.units_sent, send_secs, scheduled, send);
+    let behind = sender_behind(outcome.units_sent, send_secs, sent.scheduled, send);
     let bundles = if send.is_bundle() {
         format!(
             "; {} bundles sent, {} datagrams received, the emulator saw {} units; expected \
@@ -86,34 +128,19 @@ pub(crate) fn run(
     } else {
         String::new()
     };
-    figures.within(
-        "udp payload rate (loss off)",
-        "Mbit/s",
-        expected / 1e6,
-        measured / 1e6,
-        0.01 * expected / 1e6,
-        format!(
-            "{} at {:.0} % of the link rate for {:.1} s; rate over the last {} \
-             arrivals (kernel receive timestamps); {} of {} received, {} queue drops{}{}",
-            send.describe(),
-            OVER * 100.0,
-            secs,
-            window.len(),
-            outcome.received,
-            outcome.sent,
-            queue_dropped.map_or("?".to_string(), |q| q.to_string()),
-            bundles,
-            behind,
-        ),
-    );
-    figures.push(
-        "udp reordering (with rate)",
-        "packets",
-        (Some(0.0), Some(outcome.reordered as f64)),
-        ("= 0".to_string(), pass_if(outcome.reordered == 0)),
-        "",
-    );
-    Ok(())
+    format!(
+        "{} at {:.0} % of the link rate for {:.1} s; rate over the last {} \
+         arrivals (kernel receive timestamps); {} of {} received, {} queue drops{}{}",
+        send.describe(),
+        OVER * 100.0,
+        sent.secs,
+        window,
+        outcome.received,
+        outcome.sent,
+        counters.map_or("?".to_string(), |c| c.queue_dropped.to_string()),
+        bundles,
+        behind,
+    )
 }
 
 /// A note when the sender could not keep to its schedule (below 99 % of `scheduled` units/s):

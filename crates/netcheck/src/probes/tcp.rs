@@ -2,7 +2,6 @@
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddrV4, TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -38,6 +37,21 @@ pub(crate) fn tcp_bulk(
     duration_ns: u64,
     warmup_ns: u64,
 ) -> Result<TcpOutcome, NetcheckError> {
+    let (client, mut server) = connect(topo)?;
+    let stop = AtomicBool::new(false);
+    let start = mono_ns();
+    let end = start + duration_ns;
+    Ok(std::thread::scope(|scope| {
+        scope.spawn(|| send_until(client, end, &stop));
+        let outcome = receive(&mut server, start + warmup_ns, end);
+        stop.store(true, Ordering::Relaxed);
+        outcome
+    }))
+}
+
+/// A connection from the client's namespace to the server's: (client end, server end), the
+/// server end blocking with a 200 ms read timeout.
+fn connect(topo: &Topology) -> Result<(TcpStream, TcpStream), NetcheckError> {
     let phase = "tcp";
     let server_addr = SocketAddrV4::new(topo.address(Side::Server), TCP_PORT);
     let listener = topo
@@ -52,7 +66,7 @@ pub(crate) fn tcp_bulk(
         .set_nonblocking(true)
         .map_err(|e| phase_error(phase, e))?;
     let accept_deadline = mono_ns() + 5 * SECOND;
-    let mut server = loop {
+    let server = loop {
         match listener.accept() {
             Ok((s, _)) => break s,
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && mono_ns() < accept_deadline => {
@@ -65,63 +79,61 @@ pub(crate) fn tcp_bulk(
         .set_nonblocking(false)
         .and_then(|()| server.set_read_timeout(Some(Duration::from_millis(200))))
         .map_err(|e| phase_error(phase, e))?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let start = mono_ns();
-    let end = start + duration_ns;
+    Ok((client, server))
+}
 
-    std::thread::scope(|scope| {
-        let stop_tx = stop.clone();
-        let mut client = client;
-        scope.spawn(move || {
-            let _ = client.set_write_timeout(Some(Duration::from_millis(200)));
-            let chunk = vec![0x5au8; 256 * 1024];
-            while mono_ns() < end && !stop_tx.load(Ordering::Relaxed) {
-                match client.write(&chunk) {
-                    Ok(_) => {}
-                    Err(e)
-                        if e.kind() == std::io::ErrorKind::WouldBlock
-                            || e.kind() == std::io::ErrorKind::TimedOut => {}
-                    Err(_) => break,
-                }
-            }
-            let _ = client.shutdown(Shutdown::Write);
-        });
-        let mut buf = vec![0u8; 256 * 1024];
-        let mut window_bytes = 0u64;
-        let window_start = start + warmup_ns;
-        let mut first_in_window = None;
-        let mut last_in_window = window_start;
-        let hard_stop = end + 10 * SECOND;
-        loop {
-            let now = mono_ns();
-            if now > hard_stop {
-                break;
-            }
-            match server.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    let t = mono_ns();
-                    if t >= window_start && t <= end {
-                        // Bytes of the first read arrived before the window opened.
-                        if first_in_window.is_none() {
-                            first_in_window = Some(t);
-                        } else {
-                            window_bytes += n as u64;
-                        }
-                        last_in_window = t;
-                    }
-                }
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::WouldBlock
-                        || e.kind() == std::io::ErrorKind::TimedOut => {}
-                Err(_) => break,
-            }
+/// Writes as fast as TCP takes it until `end` or `stop`, then shuts the sending side.
+fn send_until(mut client: TcpStream, end: u64, stop: &AtomicBool) {
+    let _ = client.set_write_timeout(Some(Duration::from_millis(200)));
+    let chunk = vec![0x5au8; 256 * 1024];
+    while mono_ns() < end && !stop.load(Ordering::Relaxed) {
+        match client.write(&chunk) {
+            Ok(_) => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => break,
         }
-        stop.store(true, Ordering::Relaxed);
-        let seconds = first_in_window.map_or(0.0, |f| (last_in_window.max(f) - f) as f64 / 1e9);
-        Ok(TcpOutcome {
-            bytes: window_bytes,
-            seconds,
-        })
-    })
+    }
+    let _ = client.shutdown(Shutdown::Write);
+}
+
+/// Reads until the sender shuts down (or 10 s past `end`), counting the bytes that arrive
+/// between `window_start` and `end`.
+fn receive(server: &mut TcpStream, window_start: u64, end: u64) -> TcpOutcome {
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut window_bytes = 0u64;
+    let mut first_in_window = None;
+    let mut last_in_window = window_start;
+    let hard_stop = end + 10 * SECOND;
+    loop {
+        let now = mono_ns();
+        if now > hard_stop {
+            break;
+        }
+        match server.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let t = mono_ns();
+                if t >= window_start && t <= end {
+                    // Bytes of the first read arrived before the window opened.
+                    if first_in_window.is_none() {
+                        first_in_window = Some(t);
+                    } else {
+                        window_bytes += n as u64;
+                    }
+                    last_in_window = t;
+                }
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => break,
+        }
+    }
+    let seconds = first_in_window.map_or(0.0, |f| (last_in_window.max(f) - f) as f64 / 1e9);
+    TcpOutcome {
+        bytes: window_bytes,
+        seconds,
+    }
 }
