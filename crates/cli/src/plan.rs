@@ -132,19 +132,19 @@ mod tests {
         let e = Estimate::of(&campaign);
         assert_eq!(
             (e.cells, e.configurations, e.rounds, e.samples),
-            (3, 12, 3, 36)
+            (3, 12, 5, 60)
         );
-        // 0.5 s warmup + 2 s window + the measured overhead
-        assert!((e.per_sample_s - 2.6).abs() < 1e-9, "{e:?}");
-        assert!((e.total_s - 36.0 * 2.6).abs() < 1e-9);
-        assert!((e.at_most_s - 36.0 * 7.6).abs() < 1e-9);
+        // 0.4 s warmup + 1 s window + the measured overhead
+        assert!((e.per_sample_s - 1.5).abs() < 1e-9, "{e:?}");
+        assert!((e.total_s - 60.0 * 1.5).abs() < 1e-9);
+        assert!((e.at_most_s - 60.0 * 6.5).abs() < 1e-9);
         let text = describe(&campaign, &e);
         assert!(
-            text.contains("3 cells, 12 configurations x 3 rounds = 36 samples"),
+            text.contains("3 cells, 12 configurations x 5 rounds = 60 samples"),
             "{text}"
         );
         assert!(
-            text.contains("estimated duration: about 1 min 34 s (2.6 s per sample"),
+            text.contains("estimated duration: about 1 min 30 s (1.5 s per sample"),
             "{text}"
         );
     }
@@ -156,9 +156,9 @@ mod tests {
         assert!((e.remaining(0, 0.0) - e.total_s).abs() < 1e-9);
         // samples take twice the estimate: after many, the ETA is close to twice
         let slow = e.per_sample_s * 2.0;
-        let after = e.remaining(30, 30.0 * slow);
+        let after = e.remaining(54, 54.0 * slow);
         assert!((after - 6.0 * slow).abs() < 6.0 * slow * 0.1, "{after}");
-        assert_eq!(e.remaining(36, 100.0), 0.0);
+        assert_eq!(e.remaining(60, 100.0), 0.0);
         assert_eq!(human(3725.0), "1 h 02 min");
         assert_eq!(human(200.0), "3 min 20 s");
     }

@@ -9,7 +9,7 @@ pub const SAMPLES: &str = "samples.jsonl";
 pub const AGGREGATE: &str = "aggregate.csv";
 /// The Markdown report.
 pub const REPORT_MD: &str = "report.md";
-/// The HTML report (not written yet; sealed when present).
+/// The HTML report: self-contained (inline SVG, CSS and script), the same figures as `report.md`.
 pub const REPORT_HTML: &str = "report.html";
 /// Each sample's peer stdout and stderr, in `raw/<sample>/`.
 pub const RAW: &str = "raw";

@@ -16,8 +16,8 @@ use rpcarena_model::metrics::{self, Detail, Measured};
 use rpcarena_model::record::{Noise, SampleRecord, SampleStatus};
 use rpcarena_protocol::histogram::new_latency_histogram;
 use rpcarena_stats::{
-    CompareOptions, Comparison, DEFAULT_CONFIDENCE, MedianInterval, MetricKind, Summary, compare,
-    median_interval,
+    CompareOptions, Comparison, DEFAULT_CONFIDENCE, LatencySummary, MedianInterval, MetricKind,
+    Summary, compare, median_interval,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -145,7 +145,7 @@ impl IntervalPoint {
         let p99_us = rpcarena_protocol::histogram::decode(&interval.histogram)
             .ok()
             .filter(|h| !h.is_empty())
-            .map(|h| h.value_at_quantile(0.99) as f64 / 1e3);
+            .map(|h| LatencySummary::percentiles_of(&h).p99_ns as f64 / 1e3);
         IntervalPoint {
             offset_s: interval.offset_ns as f64 / 1e9,
             completed: interval.completed,
@@ -196,6 +196,24 @@ pub struct RowMetrics {
     pub received_per_s: Option<Stat>,
     /// Backpressure: depth reached.
     pub max_in_flight: Option<Stat>,
+}
+
+impl RowMetrics {
+    /// Client CPU and server CPU per operation (3 decimals), client and server peak RSS (2),
+    /// medians as the detail tables show them; "n/a" without /proc readings.
+    pub fn process_medians(&self) -> [String; 4] {
+        [
+            median_or_na(self.client_cpu_us_per_op, 3),
+            median_or_na(self.server_cpu_us_per_op, 3),
+            median_or_na(self.client_rss_mib, 2),
+            median_or_na(self.server_rss_mib, 2),
+        ]
+    }
+}
+
+/// The median with `digits` decimals, or "n/a" when there is no figure.
+pub fn median_or_na(stat: Option<Stat>, digits: usize) -> String {
+    stat.map_or("n/a".to_string(), |s| format!("{:.digits$}", s.median))
 }
 
 /// A row against the baseline row with the same workload.

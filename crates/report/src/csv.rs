@@ -1,7 +1,7 @@
 //! `aggregate.csv`: one row per configuration: median, min and max of every metric, the median's
 //! confidence interval where the repetitions allow one, and the comparison with the baseline.
 
-use crate::aggregate::{Row, Stat};
+use crate::aggregate::{Row, RowMetrics, Stat};
 use rpcarena_stats::Comparison;
 use std::fmt::Write;
 
@@ -13,28 +13,31 @@ fn quote(field: &str) -> String {
     }
 }
 
+/// A column group's name and where its figure is in a row's metrics.
+type Column = (&'static str, fn(&RowMetrics) -> Option<Stat>);
+
 /// Metrics with median, min and max columns.
-const STATS: [&str; 10] = [
-    "ops_per_s",
-    "requests_per_s",
-    "responses_per_s",
-    "p50_us",
-    "p99_us",
-    "p999_us",
-    "client_cpu_us_per_op",
-    "server_cpu_us_per_op",
-    "client_peak_rss_mib",
-    "server_peak_rss_mib",
+const STATS: [Column; 10] = [
+    ("ops_per_s", |m| Some(m.ops_per_s)),
+    ("requests_per_s", |m| Some(m.requests_per_s)),
+    ("responses_per_s", |m| Some(m.responses_per_s)),
+    ("p50_us", |m| Some(m.p50_us)),
+    ("p99_us", |m| Some(m.p99_us)),
+    ("p999_us", |m| Some(m.p999_us)),
+    ("client_cpu_us_per_op", |m| m.client_cpu_us_per_op),
+    ("server_cpu_us_per_op", |m| m.server_cpu_us_per_op),
+    ("client_peak_rss_mib", |m| m.client_rss_mib),
+    ("server_peak_rss_mib", |m| m.server_rss_mib),
 ];
 
 /// Optional metrics with a median column only.
-const MEDIANS: [&str; 6] = [
-    "connect_ms",
-    "uncorrected_p50_us",
-    "uncorrected_p99_us",
-    "send_lag_p99_us",
-    "received_per_s",
-    "max_in_flight",
+const MEDIANS: [Column; 6] = [
+    ("connect_ms", |m| m.connect_ms),
+    ("uncorrected_p50_us", |m| m.uncorrected_p50_us),
+    ("uncorrected_p99_us", |m| m.uncorrected_p99_us),
+    ("send_lag_p99_us", |m| m.send_lag_p99_us),
+    ("received_per_s", |m| m.received_per_s),
+    ("max_in_flight", |m| m.max_in_flight),
 ];
 
 fn num(v: f64) -> String {
@@ -79,11 +82,11 @@ fn header() -> String {
     let mut out = String::from(
         "config,cell,client,server,client_language,server_language,stack,shape,concurrency,request_size,response_size,messages_per_stream,payload,load,samples_ok,samples_failed",
     );
-    for m in STATS {
+    for (m, _) in STATS {
         let _ = write!(out, ",{m}_median,{m}_min,{m}_max");
     }
     out.push_str(",ops_per_s_ci95_lo,ops_per_s_ci95_hi,target_rate");
-    for m in MEDIANS {
+    for (m, _) in MEDIANS {
         let _ = write!(out, ",{m}_median");
     }
     for m in ["ops", "p99"] {
@@ -118,19 +121,8 @@ fn fields(row: &Row) -> Vec<String> {
         row.failed.to_string(),
     ];
     let m = row.metrics.as_ref();
-    let stats: [Option<Stat>; 10] = [
-        m.map(|m| m.ops_per_s),
-        m.map(|m| m.requests_per_s),
-        m.map(|m| m.responses_per_s),
-        m.map(|m| m.p50_us),
-        m.map(|m| m.p99_us),
-        m.map(|m| m.p999_us),
-        m.and_then(|m| m.client_cpu_us_per_op),
-        m.and_then(|m| m.server_cpu_us_per_op),
-        m.and_then(|m| m.client_rss_mib),
-        m.and_then(|m| m.server_rss_mib),
-    ];
-    for s in stats {
+    for (_, figure) in STATS {
+        let s = m.and_then(figure);
         fields.extend([
             opt(s.map(|s| s.median)),
             opt(s.map(|s| s.min)),
@@ -143,15 +135,11 @@ fn fields(row: &Row) -> Vec<String> {
         opt(ci.map(|c| c.1)),
         opt(m.and_then(|m| m.target_rate)),
     ]);
-    let medians = [
-        m.and_then(|m| m.connect_ms),
-        m.and_then(|m| m.uncorrected_p50_us),
-        m.and_then(|m| m.uncorrected_p99_us),
-        m.and_then(|m| m.send_lag_p99_us),
-        m.and_then(|m| m.received_per_s),
-        m.and_then(|m| m.max_in_flight),
-    ];
-    fields.extend(medians.iter().map(|s| opt(s.map(|s| s.median))));
+    fields.extend(
+        MEDIANS
+            .iter()
+            .map(|(_, figure)| opt(m.and_then(figure).map(|s| s.median))),
+    );
     fields.extend(comparison(row.versus.as_ref().map(|v| &v.throughput)));
     fields.extend(comparison(row.versus.as_ref().map(|v| &v.p99)));
     fields.push(

@@ -5,11 +5,12 @@
 //! same inputs as the Markdown report; the SVG is written by hand (a few shapes and text), so
 //! the bytes depend on nothing but the data.
 
-use crate::aggregate::{Row, Stat};
+use crate::aggregate::{FailedSample, Row};
 use crate::charts::{self, Chart, Figure, PALETTE};
 use crate::headline;
 use crate::markdown::Inputs;
 use rpcarena_protocol::workload::Shape;
+use rpcarena_stats::{Comparison, quantiles_ns};
 use std::fmt::Write;
 
 const STYLE: &str = r#"
@@ -266,12 +267,12 @@ fn percentile_chart(shape: Shape, rows: &[&Row]) -> Option<String> {
         .iter()
         .filter(|r| r.metrics.is_some() && !r.latency.is_empty())
         .map(|r| {
-            let points = (0..=40)
-                .map(|k| {
-                    let x = f64::from(k) / 10.0;
-                    let q = 1.0 - 10f64.powf(-x);
-                    (x, r.latency.value_at_quantile(q) as f64 / 1e3)
-                })
+            let xs: Vec<f64> = (0..=40).map(|k| f64::from(k) / 10.0).collect();
+            let qs: Vec<f64> = xs.iter().map(|x| 1.0 - 10f64.powf(-x)).collect();
+            let points = xs
+                .iter()
+                .zip(quantiles_ns(&r.latency, &qs))
+                .map(|(&x, ns)| (x, ns as f64 / 1e3))
                 .collect();
             (series_name(r), points)
         })
@@ -349,10 +350,6 @@ fn interval_chart(row: &Row) -> Option<String> {
     }))
 }
 
-fn cell(v: Option<Stat>, digits: usize) -> String {
-    v.map_or("n/a".to_string(), |s| format!("{:.digits$}", s.median))
-}
-
 fn detail_table(out: &mut String, rows: &[Row]) {
     out.push_str(r#"<table class="sortable"><thead><tr><th class="t">Language</th><th class="t">Stack</th><th class="t">Cell</th><th class="t">Shape</th><th class="t">Load</th><th class="t">Payload</th><th>c</th><th>Runs</th><th>Failed</th><th>p50 us</th><th>p99 us</th><th>p99.9 us</th><th>ops/s</th><th>request msg/s</th><th>response msg/s</th><th>client CPU us/op</th><th>server CPU us/op</th><th>client peak MiB</th><th>server peak MiB</th></tr></thead><tbody>"#);
     for r in rows {
@@ -374,17 +371,14 @@ fn detail_table(out: &mut String, rows: &[Row]) {
             Some(m) => {
                 let _ = write!(
                     out,
-                    "<td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    "<td>{:.3}</td><td>{:.3}</td><td>{:.3}</td><td>{:.1}</td><td>{:.1}</td><td>{:.1}</td><td>{}</td></tr>",
                     m.p50_us.median,
                     m.p99_us.median,
                     m.p999_us.median,
                     m.ops_per_s.median,
                     m.requests_per_s.median,
                     m.responses_per_s.median,
-                    cell(m.client_cpu_us_per_op, 3),
-                    cell(m.server_cpu_us_per_op, 3),
-                    cell(m.client_rss_mib, 2),
-                    cell(m.server_rss_mib, 2)
+                    m.process_medians().join("</td><td>")
                 );
             }
             None => out.push_str(r#"<td colspan="10" class="t">no good sample</td></tr>"#),
@@ -397,12 +391,16 @@ fn pairs_table(out: &mut String, pairs: &[headline::Pair<'_>]) {
     if pairs.is_empty() {
         return;
     }
-    out.push_str(r#"<table class="sortable"><thead><tr><th class="t">Candidate</th><th class="t">Reference</th><th class="t">Shape</th><th class="t">Load</th><th>c</th><th>throughput ratio</th><th>interval</th><th>p</th><th class="t">verdict</th><th>p99 ratio</th><th>p</th><th class="t">verdict</th></tr></thead><tbody>"#);
+    out.push_str(r#"<table class="sortable"><thead><tr><th class="t">Candidate</th><th class="t">Reference</th><th class="t">Shape</th><th class="t">Load</th><th>c</th><th>throughput ratio</th><th>interval</th><th>p</th><th class="t">verdict</th><th class="t">ranges</th><th>p99 ratio</th><th>p</th><th class="t">verdict</th><th class="t">ranges</th></tr></thead><tbody>"#);
+    let verdict = |c: &Comparison| match headline::noise_note(c, true) {
+        Some(why) => format!("{} ({why})", c.verdict),
+        None => c.verdict.to_string(),
+    };
     for p in pairs {
         let c = &p.candidate.config;
         let _ = write!(
             out,
-            r#"<tr><td class="t">{}</td><td class="t">{}</td><td class="t">{}</td><td class="t">{}</td><td>{}</td><td>{:.2}x</td><td>{:.2}-{:.2}</td><td>{:.3}</td><td class="t">{}</td><td>{:.2}x</td><td>{:.3}</td><td class="t">{}</td></tr>"#,
+            r#"<tr><td class="t">{}</td><td class="t">{}</td><td class="t">{}</td><td class="t">{}</td><td>{}</td><td>{:.2}x</td><td>{:.2}-{:.2}</td><td>{:.3}</td><td class="t">{}</td><td class="t">{}</td><td>{:.2}x</td><td>{:.3}</td><td class="t">{}</td><td class="t">{}</td></tr>"#,
             esc(&c.cell),
             esc(&p.reference.config.cell),
             c.shape.title(),
@@ -412,10 +410,12 @@ fn pairs_table(out: &mut String, pairs: &[headline::Pair<'_>]) {
             p.throughput.ratio_interval.lo,
             p.throughput.ratio_interval.hi,
             p.throughput.mann_whitney.p,
-            p.throughput.verdict,
+            esc(&verdict(&p.throughput)),
+            headline::ranges_cell(&p.throughput_ranges),
             p.p99.ratio,
             p.p99.mann_whitney.p,
-            p.p99.verdict
+            esc(&verdict(&p.p99)),
+            headline::ranges_cell(&p.p99_ranges),
         );
     }
     out.push_str("</tbody></table>");
@@ -423,10 +423,25 @@ fn pairs_table(out: &mut String, pairs: &[headline::Pair<'_>]) {
 
 /// Renders `report.html`.
 pub fn render(inputs: &Inputs<'_>) -> String {
-    let m = inputs.manifest;
     let rows = &inputs.aggregates.rows;
-    let title = inputs.campaign.map_or("campaign", |c| c.name.as_str());
     let mut out = String::new();
+    write_head(&mut out, inputs);
+    write_headline(&mut out, inputs);
+    write_bar_charts(&mut out, rows);
+    write_percentiles(&mut out, rows);
+    write_intervals(&mut out, rows);
+    out.push_str("<h2>Detailed results</h2><p>Medians over each configuration's good samples; click a column to sort.</p>");
+    detail_table(&mut out, rows);
+    write_failures(&mut out, &inputs.aggregates.failures);
+    write_artifacts(&mut out, inputs);
+    let _ = writeln!(out, "</main><script>{SCRIPT}</script></body></html>");
+    one_block_per_line(out)
+}
+
+/// The document's head, the title and description, the run's provenance line and the notes.
+fn write_head(out: &mut String, inputs: &Inputs<'_>) {
+    let m = inputs.manifest;
+    let title = inputs.campaign.map_or("campaign", |c| c.name.as_str());
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width,initial-scale=1\"><title>rpcarena report: {}</title><style>{STYLE}</style></head><body><main>",
@@ -454,28 +469,39 @@ pub fn render(inputs: &Inputs<'_>) -> String {
     for note in inputs.notes {
         let _ = write!(out, "<p><strong>Note:</strong> {}</p>", esc(note));
     }
+}
+
+/// The headline paragraphs and the table of the pairs they count.
+fn write_headline(out: &mut String, inputs: &Inputs<'_>) {
     out.push_str("<h2>Headline</h2>");
     for p in headline::paragraphs(inputs.pairs, inputs.campaign.map(|c| c.repetitions)) {
         let _ = write!(out, "<p>{}</p>", esc(&p));
     }
-    pairs_table(&mut out, inputs.pairs);
+    pairs_table(out, inputs.pairs);
+}
+
+/// Bar charts of the medians per figure and shape.
+fn write_bar_charts(out: &mut String, rows: &[Row]) {
     let (_, top) = charts::charted_rows(rows);
-    if let Some(top) = top {
-        let _ = write!(
-            out,
-            "<h2>Charts</h2><p>Medians of the closed-loop configurations at concurrency {top}, grouped by language, one bar per stack. Hover a bar for its value.</p>"
-        );
-        for figure in Figure::ALL {
-            let _ = write!(out, "<h3>{}</h3><div class=\"grid\">", figure.section());
-            for (i, chart) in charts::charts(rows, figure).iter().enumerate() {
-                out.push_str(&bar_chart(
-                    chart,
-                    &format!("{}-{}-{i}", figure.section(), chart.shape),
-                ));
-            }
-            out.push_str("</div>");
+    let Some(top) = top else { return };
+    let _ = write!(
+        out,
+        "<h2>Charts</h2><p>Medians of the closed-loop configurations at concurrency {top}, grouped by language, one bar per stack. Hover a bar for its value.</p>"
+    );
+    for figure in Figure::ALL {
+        let _ = write!(out, "<h3>{}</h3><div class=\"grid\">", figure.section());
+        for (i, chart) in charts::charts(rows, figure).iter().enumerate() {
+            out.push_str(&bar_chart(
+                chart,
+                &format!("{}-{}-{i}", figure.section(), chart.shape),
+            ));
         }
+        out.push_str("</div>");
     }
+}
+
+/// Latency percentile curves, one chart per shape.
+fn write_percentiles(out: &mut String, rows: &[Row]) {
     let mut percentiles = String::new();
     for shape in Shape::ALL {
         let shape_rows: Vec<&Row> = rows
@@ -492,6 +518,10 @@ pub fn render(inputs: &Inputs<'_>) -> String {
             "<h2>Latency percentiles</h2><p>Each configuration's good samples merged into one histogram (bucket upper bounds, 0.1% precision), from p0 to p99.99; the x axis is log10(1 / (1 - q)).</p><div class=\"grid\">{percentiles}</div>"
         );
     }
+}
+
+/// Per-second interval charts, one per configuration.
+fn write_intervals(out: &mut String, rows: &[Row]) {
     let intervals: Vec<String> = rows
         .iter()
         .filter(|r| r.config.load.whole_operations())
@@ -504,51 +534,54 @@ pub fn render(inputs: &Inputs<'_>) -> String {
             intervals.join("")
         );
     }
-    out.push_str("<h2>Detailed results</h2><p>Medians over each configuration's good samples; click a column to sort.</p>");
-    detail_table(&mut out, rows);
-    if !inputs.aggregates.failures.is_empty() {
-        out.push_str(r#"<h2>Failed samples</h2><table class="sortable"><thead><tr><th class="t">Sample</th><th class="t">Configuration</th><th class="t">Reason</th></tr></thead><tbody>"#);
-        for f in &inputs.aggregates.failures {
-            let _ = write!(
-                out,
-                r#"<tr><td class="t">{}</td><td class="t">{}</td><td class="t">{}</td></tr>"#,
-                esc(&f.sample),
-                esc(&f.key),
-                esc(&f.reason)
-            );
-        }
-        out.push_str("</tbody></table>");
+}
+
+/// The failed samples and why, when there are any.
+fn write_failures(out: &mut String, failures: &[FailedSample]) {
+    if failures.is_empty() {
+        return;
     }
-    out.push_str(r#"<h2>Artifacts</h2><table><thead><tr><th class="t">File</th><th class="t">SHA-256</th></tr></thead><tbody>"#);
-    let _ = write!(
-        out,
-        r#"<tr><td class="t">campaign {}</td><td class="t"><code>{}</code></td></tr>"#,
-        esc(&m.campaign.file),
-        esc(&m.campaign.sha256)
-    );
-    if let Some(sha) = inputs.samples_sha256 {
+    out.push_str(r#"<h2>Failed samples</h2><table class="sortable"><thead><tr><th class="t">Sample</th><th class="t">Configuration</th><th class="t">Reason</th></tr></thead><tbody>"#);
+    for f in failures {
         let _ = write!(
             out,
-            r#"<tr><td class="t">samples.jsonl</td><td class="t"><code>{}</code></td></tr>"#,
-            esc(sha)
+            r#"<tr><td class="t">{}</td><td class="t">{}</td><td class="t">{}</td></tr>"#,
+            esc(&f.sample),
+            esc(&f.key),
+            esc(&f.reason)
         );
     }
-    let _ = write!(
-        out,
-        r#"<tr><td class="t">aggregate.csv</td><td class="t"><code>{}</code></td></tr>"#,
-        crate::sha256_hex(inputs.aggregate_csv.as_bytes())
+    out.push_str("</tbody></table>");
+}
+
+/// The SHA-256s a reader can check.
+fn write_artifacts(out: &mut String, inputs: &Inputs<'_>) {
+    let m = inputs.manifest;
+    out.push_str(r#"<h2>Artifacts</h2><table><thead><tr><th class="t">File</th><th class="t">SHA-256</th></tr></thead><tbody>"#);
+    let mut row = |file: &str, sha256: &str| {
+        let _ = write!(
+            out,
+            r#"<tr><td class="t">{}</td><td class="t"><code>{}</code></td></tr>"#,
+            esc(file),
+            esc(sha256)
+        );
+    };
+    row(&format!("campaign {}", m.campaign.file), &m.campaign.sha256);
+    if let Some(sha) = inputs.samples_sha256 {
+        row("samples.jsonl", sha);
+    }
+    row(
+        "aggregate.csv",
+        &crate::sha256_hex(inputs.aggregate_csv.as_bytes()),
     );
     for p in &m.peers {
-        let _ = write!(
-            out,
-            r#"<tr><td class="t">peer {}</td><td class="t"><code>{}</code></td></tr>"#,
-            esc(&p.id),
-            esc(&p.sha256)
-        );
+        row(&format!("peer {}", p.id), &p.sha256);
     }
     out.push_str("</tbody></table><p>Check every hash the manifest lists with <code>rpcarena verify &lt;run directory&gt;</code>.</p>");
-    let _ = writeln!(out, "</main><script>{SCRIPT}</script></body></html>");
-    // One block per line, so that diffs of the file (and its snapshot) stay readable.
+}
+
+/// One block per line, so that diffs of the file (and its snapshot) stay readable.
+fn one_block_per_line(mut out: String) -> String {
     for tag in [
         "</figure>",
         "</table>",

@@ -24,6 +24,7 @@ pub mod markdown;
 mod notes;
 mod peers;
 mod published;
+mod table;
 pub mod transport;
 pub mod verify;
 

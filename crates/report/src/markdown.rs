@@ -1,6 +1,8 @@
 //! `report.md`: what a person would publish. A pure function of the manifest and the aggregates.
 
-use crate::aggregate::{Aggregates, FailedSample, NoiseSummary, Row, RowMetrics, Stat};
+use crate::aggregate::{
+    Aggregates, FailedSample, NoiseSummary, Row, RowMetrics, Stat, median_or_na,
+};
 use crate::published;
 use rpcarena_model::campaign::Campaign;
 use rpcarena_model::load::LoadSpec;
@@ -163,7 +165,7 @@ fn write_notes(out: &mut String, notes: &[String]) {
 fn write_tables(out: &mut String, inputs: &Inputs<'_>) {
     let _ = writeln!(
         out,
-        "## Results\n\nMedians over repetitions; ops/s shows [min-max], or [95% confidence interval of the median] where there are at least 6 repetitions. Latency in microseconds (upper bounds of HdrHistogram buckets, 0.1% precision); CPU in microseconds per completed operation (user + system of the peer's process group, from /proc); RSS is the peak resident set in MiB. \"vs baseline\" is the ratio of median throughput to the baseline cell `{}` on the same workload, with a bootstrap 95% interval, marked significant (faster/slower) only when a two-sided Mann-Whitney test gives p < 0.05 and the change exceeds 1%, else `~` (within noise).\n",
+        "## Results\n\nMedians over repetitions; ops/s shows [min-max], or [95% confidence interval of the median] where there are at least 6 repetitions. Latency in microseconds (upper bounds of HdrHistogram buckets, 0.1% precision); CPU in microseconds per completed operation (user + system of the peer's process group, from /proc); RSS is the peak resident set in MiB. \"vs baseline\" is the ratio of median throughput to the baseline cell `{}` on the same workload, with a bootstrap 95% interval, marked significant (faster/slower) only when a two-sided Mann-Whitney test gives p < 0.05 and the change exceeds 1%, else `~` (within noise); where the interval excludes 1 but the verdict is `~`, the brackets after it say why (too few repetitions for the test to reach p < 0.05, a p not below 0.05, or a change within 1%).\n",
         inputs.baseline
     );
     let rows = &inputs.aggregates.rows;
@@ -249,9 +251,6 @@ fn cpu_cell(stat: Option<Stat>, below_resolution: bool, digits: usize) -> String
 
 /// "client CPU | server CPU" and "client RSS | server RSS" cells; n/a without /proc readings.
 fn process_columns(m: &RowMetrics) -> (String, String) {
-    let median = |s: Option<Stat>, digits: usize| {
-        s.map_or("n/a".to_string(), |s| format!("{:.digits$}", s.median))
-    };
     (
         format!(
             "{} | {}",
@@ -260,17 +259,20 @@ fn process_columns(m: &RowMetrics) -> (String, String) {
         ),
         format!(
             "{} | {}",
-            median(m.client_rss_mib, 2),
-            median(m.server_rss_mib, 2)
+            median_or_na(m.client_rss_mib, 2),
+            median_or_na(m.server_rss_mib, 2)
         ),
     )
 }
 
-/// "1.07x [1.02-1.12] faster", "0.99x [0.95-1.03] ~".
+/// "1.07x [1.02-1.12] faster", "0.99x [0.95-1.03] ~", and where the interval excludes 1 but
+/// the test does not call it significant, why: "3.79x [2.86-4.07] ~ (3+3 reps cannot reach
+/// p < 0.05)".
 fn verdict(c: &Comparison) -> String {
-    let word = match c.verdict {
-        Verdict::WithinNoise => "~".to_string(),
-        Verdict::Significant { change } => change.to_string(),
+    let word = match (c.verdict, crate::headline::noise_note(c, false)) {
+        (Verdict::WithinNoise, None) => "~".to_string(),
+        (Verdict::WithinNoise, Some(why)) => format!("~ ({why})"),
+        (Verdict::Significant { change }, _) => change.to_string(),
     };
     format!(
         "{:.2}x [{:.2}-{:.2}] {word}",

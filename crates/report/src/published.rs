@@ -2,12 +2,14 @@
 //! Mermaid charts, the detailed table, the network and its physical limits, and the artifacts'
 //! SHA-256s. Pure functions of the aggregates and the manifest.
 
-use crate::aggregate::{Row, Stat};
+use crate::aggregate::Row;
 use crate::charts::{self, Chart, Figure, PALETTE};
 use crate::headline::{self, Pair};
 use crate::limits;
 use rpcarena_model::network::NetworkBackend;
 use rpcarena_model::record::Manifest;
+use rpcarena_netem_core::{LinkProfile, TopologyInfo};
+use rpcarena_stats::{Comparison, Verdict};
 use std::fmt::Write;
 
 /// The names of [`PALETTE`]'s colours, for the sentence under the charts (Mermaid's xychart has
@@ -30,38 +32,45 @@ pub fn write_headline(out: &mut String, pairs: &[Pair<'_>], repetitions: Option<
     if pairs.is_empty() {
         return;
     }
-    let _ = writeln!(
+    let lines: Vec<String> = pairs.iter().map(pair_line).collect();
+    crate::table::write(
         out,
-        "| Shape | Language | Load | c | Candidate | Reference | candidate ops/s | reference ops/s | ratio | verdict | candidate p99 us | reference p99 us | p99 verdict |"
+        "| Shape | Language | Load | c | Candidate | Reference | candidate ops/s | reference ops/s | ratio [95% interval] | verdict | ranges | candidate p99 us | reference p99 us | p99 verdict | p99 ranges |",
+        "|---|---|---|--:|---|---|--:|--:|--:|---|---|--:|--:|---|---|",
+        &lines,
     );
-    let _ = writeln!(out, "|---|---|---|--:|---|---|--:|--:|--:|---|--:|--:|---|");
-    for p in pairs {
-        let c = &p.candidate.config;
-        let word = |v: &rpcarena_stats::Comparison| match v.verdict {
-            rpcarena_stats::Verdict::WithinNoise => format!("~ (p = {:.3})", v.mann_whitney.p),
-            rpcarena_stats::Verdict::Significant { change } => {
-                format!("{change} (p = {:.3})", v.mann_whitney.p)
-            }
-        };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.2}x | {} | {:.3} | {:.3} | {} |",
-            c.shape.title(),
-            p.candidate.language(),
-            c.load,
-            c.concurrency,
-            c.cell,
-            p.reference.config.cell,
-            p.throughput.candidate_median,
-            p.throughput.baseline_median,
-            p.throughput.ratio,
-            word(&p.throughput),
-            p.p99.candidate_median,
-            p.p99.baseline_median,
-            word(&p.p99)
-        );
-    }
-    out.push('\n');
+}
+
+/// One pair's line of the headline's table.
+fn pair_line(p: &Pair<'_>) -> String {
+    let c = &p.candidate.config;
+    let word = |v: &Comparison| match (v.verdict, headline::noise_note(v, true)) {
+        (Verdict::WithinNoise, None) => format!("~ (p = {:.3})", v.mann_whitney.p),
+        (Verdict::WithinNoise, Some(why)) => format!("~ (p = {:.3}; {why})", v.mann_whitney.p),
+        (Verdict::Significant { change }, _) => {
+            format!("{change} (p = {:.3})", v.mann_whitney.p)
+        }
+    };
+    format!(
+        "| {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.2}x [{:.2}-{:.2}] | {} | {} | {:.3} | {:.3} | {} | {} |",
+        c.shape.title(),
+        p.candidate.language(),
+        c.load,
+        c.concurrency,
+        c.cell,
+        p.reference.config.cell,
+        p.throughput.candidate_median,
+        p.throughput.baseline_median,
+        p.throughput.ratio,
+        p.throughput.ratio_interval.lo,
+        p.throughput.ratio_interval.hi,
+        word(&p.throughput),
+        headline::ranges_cell(&p.throughput_ranges),
+        p.p99.candidate_median,
+        p.p99.baseline_median,
+        word(&p.p99),
+        headline::ranges_cell(&p.p99_ranges),
+    )
 }
 
 /// `## Charts`: Mermaid `xychart-beta` blocks per figure and shape.
@@ -133,10 +142,6 @@ fn write_mermaid(out: &mut String, chart: &Chart) {
     let _ = writeln!(out, "```\n");
 }
 
-fn median(s: Option<Stat>, digits: usize) -> String {
-    s.map_or("n/a".to_string(), |s| format!("{:.digits$}", s.median))
-}
-
 /// `## Detailed results`: one line per configuration, medians over its good samples.
 pub fn write_detail(out: &mut String, rows: &[Row]) {
     if rows.is_empty() {
@@ -174,15 +179,12 @@ pub fn write_detail(out: &mut String, rows: &[Row]) {
             Some(m) => {
                 let _ = writeln!(
                     out,
-                    "{lead} {:.3} | {:.3} | {:.3} | {:.1} | {} | {} | {} | {} |",
+                    "{lead} {:.3} | {:.3} | {:.3} | {:.1} | {} |",
                     m.p50_us.median,
                     m.p99_us.median,
                     m.p999_us.median,
                     m.ops_per_s.median,
-                    median(m.client_cpu_us_per_op, 3),
-                    median(m.server_cpu_us_per_op, 3),
-                    median(m.client_rss_mib, 2),
-                    median(m.server_rss_mib, 2)
+                    m.process_medians().join(" | ")
                 );
             }
         }
@@ -198,6 +200,14 @@ pub fn write_network(out: &mut String, manifest: &Manifest, rows: &[Row]) {
     }
     let topology = manifest.network.topology.as_ref();
     let profile = topology.and_then(|t| t.profile.as_ref());
+    write_link(out, topology, profile);
+    if let Some(profile) = profile {
+        write_limits(out, profile, rows);
+    }
+}
+
+/// The table of the emulated link: profile, backend, emulator, MTU, qdisc, both directions.
+fn write_link(out: &mut String, topology: Option<&TopologyInfo>, profile: Option<&LinkProfile>) {
     let _ = writeln!(out, "## Network\n");
     let _ = writeln!(out, "| Item | Value |\n|---|---|");
     let _ = writeln!(
@@ -230,9 +240,11 @@ pub fn write_network(out: &mut String, manifest: &Manifest, rows: &[Row]) {
         );
     }
     out.push('\n');
-    let Some(profile) = profile else {
-        return;
-    };
+}
+
+/// `### Distance to the physical limit`: each closed-loop row's median against what the link
+/// allows.
+fn write_limits(out: &mut String, profile: &LinkProfile, rows: &[Row]) {
     let lines: Vec<String> = rows
         .iter()
         .filter_map(|row| {
@@ -266,15 +278,12 @@ pub fn write_network(out: &mut String, manifest: &Manifest, rows: &[Row]) {
         "### Distance to the physical limit\n\n{}\n",
         limits::EXPLANATION
     );
-    let _ = writeln!(
+    crate::table::write(
         out,
-        "| Cell | Shape | Load | lanes | RTT ms | serialisation ms | limit ops/s | median ops/s | share of limit |"
+        "| Cell | Shape | Load | lanes | RTT ms | serialisation ms | limit ops/s | median ops/s | share of limit |",
+        "|---|---|---|--:|--:|--:|--:|--:|--:|",
+        &lines,
     );
-    let _ = writeln!(out, "|---|---|---|--:|--:|--:|--:|--:|--:|");
-    for line in lines {
-        let _ = writeln!(out, "{line}");
-    }
-    out.push('\n');
 }
 
 /// SHA-256 of the bytes given, as lower-case hex.

@@ -285,15 +285,12 @@ pub fn write_section(out: &mut String, rows: &[Row]) {
 Why a configuration is as fast as it is, medians over good samples. Pairs are client / server: the client's transport over the window (its `sample` event), the server's over its whole life, warmup, window and drain (its `stopped` event, per operation it served); `-` where a peer does not report it. Packets sent per operation; packets lost (QUIC) or segments retransmitted (TCP) per thousand sent; the client's congestion window reductions per second; congestion window in KiB, mean (min) over polls every 5 ms, summed over connections; smoothed RTT at the end in ms; the client's TCP share of the window with data in flight (the rest is application-limited), or QUIC datagrams per send call. From the emulator, per direction over the window: packets arrived / lost by the model / dropped at the queue limit / mean queueing delay in ms.
 "
     );
-    let _ = writeln!(
+    crate::table::write(
         out,
-        "| Cell | Shape | c | ops/s | transport | pkts/op (client / server) | lost or retx per 1000 (client / server) | client cwnd cuts/s | cwnd KiB mean (min) (client / server) | srtt ms (client / server) | busy or batch | link c->s pkts / lost / qdrop / wait ms | link s->c |"
+        "| Cell | Shape | c | ops/s | transport | pkts/op (client / server) | lost or retx per 1000 (client / server) | client cwnd cuts/s | cwnd KiB mean (min) (client / server) | srtt ms (client / server) | busy or batch | link c->s pkts / lost / qdrop / wait ms | link s->c |",
+        "|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+        &lines,
     );
-    let _ = writeln!(out, "|---|---|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|");
-    for line in lines {
-        let _ = writeln!(out, "{line}");
-    }
-    out.push('\n');
 }
 
 #[cfg(test)]

@@ -39,6 +39,13 @@ concurrency = [4]
 load = ["closed", { model = "open", rate = 100 }]
 "#;
 
+/// The first line of `text` that starts with `prefix`.
+fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
+    text.lines()
+        .find(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starts with {prefix:?} in:\n{text}"))
+}
+
 /// A histogram of `n` values: 98% at `typical` and 2% at `tail` (so p50 is `typical`'s
 /// bucket and p99, p99.9 and the maximum are `tail`'s), base64 as a sample carries it.
 fn histogram(n: u64, typical: u64, tail: u64) -> String {
@@ -189,10 +196,7 @@ fn aggregate_csv_snapshot() {
 #[test]
 fn a_clear_difference_over_six_rounds_is_significant_and_failures_are_left_out() {
     let md = render(&artifacts()).report_md;
-    let b_closed = md
-        .lines()
-        .find(|l| l.starts_with("| b | quic | rust | closed"))
-        .unwrap();
+    let b_closed = line(&md, "| b | quic | rust | closed");
     assert!(
         b_closed.contains("1.20x") && b_closed.contains("faster"),
         "{b_closed}"
@@ -202,10 +206,7 @@ fn a_clear_difference_over_six_rounds_is_significant_and_failures_are_left_out()
         b_closed.contains("| 6/7 |"),
         "the failed sample is counted, not used: {b_closed}"
     );
-    let b_open = md
-        .lines()
-        .find(|l| l.starts_with("| b | quic | rust | open"))
-        .unwrap();
+    let b_open = line(&md, "| b | quic | rust | open");
     assert!(
         b_open.contains('~'),
         "a 1% wobble is within noise: {b_open}"
@@ -339,19 +340,13 @@ fn samples_without_sampler_readings_keep_their_row_and_are_noted() {
         ]
     );
     let md = &rendered.report_md;
-    let b_closed = md
-        .lines()
-        .find(|l| l.starts_with("| b | quic | rust | closed"))
-        .unwrap();
+    let b_closed = line(md, "| b | quic | rust | closed");
     assert!(
         b_closed.contains("| 1201.0 [") && b_closed.contains("| n/a | n/a | n/a | n/a |"),
         "throughput kept, CPU and memory n/a: {b_closed}"
     );
     let csv = &rendered.aggregate_csv;
-    let b_row = csv
-        .lines()
-        .find(|l| l.starts_with("b/unary/c4/256B-256B/zeros/closed"))
-        .unwrap();
+    let b_row = line(csv, "b/unary/c4/256B-256B/zeros/closed");
     assert!(
         b_row.contains(",1201.000,") && b_row.contains(",6,1,"),
         "{b_row}"
@@ -376,12 +371,7 @@ fn unreadable_histograms_and_a_failed_network_check_are_noted() {
         "{}",
         rendered.notes[1]
     );
-    let a_closed = rendered
-        .report_md
-        .lines()
-        .find(|l| l.starts_with("| a | grpc | rust | closed"))
-        .unwrap()
-        .to_string();
+    let a_closed = line(&rendered.report_md, "| a | grpc | rust | closed").to_string();
     assert!(a_closed.ends_with("| 5/6 |"), "{a_closed}");
 }
 
@@ -461,6 +451,18 @@ fn each_row_keeps_its_good_samples_latencies_merged() {
     assert_eq!(keys, sorted);
 }
 
+/// The fixture cut to its first `rounds` rounds, its campaign saying so.
+fn rounds(rounds: u32) -> Artifacts {
+    let mut cut = artifacts();
+    cut.records.retain(|r| r.round <= rounds);
+    cut.manifest.campaign.text = cut
+        .manifest
+        .campaign
+        .text
+        .replace("repetitions = 6", &format!("repetitions = {rounds}"));
+    cut
+}
+
 #[test]
 fn the_headline_counts_only_significant_differences_as_wins() {
     let md = render(&artifacts()).report_md;
@@ -471,25 +473,96 @@ fn the_headline_counts_only_significant_differences_as_wins() {
     assert!(
         md.contains("The largest throughput gains were b against a on unary c4 closed at 1.20x")
     );
-    // Three rounds cannot show anything: the same 20% is within noise.
-    let mut three = artifacts();
-    three.records.retain(|r| r.round <= 3);
-    three.manifest.campaign.text = three
-        .manifest
-        .campaign
-        .text
-        .replace("repetitions = 6", "repetitions = 3");
-    let md = render(&three).report_md;
     assert!(
-        md.contains("higher median throughput in 0 and lower in 0 (2 within noise)"),
+        !md.contains("range rule"),
+        "six rounds need no range rule: {md}"
+    );
+}
+
+#[test]
+fn five_rounds_far_apart_are_significant() {
+    let md = render(&rounds(5)).report_md;
+    assert!(
+        md.contains("of 2 same-shape comparisons, b had significantly higher median throughput in 1 and lower in 0 (1 within noise)"),
         "{md}"
     );
-    assert!(md.contains("No throughput gain is significant"));
+    // Every b value above every a value; the rounds' jitter repeats values within a side, so
+    // p comes from the tie-corrected normal approximation, a little above 2 / C(10, 5) = 0.008.
     assert!(
-        md.contains("The widest ratio, within noise, was b against a on unary c4 closed at 1.20x")
+        md.contains(
+            "The largest throughput gains were b against a on unary c4 closed at 1.20x (p = 0.011)"
+        ),
+        "{md}"
+    );
+    assert!(!md.contains("no difference can reach significance"), "{md}");
+    assert!(!md.contains("By the range rule"), "{md}");
+}
+
+#[test]
+fn three_rounds_far_apart_count_a_win_by_the_range_rule() {
+    let md = render(&rounds(3)).report_md;
+    // The test cannot decide, so nothing is significant, p99 included (tied values a side
+    // once gave p = 0.047 from the normal approximation).
+    assert!(md.contains("No throughput gain is significant"), "{md}");
+    assert!(!md.contains("faster (p ="), "{md}");
+    // The 20% gain with ranges far apart is counted, by a rule that is named.
+    assert!(
+        md.contains("b against a (rust quic against grpc): of 2 same-shape comparisons, by the range rule of the reference reports (medians; a difference counts only where the min-max ranges of the two cells do not overlap, else it is within noise), b had higher median throughput in 1 and lower in 1 (0 within noise); lower median p99 in 1 and higher in 0 (1 within noise); it won both in 1. The Mann-Whitney test cannot decide any of them with these repetitions."),
+        "{md}"
     );
     assert!(
-        md.contains("With 3 repetition(s) per configuration no difference can reach significance")
+        md.contains("By the range rule, the largest throughput gains were b against a on unary c4 closed at 1.20x (ops/s 1200.0-1202.0 against 1000.0-1002.0)"),
+        "{md}"
+    );
+    // Beside the note that significance needs more repetitions, with what the rule is worth.
+    assert!(
+        md.contains("With 3 repetition(s) per configuration no difference can reach significance: a two-sided Mann-Whitney test at alpha 0.05 needs at least 4 per side (with 3, the smallest possible p is 0.100)"),
+        "{md}"
+    );
+    assert!(
+        md.contains("have their ranges apart by chance with probability 0.100 at 3 per side"),
+        "{md}"
+    );
+    let row = line(&md, "| Unary | rust | closed | 4 | b | a |");
+    assert!(row.contains("| apart: faster |"), "{row}");
+}
+
+#[test]
+fn within_noise_beside_an_interval_that_excludes_one_says_why() {
+    let rendered = render(&rounds(3));
+    let md = &rendered.report_md;
+    assert!(
+        md.contains("The widest ratio, within noise, was b against a on unary c4 closed at 1.20x: the interval of the ratio 1.20-1.20 excludes 1, but Mann-Whitney with 3 and 3 repetitions cannot reach p < 0.05 (the smallest possible p is 0.100)."),
+        "{md}"
+    );
+    // Every table cell that says within noise beside such an interval says why.
+    let headline_row = line(md, "| Unary | rust | closed | 4 | b | a |");
+    assert!(
+        headline_row
+            .contains("| 1.20x [1.20-1.20] | ~ (p = 0.100; 3+3 reps cannot reach p < 0.05) |"),
+        "{headline_row}"
+    );
+    let results_row = line(md, "| b | quic | rust | closed");
+    assert!(
+        results_row.contains("| 1.20x [1.20-1.20] ~ (3+3 reps cannot reach p < 0.05) |"),
+        "{results_row}"
+    );
+    assert!(
+        rendered.report_html.contains(
+            r#"<td>1.20-1.20</td><td>0.100</td><td class="t">within noise (3+3 reps cannot reach p &lt; 0.05)</td>"#
+        ),
+        "{}",
+        rendered.report_html
+    );
+    // Where the interval holds 1, a bare "~" stays.
+    let md = render(&artifacts()).report_md;
+    assert!(
+        md.contains("| 0.99x [0.99-0.99] ~ (change within 1%) |"),
+        "a 1% change with a narrow interval names the threshold: {md}"
+    );
+    assert!(
+        md.contains("| 3000.319 | 3000.319 | ~ (p = 1.000) | overlap |"),
+        "{md}"
     );
 }
 
@@ -882,11 +955,7 @@ fn cpu_below_one_clock_tick_reads_as_a_bound_not_zero() {
     let rendered = render(&artifacts);
     // 100 ops/s over 10 s: 1000 operations, so less than 10 us per operation.
     // Before the fix: "0.0".
-    let open_row = rendered
-        .report_md
-        .lines()
-        .find(|l| l.starts_with("| a | grpc | rust | open-100-constant"))
-        .unwrap();
+    let open_row = line(&rendered.report_md, "| a | grpc | rust | open-100-constant");
     assert!(open_row.contains("| 25.0 | < 10.0 |"), "{open_row}");
     let header = rendered.aggregate_csv.lines().next().unwrap();
     assert!(header.ends_with(",client_cpu_below_resolution,server_cpu_below_resolution"));

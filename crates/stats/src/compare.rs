@@ -100,6 +100,19 @@ pub enum Verdict {
     WithinNoise,
 }
 
+impl Change {
+    /// The change of a metric of `kind` whose candidate is higher (`higher`) or lower than the
+    /// baseline.
+    pub fn of(kind: MetricKind, higher: bool) -> Change {
+        match (kind, higher) {
+            (MetricKind::Duration, true) | (MetricKind::Rate, false) => Change::Slower,
+            (MetricKind::Duration, false) | (MetricKind::Rate, true) => Change::Faster,
+            (MetricKind::Other, true) => Change::Higher,
+            (MetricKind::Other, false) => Change::Lower,
+        }
+    }
+}
+
 impl fmt::Display for Change {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -272,14 +285,9 @@ pub fn compare(
     let mw = mann_whitney(candidate, baseline)?;
 
     let verdict = if mw.p < options.alpha && (ratio - 1.0).abs() > options.noise_threshold {
-        let higher = ratio > 1.0;
-        let change = match (options.kind, higher) {
-            (MetricKind::Duration, true) | (MetricKind::Rate, false) => Change::Slower,
-            (MetricKind::Duration, false) | (MetricKind::Rate, true) => Change::Faster,
-            (MetricKind::Other, true) => Change::Higher,
-            (MetricKind::Other, false) => Change::Lower,
-        };
-        Verdict::Significant { change }
+        Verdict::Significant {
+            change: Change::of(options.kind, ratio > 1.0),
+        }
     } else {
         Verdict::WithinNoise
     };

@@ -46,7 +46,7 @@ impl LatencySummary {
         if histogram.is_empty() {
             return LatencySummary::default();
         }
-        let mut quantiles = histogram.value_at_quantiles([0.50, 0.90, 0.99, 0.999]);
+        let mut quantiles = quantiles_ns(histogram, &[0.50, 0.90, 0.99, 0.999]).into_iter();
         let mut next = || quantiles.next().unwrap_or_default();
         LatencySummary {
             count: histogram.len(),
@@ -58,6 +58,20 @@ impl LatencySummary {
             max_ns: histogram.max(),
         }
     }
+}
+
+/// The values at `quantiles` (each in [0, 1], in ascending order), in one pass over the buckets:
+/// each the upper bound of the bucket that holds it, as [`LatencySummary`] reports them. Every
+/// percentile rpcarena shows of a histogram comes from here (a sample's p99, a per-second
+/// interval's, a percentile curve's points). An empty histogram gives zeros; a quantile below
+/// its predecessor ends the list early (hdrhistogram's rule), so the result may be shorter.
+pub fn quantiles_ns(histogram: &Histogram<u64>, quantiles: &[f64]) -> Vec<u64> {
+    if histogram.is_empty() {
+        return vec![0; quantiles.len()];
+    }
+    histogram
+        .value_at_quantiles(quantiles.iter().copied())
+        .collect()
 }
 
 #[cfg(test)]
@@ -96,6 +110,24 @@ mod tests {
         );
         assert_eq!(full.p99_ns, h.value_at_quantile(0.99));
         assert_eq!(full.p999_ns, h.value_at_quantile(0.999));
+    }
+
+    #[test]
+    fn quantiles_in_one_pass_are_each_quantile_alone() {
+        let mut h = Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).unwrap();
+        for v in 1..=20_000u64 {
+            h.record(v * v % 7_000_001 + 1).unwrap();
+        }
+        // The points of the report's percentile curve: p0 to p99.99 on a log scale.
+        let qs: Vec<f64> = (0..=40)
+            .map(|k| 1.0 - 10f64.powf(-f64::from(k) / 10.0))
+            .collect();
+        let alone: Vec<u64> = qs.iter().map(|&q| h.value_at_quantile(q)).collect();
+        assert_eq!(quantiles_ns(&h, &qs), alone);
+        assert_eq!(
+            quantiles_ns(&Histogram::<u64>::new(2).unwrap(), &qs),
+            vec![0; 41]
+        );
     }
 
     #[test]

@@ -7,8 +7,11 @@
 //! Against a baseline measured in the same rounds, [`compare()`] gives the ratio of medians with a
 //! seeded bootstrap interval, a two-sided [`mann_whitney()`] test and a [`Verdict`]: a change is
 //! significant only when p < alpha *and* it exceeds a noise threshold, as benchstat and criterion
-//! decide. [`drift()`] checks one window for a change of speed between its halves, and
-//! [`LatencySummary`] gives the percentiles of a latency histogram.
+//! decide; [`Comparison::disagreement`] says why a within-noise verdict stands beside a ratio
+//! interval that excludes 1. Where the test cannot decide (too few repetitions), [`range_rule`]
+//! applies the published reports' rule: medians, and whether the min-max ranges overlap.
+//! [`drift()`] checks one window for a change of speed between its halves, and
+//! [`LatencySummary`] and [`quantiles_ns`] give the percentiles of a latency histogram.
 //!
 //! The crate is pure: no I/O, no clock, and the one randomized method takes its seed from the
 //! caller, so every number can be recomputed from the artifacts. Results derive
@@ -44,20 +47,24 @@
 //! ```
 
 pub mod compare;
+pub mod disagreement;
 pub mod drift;
 mod error;
 pub mod interval;
 pub mod latency;
 pub mod mann_whitney;
+pub mod ranges;
 pub mod summary;
 
 pub use compare::{
     Change, CompareOptions, Comparison, MetricKind, RatioInterval, Side, Verdict, Warning, compare,
     paired_ratio_median,
 };
+pub use disagreement::Disagreement;
 pub use drift::{DEFAULT_DRIFT_THRESHOLD, Drift, drift};
 pub use error::StatsError;
 pub use interval::{DEFAULT_CONFIDENCE, MedianInterval, median_interval};
-pub use latency::LatencySummary;
+pub use latency::{LatencySummary, quantiles_ns};
 pub use mann_whitney::{MannWhitney, PValueMethod, mann_whitney, min_two_sided_p};
+pub use ranges::{RangeRule, RangeVerdict, range_rule};
 pub use summary::{Outliers, Summary, median, percentile};
