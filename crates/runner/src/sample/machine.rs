@@ -26,7 +26,7 @@
 use super::outcome::{self, Context};
 use crate::launcher::Launcher;
 use crate::noise::PinPlan;
-use crate::process::{Line, Message, describe_exit};
+use crate::process::describe_exit;
 use crate::procstat::WindowUsage;
 use rpcarena_model::campaign::{Timeouts, Timing};
 use rpcarena_model::duration;
@@ -35,12 +35,16 @@ use rpcarena_model::load::LoadSpec;
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{Noise, SampleRecord, SampleStatus, ServerResult};
 use rpcarena_model::schedule::Slot;
-use rpcarena_netem_core::SampleCheck;
+use rpcarena_netem_core::LinkStats;
 use rpcarena_protocol::event::{Armed, Command, Event, Role, SampleReport};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Duration;
+
+mod input;
+pub(crate) use input::Input;
+pub use input::{Line, Message};
 
 /// Nanoseconds on the shell's clock, from the start of the sample (the load gate included).
 pub(crate) type Nanos = u64;
@@ -139,44 +143,6 @@ pub(crate) struct SampleSpec {
     pub client: ClientLaunch,
 }
 
-/// What happened, as the shell saw it.
-#[derive(Debug)]
-pub(crate) enum Input {
-    /// A peer process started.
-    Spawned(Role),
-    /// A peer process could not be started.
-    SpawnFailed {
-        /// Which.
-        role: Role,
-        /// Why.
-        error: String,
-    },
-    /// A line of a peer's stdout, or its end.
-    Line(Message),
-    /// A command could not be written to a peer's stdin.
-    SendFailed {
-        /// Which.
-        role: Role,
-        /// Why.
-        error: String,
-    },
-    /// The answer to [`Action::AwaitExit`]: the leader's exit status, `None` if still running.
-    Exit {
-        /// Which.
-        role: Role,
-        /// How it ended.
-        status: Option<ExitStatus>,
-    },
-    /// The answer to [`Action::StopSampler`].
-    Usage(Result<WindowUsage, String>),
-    /// The answer to [`Action::KillGroups`]: processes that survived.
-    TornDown(Vec<String>),
-    /// The answer to [`Action::CheckNetwork`]: the counters, or why the sample is invalid.
-    Network(Result<Option<SampleCheck>, String>),
-    /// A stop signal arrived (the peers are being killed).
-    Interrupted,
-}
-
 /// What the shell must do.
 #[derive(Debug)]
 pub(crate) enum Action {
@@ -204,9 +170,10 @@ pub(crate) enum Action {
         /// How long at most.
         within: Duration,
     },
-    /// Start the /proc sampler on both groups (client first).
+    /// Start the /proc sampler on both groups (client first) and read the emulator's
+    /// counters; answer [`Input::SamplerStarted`].
     StartSampler,
-    /// Stop it; answer [`Input::Usage`].
+    /// Stop it and read the emulator's counters again; answer [`Input::Readings`].
     StopSampler,
     /// Kill both groups, reap, check nothing survived; answer [`Input::TornDown`].
     KillGroups,
@@ -322,6 +289,8 @@ pub(crate) struct SampleMachine {
     armed: Option<Armed>,
     report: Option<SampleReport>,
     sampler_running: bool,
+    /// The emulator's counters when the window opened (from [`Input::SamplerStarted`]).
+    link_at_start: Option<LinkStats>,
     interrupted: bool,
     /// Problems past [`MAX_PROBLEMS`], counted, not kept.
     untold: usize,
@@ -370,6 +339,7 @@ impl SampleMachine {
             armed: None,
             report: None,
             sampler_running: false,
+            link_at_start: None,
             interrupted: false,
             untold: 0,
         }
@@ -451,7 +421,8 @@ impl SampleMachine {
                 }
             }
             Input::Exit { role, status } => self.on_exit(now, role, status),
-            Input::Usage(usage) => self.on_usage(now, usage),
+            Input::SamplerStarted(link) => self.link_at_start = link,
+            Input::Readings { usage, link } => self.on_readings(now, usage, link),
             Input::TornDown(survivors) => {
                 if self.stage == Stage::Teardown {
                     for problem in survivors {
@@ -635,7 +606,17 @@ impl SampleMachine {
         }
     }
 
-    fn on_usage(&mut self, now: Nanos, usage: Result<WindowUsage, String>) {
+    fn on_readings(
+        &mut self,
+        now: Nanos,
+        usage: Result<WindowUsage, String>,
+        link: Option<LinkStats>,
+    ) {
+        // The window's emulator counters go with the /proc readings: both cover START to the
+        // client's `sample` event.
+        if let (Some(start), Some(end)) = (self.link_at_start.take(), link) {
+            self.record.network_window = Some(end.since(&start));
+        }
         if self.stage != Stage::Readings {
             return; // the sampler of a failed sample: its readings are not used
         }
