@@ -742,24 +742,18 @@ fn non_empty_unique<T: PartialEq + fmt::Debug>(problems: &mut Problems, path: &s
 mod tests {
     use super::*;
 
-    const GOOD: &str = r#"
-name = "t"
-seed = 7
-[[peers]]
-id = "rust"
-command = ["rpcarena-peer-rust"]
-[[cells]]
-id = "rust-grpc"
-client = "rust"
-server = "rust"
-stack = "grpc"
-[workload]
-concurrency = [1, 4]
-"#;
+    /// One peer, one cell, two concurrencies: every test below varies it.
+    static GOOD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        rpcarena_fixtures::campaign("t", 7)
+            .peer("rust", &["rpcarena-peer-rust"])
+            .cells("rust", &["grpc"])
+            .section("[workload]\nconcurrency = [1, 4]")
+            .build()
+    });
 
     #[test]
     fn parses_with_defaults() {
-        let c = Campaign::parse(GOOD, "t.toml").unwrap();
+        let c = Campaign::parse(&GOOD, "t.toml").unwrap();
         assert_eq!(c.repetitions, 3);
         assert_eq!(c.workload.shapes, Shape::ALL.to_vec());
         assert_eq!(c.workload.request_size, vec![256]);
@@ -771,20 +765,20 @@ concurrency = [1, 4]
 
     #[test]
     fn network_as_name_or_table() {
-        let c = Campaign::parse(&format!("network = \"loopback\"\n{GOOD}"), "t").unwrap();
+        let c = Campaign::parse(&format!("network = \"loopback\"\n{}", *GOOD), "t").unwrap();
         assert_eq!(c.network.backend, NetworkBackend::Loopback);
-        let text = format!("{GOOD}\n[network]\nbackend = \"loopback\"\n");
+        let text = format!("{}\n[network]\nbackend = \"loopback\"\n", *GOOD);
         assert_eq!(
             Campaign::parse(&text, "t").unwrap().network.backend,
             NetworkBackend::Loopback
         );
-        let err = Campaign::parse(&format!("network = \"emulated\"\n{GOOD}"), "t").unwrap_err();
+        let err = Campaign::parse(&format!("network = \"emulated\"\n{}", *GOOD), "t").unwrap_err();
         assert!(
             err.to_string()
                 .contains("t: network.profile: expected a link profile name"),
             "{err}"
         );
-        let err = Campaign::parse(&format!("network = \"wan\"\n{GOOD}"), "t").unwrap_err();
+        let err = Campaign::parse(&format!("network = \"wan\"\n{}", *GOOD), "t").unwrap_err();
         assert!(err.to_string().contains("network"), "{err}");
     }
 
@@ -792,7 +786,7 @@ concurrency = [1, 4]
     fn type_errors_name_file_line_and_path() {
         let text = GOOD.replace("concurrency = [1, 4]", "concurrency = [1, \"four\"]");
         let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
-        assert!(err.starts_with("c.toml:13:19: "), "{err}");
+        assert!(err.starts_with("c.toml:12:19: "), "{err}");
         assert!(err.contains("workload.concurrency[1]"), "{err}");
     }
 
@@ -805,7 +799,7 @@ concurrency = [1, 4]
 
     #[test]
     fn bad_durations_and_shapes_explain_themselves() {
-        let text = format!("{GOOD}\n[timing]\nwindow = \"5\"\n");
+        let text = format!("{}\n[timing]\nwindow = \"5\"\n", *GOOD);
         let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
         assert!(
             err.contains("timing.window") && err.contains("\"2s\""),
@@ -882,14 +876,14 @@ concurrency = [1, 4]
         // Before the fix: 1500us ran as 1 ms, and 500us as a zero window every peer refuses.
         for (value, path) in [("1500us", "timing.warmup"), ("500us", "timing.window")] {
             let field = path.trim_start_matches("timing.");
-            let text = format!("{GOOD}\n[timing]\n{field} = \"{value}\"\n");
+            let text = format!("{}\n[timing]\n{field} = \"{value}\"\n", *GOOD);
             let problems = problems_of(&text);
             assert!(
                 problems.iter().any(|p| p.path == path),
                 "{value}: {problems:?}"
             );
         }
-        let text = format!("{GOOD}\n[timing]\nwindow = \"1500us\"\n");
+        let text = format!("{}\n[timing]\nwindow = \"1500us\"\n", *GOOD);
         let problems = problems_of(&text);
         assert!(
             problems[0].message.contains("would be cut to 1ms"),
@@ -900,7 +894,10 @@ concurrency = [1, 4]
     #[test]
     fn what_run_or_every_peer_refuses_is_refused_by_validate() {
         // An unknown profile name: `run` refused it after validate had said "valid".
-        let text = format!("{GOOD}\n[network]\nbackend = \"emulated\"\nprofile = \"moon\"\n");
+        let text = format!(
+            "{}\n[network]\nbackend = \"emulated\"\nprofile = \"moon\"\n",
+            *GOOD
+        );
         let problems = problems_of(&text);
         assert_eq!(problems[0].path, "network.profile", "{problems:?}");
         // Structured payloads of 1 or 2 bytes: every peer refuses them.
@@ -922,7 +919,7 @@ concurrency = [1, 4]
         bytes.insert(at + 1, 0xff);
         let err = decode(&bytes, "c.toml").unwrap_err().to_string();
         // Before the fix: "stream did not contain valid UTF-8", no line.
-        assert!(err.starts_with("c.toml:12:2: "), "{err}");
+        assert!(err.starts_with("c.toml:11:2: "), "{err}");
         assert!(err.contains("not UTF-8"), "{err}");
     }
 

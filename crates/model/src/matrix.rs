@@ -96,28 +96,13 @@ mod tests {
 
     #[test]
     fn expands_the_full_product_in_report_order() {
-        let text = r#"
-name = "t"
-seed = 1
-[[peers]]
-id = "p"
-command = ["x"]
-[[cells]]
-id = "a"
-client = "p"
-server = "p"
-stack = "grpc"
-[[cells]]
-id = "b"
-client = "p"
-server = "p"
-stack = "quic"
-[workload]
-shapes = ["unary", "bidi"]
-concurrency = [1, 4]
-request_size = [16, 256]
-"#;
-        let campaign = Campaign::parse(text, "t").unwrap();
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .peer("p", &["x"])
+            .cell("a", "p", "p", "grpc")
+            .cell("b", "p", "p", "quic")
+            .section("[workload]\nshapes = [\"unary\", \"bidi\"]\nconcurrency = [1, 4]\nrequest_size = [16, 256]")
+            .build();
+        let campaign = Campaign::parse(&text, "t").unwrap();
         let configs = expand(&campaign);
         assert_eq!(configs.len(), 2 * 2 * 2 * 2);
         assert_eq!(configs[0].key, "a/unary/c1/16B-256B/zeros/closed");
@@ -135,24 +120,18 @@ mod load_tests {
 
     #[test]
     fn a_model_that_fixes_its_concurrency_replaces_the_list() {
-        let text = r#"
-name = "t"
-seed = 1
-[[peers]]
-id = "p"
-command = ["x"]
-[[cells]]
-id = "a"
-client = "p"
-server = "p"
-stack = "grpc"
-[workload]
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .peer("p", &["x"])
+            .cell("a", "p", "p", "grpc")
+            .section(
+                r#"[workload]
 shapes = ["unary"]
 concurrency = [1, 4]
 payload = ["zeros", "structured"]
-load = ["closed", { model = "window", in_flight = 50 }, { model = "open", rate = 500 }]
-"#;
-        let campaign = Campaign::parse(text, "t").unwrap();
+load = ["closed", { model = "window", in_flight = 50 }, { model = "open", rate = 500 }]"#,
+            )
+            .build();
+        let campaign = Campaign::parse(&text, "t").unwrap();
         let keys: Vec<String> = expand(&campaign).into_iter().map(|c| c.key).collect();
         assert_eq!(
             keys,
