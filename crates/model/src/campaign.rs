@@ -313,6 +313,9 @@ pub struct Timeouts {
     /// From `SHUTDOWN` to `stopped` and exit.
     #[serde(default = "default_shutdown", with = "duration")]
     pub shutdown: Duration,
+    /// From `WINDOW START` or `WINDOW END` to the server's `window` answer (revision 1.2).
+    #[serde(default = "default_window_answer", with = "duration")]
+    pub window: Duration,
 }
 
 fn default_ready() -> Duration {
@@ -323,6 +326,9 @@ fn default_armed() -> Duration {
 }
 fn default_sample() -> Duration {
     Duration::from_secs(10)
+}
+fn default_window_answer() -> Duration {
+    Duration::from_secs(5)
 }
 fn default_shutdown() -> Duration {
     Duration::from_secs(5)
@@ -335,6 +341,7 @@ impl Default for Timeouts {
             armed: default_armed(),
             sample: default_sample(),
             shutdown: default_shutdown(),
+            window: default_window_answer(),
         }
     }
 }

@@ -401,7 +401,17 @@ fn sample_spec(
             ca: context.ca_cert.to_path_buf(),
             seed: campaign.seed ^ ((place.index as u64) << 20),
         },
+        server_window: follows_revision(server.capabilities.revision.as_deref(), (1, 2)),
     }
+}
+
+/// Whether a peer's declared revision (`"1.2"`; absent means 1.0) is at least `wanted`.
+fn follows_revision(revision: Option<&str>, wanted: (u32, u32)) -> bool {
+    let parse = |r: &str| -> Option<(u32, u32)> {
+        let (major, minor) = r.split_once('.')?;
+        Some((major.parse().ok()?, minor.parse().ok()?))
+    };
+    revision.and_then(parse).is_some_and(|r| r >= wanted)
 }
 
 /// `r01-003-rust-grpc-unary-c4-256B-256B-zeros-closed`: round, position, configuration.
@@ -418,4 +428,18 @@ fn sample_id(slot: &Slot, config: &SampleConfig) -> String {
         config.payload,
         config.load
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::follows_revision;
+
+    #[test]
+    fn revisions_compare_as_numbers() {
+        assert!(follows_revision(Some("1.2"), (1, 2)));
+        assert!(follows_revision(Some("1.10"), (1, 2)));
+        assert!(!follows_revision(Some("1.1"), (1, 2)));
+        assert!(!follows_revision(None, (1, 2)));
+        assert!(!follows_revision(Some("one"), (1, 2)));
+    }
 }

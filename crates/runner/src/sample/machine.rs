@@ -43,6 +43,7 @@ use std::process::ExitStatus;
 use std::time::Duration;
 
 mod input;
+mod window;
 pub(crate) use input::Input;
 pub use input::{Line, Message};
 
@@ -141,6 +142,8 @@ pub(crate) struct SampleSpec {
     pub server_argv: Vec<String>,
     /// How to start the client.
     pub client: ClientLaunch,
+    /// The server follows revision 1.2: it is told the window (`WINDOW START`, `WINDOW END`).
+    pub server_window: bool,
 }
 
 /// What the shell must do.
@@ -193,12 +196,14 @@ enum Wait {
     Sample,
     Stopped(Role),
     EndOfOutput(Role),
+    /// The server's answer to `WINDOW END` (revision 1.2).
+    WindowEnd,
 }
 
 impl Wait {
     fn role(self) -> Role {
         match self {
-            Wait::Ready => Role::Server,
+            Wait::Ready | Wait::WindowEnd => Role::Server,
             Wait::Armed | Wait::Sample => Role::Client,
             Wait::Stopped(role) | Wait::EndOfOutput(role) => role,
         }
@@ -212,6 +217,7 @@ impl Wait {
             Wait::Sample => "sample",
             Wait::Stopped(_) => "stopped",
             Wait::EndOfOutput(_) => "end of output",
+            Wait::WindowEnd => "window",
         }
     }
 
@@ -222,6 +228,7 @@ impl Wait {
             Wait::Armed => "armed",
             Wait::Sample => "sample",
             Wait::Stopped(_) | Wait::EndOfOutput(_) => "shutdown",
+            Wait::WindowEnd => "window",
         }
     }
 
@@ -231,6 +238,7 @@ impl Wait {
             Wait::Armed => "connect and warmup",
             Wait::Sample => "measure",
             Wait::Stopped(_) | Wait::EndOfOutput(_) => "shutdown",
+            Wait::WindowEnd => "the window's end (after WINDOW END)",
         }
     }
 
@@ -243,6 +251,7 @@ impl Wait {
                 .saturating_add(timing.drain)
                 .saturating_add(timeouts.sample),
             Wait::Stopped(_) | Wait::EndOfOutput(_) => timeouts.shutdown,
+            Wait::WindowEnd => timeouts.window,
         }
     }
 }
@@ -291,6 +300,8 @@ pub(crate) struct SampleMachine {
     sampler_running: bool,
     /// The emulator's counters when the window opened (from [`Input::SamplerStarted`]).
     link_at_start: Option<LinkStats>,
+    /// The server's `window` answers (revision 1.2), and its figures over the window.
+    window: window::Answers,
     interrupted: bool,
     /// Problems past [`MAX_PROBLEMS`], counted, not kept.
     untold: usize,
@@ -340,6 +351,7 @@ impl SampleMachine {
             report: None,
             sampler_running: false,
             link_at_start: None,
+            window: window::Answers::default(),
             interrupted: false,
             untold: 0,
         }
@@ -510,6 +522,9 @@ impl SampleMachine {
             Line::Event(event) if from == awaited && event.name() == wait.kind() => {
                 self.on_event(now, event);
             }
+            Line::Event(Event::Window(answer)) if from == Role::Server && self.window.expected() => {
+                self.on_window(now, answer);
+            }
             Line::Closed if from == awaited && wait == Wait::EndOfOutput(awaited) => {
                 self.stage = Stage::Exiting(awaited);
                 self.deadline = None;
@@ -578,13 +593,16 @@ impl SampleMachine {
                     role: Role::Client,
                     command: Command::Start,
                 });
+                self.tell_server_window(Command::WindowStart);
             }
             Event::Sample(report) => {
                 self.report = Some(report);
                 self.stage = Stage::Readings;
                 self.deadline = None;
+                self.tell_server_window(Command::WindowEnd);
                 self.stop_sampler();
             }
+            Event::Window(answer) => self.on_window(now, answer),
             Event::Stopped(stopped) => {
                 let Stage::Waiting(Wait::Stopped(role)) = self.stage else {
                     return;
@@ -597,13 +615,13 @@ impl SampleMachine {
                     self.checks.extend(problems);
                     (self.record.server_counters, self.record.server) =
                         ServerResult::from_stopped(stopped);
+                    self.window.keep(&mut self.record);
                 }
                 self.actions.push_back(Action::CloseStdin(role));
                 // After `stopped` the peer closes stdout and exits; nothing else may come first.
                 self.wait(now, Wait::EndOfOutput(role));
             }
-            // Event::Window (revision 1.2): not awaited yet (the integrator's window commands)
-            Event::Capabilities(_) | Event::Error(_) | Event::Window(_) => {}
+            Event::Capabilities(_) | Event::Error(_) => {}
         }
     }
 
@@ -639,7 +657,7 @@ impl SampleMachine {
         let (checks, warnings) = outcome::apply(&mut self.record, armed, report, usage, &context);
         self.checks = checks;
         self.actions.extend(warnings.into_iter().map(Action::Warn));
-        self.shut_down(now, Role::Client);
+        self.after_readings(now);
     }
 
     fn shut_down(&mut self, now: Nanos, role: Role) {

@@ -49,6 +49,7 @@ fn spec() -> SampleSpec {
             ca: "/run/ca.pem".into(),
             seed: 5,
         },
+        server_window: false,
     }
 }
 
@@ -911,4 +912,100 @@ fn no_link_counters_without_both_edges() {
         });
     run.stops(Role::Client).stops(Role::Server);
     assert_eq!(run.record().network_window, None);
+}
+
+/// A server that follows revision 1.2.
+fn windowed() -> Run {
+    Run::with(SampleSpec {
+        server_window: true,
+        ..spec()
+    })
+}
+
+fn window_answer(edge: rpcarena_protocol::event::Edge, rpcs: u64, allocations: u64) -> Event {
+    Event::Window(rpcarena_protocol::event::WindowReport {
+        edge,
+        counters: BTreeMap::from([("rpcs".to_string(), rpcs)]),
+        allocations: Some(allocations),
+        allocated_bytes: Some(allocations * 100),
+    })
+}
+
+#[test]
+fn a_server_of_revision_1_2_is_told_the_window_and_its_figures_are_kept() {
+    use rpcarena_protocol::event::Edge;
+    let mut run = windowed();
+    run.armed();
+    assert!(run.said().ends_with(&[
+        "start sampler".into(),
+        "send START client".into(),
+        "send WINDOW START server".into()
+    ]));
+    run.event(Role::Server, window_answer(Edge::Start, 20, 1000))
+        .at(6 * S)
+        .event(Role::Client, Event::Sample(report()));
+    assert_eq!(run.said(), ["send WINDOW END server", "stop sampler"]);
+    run.feed(Input::Readings {
+        usage: Ok(usage()),
+        link: None,
+    });
+    assert_eq!(
+        run.said(),
+        Vec::<String>::new(),
+        "the client waits for WINDOW END's answer"
+    );
+    assert_eq!(
+        run.machine.deadline(),
+        Some(6 * S + 5 * S),
+        "timeouts.window"
+    );
+    run.event(Role::Server, window_answer(Edge::End, 121, 3020));
+    assert_eq!(run.said(), ["send SHUTDOWN client"]);
+    run.stops(Role::Client).stops(Role::Server);
+    let record = run.record();
+    assert_eq!(record.status, SampleStatus::Ok, "{:?}", record.reason);
+    let window = record.server.and_then(|s| s.window).expect("server.window");
+    assert_eq!(window.counters["rpcs"], 101);
+    assert_eq!(window.allocations, Some(2020));
+    assert_eq!(window.allocated_bytes, Some(202_000));
+}
+
+#[test]
+fn a_window_answer_that_never_comes_fails_the_sample_on_its_timeout() {
+    use rpcarena_protocol::event::Edge;
+    let mut run = windowed();
+    run.armed()
+        .event(Role::Server, window_answer(Edge::Start, 20, 1000))
+        .at(6 * S)
+        .event(Role::Client, Event::Sample(report()))
+        .feed(Input::Readings {
+            usage: Ok(usage()),
+            link: None,
+        });
+    run.at(11 * S).timeout();
+    let reason = run.reason();
+    assert!(
+        reason.contains("server did not print `window` within 5s (timeouts.window)"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn allocations_that_go_backwards_fail_the_sample_naming_the_field() {
+    use rpcarena_protocol::event::Edge;
+    let mut run = windowed();
+    run.armed()
+        .event(Role::Server, window_answer(Edge::Start, 20, 9000))
+        .event(Role::Client, Event::Sample(report()))
+        .feed(Input::Readings {
+            usage: Ok(usage()),
+            link: None,
+        })
+        .event(Role::Server, window_answer(Edge::End, 30, 8000));
+    run.stops(Role::Client).stops(Role::Server);
+    let reason = run.reason();
+    assert!(
+        reason.contains("server allocations went backwards over the window: 9000 at WINDOW START, 8000 at WINDOW END"),
+        "{reason}"
+    );
 }
