@@ -143,8 +143,19 @@ pub struct Cell {
     pub client: String,
     /// Peer id of the server.
     pub server: String,
-    /// Stack name as peers advertise it: `grpc`, `quic`, `tcp`.
+    /// Stack name as peers advertise it: `grpc`, `quic`, `tcp`, or another of docs/stacks.md.
     pub stack: String,
+    /// The shapes of this cell, in place of `workload.shapes` (a stack without streams, such as
+    /// Go's `netrpc-gob`, runs `["unary"]` in a campaign whose other cells also run `pingpong`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shapes: Option<Vec<Shape>>,
+}
+
+impl Cell {
+    /// The shapes this cell runs: its own, else the workload's.
+    pub fn shapes<'a>(&'a self, workload: &'a Workload) -> &'a [Shape] {
+        self.shapes.as_deref().unwrap_or(&workload.shapes)
+    }
 }
 
 /// The workload matrix: every combination of the listed values is a sample configuration.
@@ -537,6 +548,9 @@ impl Campaign {
             if !is_id(&cell.stack) {
                 problems.add(format!("cells[{i}].stack"), id_expectation(&cell.stack));
             }
+            if let Some(shapes) = &cell.shapes {
+                non_empty_unique(problems, &format!("cells[{i}].shapes"), shapes);
+            }
         }
         if let Some(baseline) = &self.baseline
             && !self.cells.iter().any(|c| &c.id == baseline)
@@ -653,9 +667,13 @@ impl Campaign {
                 }
             })
             .fold(0u64, u64::saturating_add);
+        let cell_shapes: u64 = self
+            .cells
+            .iter()
+            .map(|c| c.shapes(w).len() as u64)
+            .fold(0u64, u64::saturating_add);
         [
-            self.cells.len() as u64,
-            w.shapes.len() as u64,
+            cell_shapes,
             per_load,
             w.request_size.len() as u64,
             w.response_size.len() as u64,

@@ -53,7 +53,7 @@ pub fn expand(campaign: &Campaign) -> Vec<SampleConfig> {
     let w = &campaign.workload;
     let mut out = Vec::new();
     for cell in &campaign.cells {
-        for &shape in &w.shapes {
+        for &shape in cell.shapes(w) {
             for load in &w.load {
                 let concurrencies = match load.fixed_concurrency() {
                     Some(c) => vec![c],
@@ -148,5 +148,32 @@ load = ["closed", { model = "window", in_flight = 50 }, { model = "open", rate =
                 "a/unary/c4/256B-256B/structured/open-500-constant",
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod cell_shape_tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_with_its_own_shapes_runs_only_those() {
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .peer("p", &["x"])
+            .cell("a", "p", "p", "grpc")
+            .cell("b", "p", "p", "netrpc-gob")
+            .section("shapes = [\"unary\"]")
+            .section("[workload]\nshapes = [\"unary\", \"pingpong\"]\nconcurrency = [1]")
+            .build();
+        let campaign = Campaign::parse(&text, "t").unwrap();
+        let keys: Vec<String> = expand(&campaign).into_iter().map(|c| c.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "a/unary/c1/256B-256B/zeros/closed",
+                "a/pingpong/c1/256B-256B/zeros/closed",
+                "b/unary/c1/256B-256B/zeros/closed",
+            ]
+        );
+        assert_eq!(campaign.planned_samples(), 3 * 3);
     }
 }
