@@ -173,6 +173,10 @@ pub struct Workload {
     /// Response payload sizes in bytes.
     #[serde(default = "default_size")]
     pub response_size: Vec<u32>,
+    /// `true`: the k-th request size goes with the k-th response size only (1 KiB both ways,
+    /// 64 KiB both ways), instead of every combination; both lists then have the same length.
+    #[serde(default)]
+    pub paired_sizes: bool,
     /// Messages in each streamed direction of a streaming operation.
     #[serde(default = "default_messages_per_stream")]
     pub messages_per_stream: u32,
@@ -188,12 +192,41 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The (request, response) sizes the matrix runs: every combination, or the pairs.
+    pub fn size_pairs(&self) -> Vec<(u32, u32)> {
+        if self.paired_sizes {
+            return self
+                .request_size
+                .iter()
+                .copied()
+                .zip(self.response_size.iter().copied())
+                .collect();
+        }
+        let mut pairs = Vec::new();
+        for &request in &self.request_size {
+            for &response in &self.response_size {
+                pairs.push((request, response));
+            }
+        }
+        pairs
+    }
+
     /// Lists of unique values, load models and shapes that fit together, ranges.
     fn validate(&self, problems: &mut Problems) {
         non_empty_unique(problems, "workload.shapes", &self.shapes);
         non_empty_unique(problems, "workload.concurrency", &self.concurrency);
         non_empty_unique(problems, "workload.request_size", &self.request_size);
         non_empty_unique(problems, "workload.response_size", &self.response_size);
+        if self.paired_sizes && self.request_size.len() != self.response_size.len() {
+            problems.add(
+                "workload.paired_sizes",
+                format!(
+                    "paired sizes need as many response sizes as request sizes ({} and {})",
+                    self.request_size.len(),
+                    self.response_size.len()
+                ),
+            );
+        }
         non_empty_unique(problems, "workload.load", &self.load);
         non_empty_unique(problems, "workload.payload", &self.payload);
         for (i, load) in self.load.iter().enumerate() {
@@ -675,8 +708,7 @@ impl Campaign {
         [
             cell_shapes,
             per_load,
-            w.request_size.len() as u64,
-            w.response_size.len() as u64,
+            w.size_pairs().len() as u64,
             w.payload.len() as u64,
             u64::from(self.repetitions),
         ]

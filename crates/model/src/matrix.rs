@@ -60,10 +60,9 @@ pub fn expand(campaign: &Campaign) -> Vec<SampleConfig> {
                     None => w.concurrency.clone(),
                 };
                 for concurrency in concurrencies {
-                    for &request_size in &w.request_size {
-                        for &response_size in &w.response_size {
-                            for &payload in &w.payload {
-                                out.push(SampleConfig {
+                    for (request_size, response_size) in w.size_pairs() {
+                        for &payload in &w.payload {
+                            out.push(SampleConfig {
                                     key: format!(
                                         "{}/{shape}/c{concurrency}/{request_size}B-{response_size}B/{payload}/{load}",
                                         cell.id
@@ -80,7 +79,6 @@ pub fn expand(campaign: &Campaign) -> Vec<SampleConfig> {
                                     payload,
                                     load: load.clone(),
                                 });
-                            }
                         }
                     }
                 }
@@ -175,5 +173,35 @@ mod cell_shape_tests {
             ]
         );
         assert_eq!(campaign.planned_samples(), 3 * 3);
+    }
+}
+
+#[cfg(test)]
+mod paired_size_tests {
+    use super::*;
+
+    #[test]
+    fn paired_sizes_run_each_pair_once() {
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .peer("p", &["x"])
+            .cell("a", "p", "p", "grpc")
+            .section("[workload]\nshapes = [\"unary\"]\nconcurrency = [1]")
+            .section(
+                "request_size = [1024, 65536]\nresponse_size = [1024, 65536]\npaired_sizes = true",
+            )
+            .build();
+        let campaign = Campaign::parse(&text, "t").unwrap();
+        let keys: Vec<String> = expand(&campaign).into_iter().map(|c| c.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "a/unary/c1/1024B-1024B/zeros/closed",
+                "a/unary/c1/65536B-65536B/zeros/closed"
+            ]
+        );
+        assert_eq!(campaign.planned_samples(), 2 * 3);
+        let uneven = text.replace("response_size = [1024, 65536]", "response_size = [1024]");
+        let err = Campaign::parse(&uneven, "t").unwrap_err().to_string();
+        assert!(err.contains("workload.paired_sizes"), "{err}");
     }
 }
