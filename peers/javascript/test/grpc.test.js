@@ -86,3 +86,39 @@ test('a grpc unary call answered with two responses fails with invalid (it does 
     server.forceShutdown();
   }
 });
+
+test('pingpong: the grpc bidi handler answers each request before the next one is sent', async () => {
+  const counters = new ServerCounters();
+  const server = await startGrpcServer({ listen: { host: '127.0.0.1', port: 0 }, certPem: fixture('ip.pem'), keyPem: fixture('ip.key'), counters });
+  const port = Number(server.address.split(':')[1]);
+  const work = { shape: 'bidi', kind: KIND.structured, requestSize: 64, responseSize: 80, messages: 8 };
+  const client = new GrpcClient({ server: { host: '127.0.0.1', port }, serverName: '127.0.0.1', caPem: fixture('ca.pem'), work });
+  try {
+    await client.connect();
+    const call = client.client.Bidi();
+    const responses = [];
+    let arrived;
+    call.on('data', (r) => {
+      responses.push(r);
+      arrived?.();
+    });
+    const status = new Promise((resolve) => call.on('status', resolve));
+    call.on('error', () => {});
+    for (let i = 0; i < work.messages; i++) {
+      const next = new Promise((resolve) => {
+        arrived = resolve;
+      });
+      call.write(request(KIND.structured, i, 64, 80, 0));
+      const late = new Promise((resolve) => setTimeout(() => resolve('late'), 2000));
+      assert.notEqual(await Promise.race([next, late]), 'late', `no response ${i} within 2 s of request ${i}`);
+      assert.equal(responses.length, i + 1);
+      assert.equal(Number(responses[i].seq), i);
+    }
+    call.end();
+    assert.equal((await status).code, grpc.status.OK);
+    assert.deepEqual([counters.requests, counters.responses, counters.rejected], [8, 8, 0]);
+  } finally {
+    await client.close();
+    await server.close();
+  }
+});
