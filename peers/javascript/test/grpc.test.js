@@ -10,13 +10,19 @@ import { KIND, request, responseTo } from '../src/workload.js';
 
 const fixture = (name) => fs.readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
 
-test('the grpc server refuses malformed calls with INVALID_ARGUMENT and serves on', async () => {
+/** This peer's grpc server on a free loopback port, and a connected client of it doing `work`. */
+async function serverAndClient(work) {
   const counters = new ServerCounters();
   const server = await startGrpcServer({ listen: { host: '127.0.0.1', port: 0 }, certPem: fixture('ip.pem'), keyPem: fixture('ip.key'), counters });
   const port = Number(server.address.split(':')[1]);
+  const client = new GrpcClient({ server: { host: '127.0.0.1', port }, serverName: '127.0.0.1', caPem: fixture('ca.pem'), work });
+  await client.connect();
+  return { counters, server, client };
+}
+
+test('the grpc server refuses malformed calls with INVALID_ARGUMENT and serves on', async () => {
   const work = { shape: 'unary', kind: KIND.zeros, requestSize: 8, responseSize: 8, messages: 3 };
-  const good = new GrpcClient({ server: { host: '127.0.0.1', port }, serverName: '127.0.0.1', caPem: fixture('ca.pem'), work });
-  await good.connect();
+  const { counters, server, client: good } = await serverAndClient(work);
   const raw = good.client;
   const unary = (message) => new Promise((resolve) => raw.Unary(message, (err) => resolve(err)));
   const stream = (method, messages) => new Promise((resolve) => {
@@ -88,13 +94,9 @@ test('a grpc unary call answered with two responses fails with invalid (it does 
 });
 
 test('pingpong: the grpc bidi handler answers each request before the next one is sent', async () => {
-  const counters = new ServerCounters();
-  const server = await startGrpcServer({ listen: { host: '127.0.0.1', port: 0 }, certPem: fixture('ip.pem'), keyPem: fixture('ip.key'), counters });
-  const port = Number(server.address.split(':')[1]);
   const work = { shape: 'bidi', kind: KIND.structured, requestSize: 64, responseSize: 80, messages: 8 };
-  const client = new GrpcClient({ server: { host: '127.0.0.1', port }, serverName: '127.0.0.1', caPem: fixture('ca.pem'), work });
+  const { counters, server, client } = await serverAndClient(work);
   try {
-    await client.connect();
     const call = client.client.Bidi();
     const responses = [];
     let arrived;
