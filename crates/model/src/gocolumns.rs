@@ -70,3 +70,59 @@ pub fn of(record: &SampleRecord) -> Option<GoColumns> {
         server_allocs_per_op: per_op(window.and_then(|w| w.allocations)),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{ServerResult, ServerWindow};
+
+    /// A record as `rpcarena run` wrote it (the JavaScript peer on grpc), with round figures.
+    fn record() -> SampleRecord {
+        let line = include_str!("gocolumns_sample.json").trim();
+        let mut record: SampleRecord = serde_json::from_str(line).unwrap();
+        let client = record.client.as_mut().unwrap();
+        client.completed = 1000;
+        client.requests = 1000;
+        client.responses = 1000;
+        client.request_bytes = 1_024_000;
+        client.response_bytes = 1_024_000;
+        client.window_ns = 2_000_000_000;
+        client.allocations = Some(96_000);
+        client.allocated_bytes = Some(9_600_000);
+        record
+    }
+
+    #[test]
+    fn go_test_columns_of_a_unary_sample() {
+        let mut r = record();
+        r.config.shape = rpcarena_protocol::workload::Shape::Unary;
+        r.server = Some(ServerResult {
+            window: Some(ServerWindow {
+                allocations: Some(144_000),
+                allocated_bytes: Some(20_000_000),
+                ..ServerWindow::default()
+            }),
+            ..ServerResult::default()
+        });
+        let g = of(&r).unwrap();
+        assert_eq!(g.ops, 1000);
+        assert_eq!(g.ns_per_op, 2_000_000.0);
+        assert!((g.mb_per_s - 1.024).abs() < 1e-9, "{}", g.mb_per_s);
+        assert_eq!(g.client_allocs_per_op, Some(96.0));
+        assert_eq!(g.server_allocs_per_op, Some(144.0));
+        assert_eq!(g.allocs_per_op(), Some(240.0));
+        assert_eq!(g.bytes_per_op(), Some(9_600.0 + 20_000.0));
+    }
+
+    #[test]
+    fn a_figure_nobody_counted_stays_absent() {
+        let mut r = record();
+        r.server = None;
+        let g = of(&r).unwrap();
+        assert_eq!(g.server_bytes_per_op, None);
+        assert_eq!(g.bytes_per_op(), None, "no sum without the server's share");
+        r.client.as_mut().unwrap().completed = 0;
+        r.client.as_mut().unwrap().responses = 0;
+        assert!(of(&r).is_none());
+    }
+}

@@ -128,6 +128,8 @@ pub struct SampleFigures {
     pub window_s: f64,
     /// Per-second intervals of the window, as the client reported them (may be empty).
     pub intervals: Vec<IntervalPoint>,
+    /// rpc-bench's columns of the sample.
+    pub go: Option<GoColumns>,
 }
 
 /// One second of a sample's window.
@@ -575,6 +577,7 @@ fn row(group: &Group) -> Row {
                 server_rss_mib: f.server_rss_mib,
                 window_s: f.window_s,
                 intervals: f.intervals.clone(),
+                go: f.go,
             })
             .collect(),
         transport: summarize(&group.good.iter().map(|f| f.transport).collect::<Vec<_>>()),
