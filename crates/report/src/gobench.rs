@@ -12,10 +12,22 @@ const INTRO: &str = "### Per operation, as `go test -bench -benchmem` reports it
 time/op is the window divided by the completed operations (by the exchanges for `pingpong`, as rpc-bench's `Stream` benchmarks count them): the inverse of throughput, not a latency. ±% is the largest distance of a repetition from the median, in percent of the median (benchstat's ± after it drops outliers; rpcarena drops none). MB/s is payload bytes both ways over the window (10^6 bytes). B/op and allocs/op are the client process's over its window, the server process's between its `WINDOW START` and `WINDOW END` answers, and their sum (rpc-bench runs client and server in one process and reports only the sum); `-` where a peer does not count them (its `capabilities` `allocations`). Medians over repetitions.
 ";
 
-/// Writes the table; nothing when no row has the columns.
+/// Writes the table when a peer of the run counts allocations (a run of peers that count
+/// none keeps its report as it was: time/op and MB/s are ops/s and payload rates restated).
 pub(crate) fn write(out: &mut String, rows: &[Row]) {
+    let counted = rows.iter().any(|r| {
+        r.metrics
+            .as_ref()
+            .and_then(|m| m.go.as_ref())
+            .is_some_and(|g| {
+                g.bytes_per_op
+                    .iter()
+                    .chain(&g.allocs_per_op)
+                    .any(Option::is_some)
+            })
+    });
     let lines: Vec<String> = rows.iter().filter_map(line).collect();
-    if lines.is_empty() {
+    if !counted || lines.is_empty() {
         return;
     }
     let _ = writeln!(out, "{INTRO}");
