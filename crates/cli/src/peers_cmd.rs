@@ -138,22 +138,52 @@ pub(crate) fn peers(action: PeersAction) -> Result<ExitCode> {
     })
 }
 
-pub(crate) fn conformance(args: ConformanceArgs) -> Result<ExitCode> {
-    let roots = roots(args.peers.as_deref());
-    let exe = exe_dir();
-    let resolve = |id: &str| {
-        rpcarena_runner::resolve_peer_id(id, &roots, exe.as_deref())
-            .map(|(command, _)| command)
-            .map_err(|e| anyhow::anyhow!("peer {id}: {e}"))
+/// The candidate partners of the conformance kit: the Rust peer first, then every built peer
+/// of the first peers/ folder found (a peer not built is skipped with a log line), except
+/// `target`, the peer under test.
+fn partners(
+    roots: &[PathBuf],
+    exe: Option<&Path>,
+    target: &str,
+) -> Result<Vec<rpcarena_conformance::PeerCommand>> {
+    let (rust, _) = rpcarena_runner::resolve_peer_id(peerdir::RUST, roots, exe)
+        .map_err(|e| anyhow::anyhow!("peer {}: {e}", peerdir::RUST))?;
+    let mut out = vec![rpcarena_conformance::PeerCommand {
+        id: peerdir::RUST.to_string(),
+        command: rust,
+    }];
+    let Some(root) = roots.iter().find(|r| r.is_dir()) else {
+        tell!("no peers/ folder found: the Rust peer is the only candidate partner");
+        return Ok(out);
     };
-    let rust = resolve(peerdir::RUST)?;
+    for folder in peerbuild::list(root).map_err(anyhow::Error::msg)? {
+        let id = folder.toml.id;
+        if id == target || id == peerdir::RUST {
+            continue;
+        }
+        match rpcarena_runner::resolve_peer_id(&id, roots, exe) {
+            Ok((command, _)) => out.push(rpcarena_conformance::PeerCommand { id, command }),
+            Err(e) => tell!("candidate partner {id} skipped: {e}"),
+        }
+    }
+    Ok(out)
+}
+
+/// The peers to check: the ids, then the command after `--`.
+fn targets(
+    args: &ConformanceArgs,
+    roots: &[PathBuf],
+    exe: Option<&Path>,
+) -> Result<Vec<(String, Vec<String>)>> {
     let mut targets: Vec<(String, Vec<String>)> = Vec::new();
     for id in &args.ids {
-        targets.push((id.clone(), resolve(id)?));
+        let (command, _) = rpcarena_runner::resolve_peer_id(id, roots, exe)
+            .map_err(|e| anyhow::anyhow!("peer {id}: {e}"))?;
+        targets.push((id.clone(), command));
     }
     if !args.command.is_empty() {
         let cwd = std::env::current_dir()?;
-        let command = rpcarena_runner::resolve_command(&args.command, &cwd, exe.as_deref())
+        let command = rpcarena_runner::resolve_command(&args.command, &cwd, exe)
             .map_err(anyhow::Error::msg)?;
         targets.push((args.command.join(" "), command));
     }
@@ -170,12 +200,22 @@ pub(crate) fn conformance(args: ConformanceArgs) -> Result<ExitCode> {
             );
         }
     }
-    let mut all_passed = true;
-    for (name, command) in targets {
+    Ok(targets)
+}
+
+/// Checks each peer; the exit code is non-zero while any row is failed or not checked.
+pub(crate) fn conformance(args: ConformanceArgs) -> Result<ExitCode> {
+    let roots = roots(args.peers.as_deref());
+    let exe = exe_dir();
+    let mut all_done = true;
+    for (name, command) in targets(&args, &roots, exe.as_deref())? {
         tell!("== conformance of {name}: {}", command.join(" "));
         let options = rpcarena_conformance::Options {
-            peer: command,
-            rust: rust.clone(),
+            partners: partners(&roots, exe.as_deref(), &name)?,
+            peer: rpcarena_conformance::PeerCommand {
+                id: name.clone(),
+                command,
+            },
             stacks: args.stacks.clone(),
             groups: args.groups.clone(),
             out: args
@@ -184,8 +224,10 @@ pub(crate) fn conformance(args: ConformanceArgs) -> Result<ExitCode> {
                 .map(|o| o.join(name.replace(['/', ' '], "_"))),
         };
         let outcome = rpcarena_conformance::run(&options, &mut |line| tell!("{name}: {line}"))?;
+        let counts = rpcarena_conformance::Counts::of(&outcome.rows);
         if args.json {
             say!("{}", serde_json::to_string(&outcome.rows)?);
+            tell!("{name}: {}", counts.summary());
         } else {
             say!(
                 "\n## {name}\n\n{}",
@@ -195,9 +237,9 @@ pub(crate) fn conformance(args: ConformanceArgs) -> Result<ExitCode> {
         if let Some(dir) = &outcome.kept {
             tell!("{name}: raw output of every check in {}", dir.display());
         }
-        all_passed &= outcome.rows.iter().all(|r| r.passed);
+        all_done &= counts.done();
     }
-    Ok(if all_passed {
+    Ok(if all_done {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE

@@ -4,19 +4,33 @@
 use rpcarena_protocol::event::{Capabilities, Event, StackCapability, code, load};
 use serde::Serialize;
 
+/// The verdict of one row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Status {
+    /// The peer did what the page says.
+    #[serde(rename = "passed")]
+    Passed,
+    /// It did not.
+    #[serde(rename = "failed")]
+    Failed,
+    /// The kit could not run the check (no partner for it): not a failure, but not done.
+    #[serde(rename = "not checked")]
+    NotChecked,
+}
+
 /// One row of the conformance table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct CheckResult {
     /// The group: `capabilities`, `arguments`, `sample`, `lifecycle`, `tls`,
     /// `client-validation`, `server-validation`.
     pub group: &'static str,
-    /// What was checked, e.g. `client grpc unary: SHUTDOWN while armed`.
+    /// What was checked, e.g. `client grpc vs rust: SHUTDOWN while armed`.
     pub name: String,
-    /// Whether the peer did what the page says.
-    pub passed: bool,
+    /// Passed, failed or not checked.
+    pub status: Status,
     /// What the page expects.
     pub expected: String,
-    /// What the peer did.
+    /// What the peer did (not checked: why the kit could not run it).
     pub received: String,
 }
 
@@ -28,17 +42,38 @@ impl CheckResult {
         expected: impl Into<String>,
         received: Result<String, String>,
     ) -> CheckResult {
-        let (passed, received) = match received {
-            Ok(r) => (true, r),
-            Err(r) => (false, r),
+        let (status, received) = match received {
+            Ok(r) => (Status::Passed, r),
+            Err(r) => (Status::Failed, r),
         };
         CheckResult {
             group,
             name: name.into(),
-            passed,
+            status,
             expected: expected.into(),
             received,
         }
+    }
+
+    /// A row the kit could not run, with the reason (which partner is missing).
+    pub fn not_checked(
+        group: &'static str,
+        name: impl Into<String>,
+        expected: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> CheckResult {
+        CheckResult {
+            group,
+            name: name.into(),
+            status: Status::NotChecked,
+            expected: expected.into(),
+            received: reason.into(),
+        }
+    }
+
+    /// Whether the peer passed this check.
+    pub fn passed(&self) -> bool {
+        self.status == Status::Passed
     }
 }
 
@@ -213,7 +248,7 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
         for entry in list {
             rows.push(row(
                 &format!("{role} {}", entry.stack),
-                "known stack, shapes, load models (clients; [] for servers), payloads; libraries, settings and deviations declared",
+                "a stack name of docs/stacks.md listed once, known shapes, load models (clients; [] for servers), payloads; libraries, settings and deviations declared",
                 stack_entry(role, entry, list),
             ));
         }
@@ -255,8 +290,11 @@ fn stack_entry(
     list: &[StackCapability],
 ) -> Result<String, String> {
     let mut problems = Vec::new();
-    if !["grpc", "quic", "tcp"].contains(&entry.stack.as_str()) {
-        problems.push(format!("unknown stack {:?}", entry.stack));
+    if !stack_name_ok(&entry.stack) {
+        problems.push(format!(
+            "stack name {:?} is not of the form of docs/stacks.md (lowercase letters, digits and '-', e.g. \"netrpc-gob\")",
+            entry.stack
+        ));
     }
     if list.iter().filter(|e| e.stack == entry.stack).count() > 1 {
         problems.push("listed more than once".to_string());
@@ -366,36 +404,80 @@ pub fn client_faults(shape: &str, structured: bool) -> Vec<&'static str> {
     modes
 }
 
-/// The conformance table: one row per check, failures with expected and received.
+/// How many rows passed, failed and were not checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    /// Rows that passed.
+    pub passed: usize,
+    /// Rows that failed.
+    pub failed: usize,
+    /// Rows the kit could not run.
+    pub not_checked: usize,
+}
+
+impl Counts {
+    /// Counts `rows`.
+    pub fn of(rows: &[CheckResult]) -> Counts {
+        let mut c = Counts::default();
+        for r in rows {
+            match r.status {
+                Status::Passed => c.passed += 1,
+                Status::Failed => c.failed += 1,
+                Status::NotChecked => c.not_checked += 1,
+            }
+        }
+        c
+    }
+
+    /// The peer is done: nothing failed and nothing was left unchecked.
+    pub fn done(&self) -> bool {
+        self.failed == 0 && self.not_checked == 0
+    }
+
+    /// "159 checks: 150 passed, 2 failed, 7 not checked; not done: ...".
+    pub fn summary(&self) -> String {
+        let total = self.passed + self.failed + self.not_checked;
+        let verdict = if self.done() {
+            "done".to_string()
+        } else {
+            "not done: the exit code is non-zero while any row is failed or not checked".to_string()
+        };
+        format!(
+            "{total} checks: {} passed, {} failed, {} not checked; {verdict}.",
+            self.passed, self.failed, self.not_checked
+        )
+    }
+}
+
+/// The conformance table: one row per check, failures and rows not checked with expected and
+/// received (or the reason), then the summary line.
 pub fn table(rows: &[CheckResult]) -> String {
     let mut out =
         String::from("| group | check | result | expected | received |\n|---|---|---|---|---|\n");
+    let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
     for r in rows {
-        let cell = |s: &str| s.replace('|', "\\|").replace('\n', " ");
+        let (result, expected, received) = match r.status {
+            Status::Passed => ("pass", String::new(), String::new()),
+            Status::Failed => ("**FAIL**", cell(&r.expected), cell(&r.received)),
+            Status::NotChecked => ("*not checked*", cell(&r.expected), cell(&r.received)),
+        };
         out.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {result} | {expected} | {received} |\n",
             r.group,
             cell(&r.name),
-            if r.passed { "pass" } else { "**FAIL**" },
-            if r.passed {
-                String::new()
-            } else {
-                cell(&r.expected)
-            },
-            if r.passed {
-                String::new()
-            } else {
-                cell(&r.received)
-            },
         ));
     }
-    let failed = rows.iter().filter(|r| !r.passed).count();
-    out.push_str(&format!(
-        "\n{} checks: {} passed, {failed} failed.\n",
-        rows.len(),
-        rows.len() - failed
-    ));
+    out.push_str(&format!("\n{}\n", Counts::of(rows).summary()));
     out
+}
+
+/// A stack name of the form docs/stacks.md uses: lowercase ASCII letters, digits and `-`,
+/// starting with a letter (`grpc`, `netrpc-gob`, `http2-proto`).
+pub fn stack_name_ok(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
 }
 
 #[cfg(test)]
@@ -492,12 +574,83 @@ mod tests {
         let rows = capabilities(&caps);
         let failed: Vec<&str> = rows
             .iter()
-            .filter(|r| !r.passed)
+            .filter(|r| !r.passed())
             .map(|r| r.name.as_str())
             .collect();
         assert_eq!(failed, ["revision", "build", "files", "client grpc"]);
         let grpc = rows.iter().find(|r| r.name == "client grpc").unwrap();
         assert!(grpc.received.contains("no settings (1.1)"), "{grpc:?}");
-        assert!(table(&rows).contains("4 failed"));
+        assert!(
+            table(&rows).contains("4 failed, 0 not checked; not done"),
+            "{}",
+            table(&rows)
+        );
+    }
+
+    #[test]
+    fn any_stack_name_of_the_stacks_page_form_is_accepted() {
+        for ok in [
+            "grpc",
+            "quic",
+            "tcp",
+            "netrpc-gob",
+            "http2-proto",
+            "grpc-servehttp",
+        ] {
+            assert!(stack_name_ok(ok), "{ok}");
+        }
+        for bad in ["", "GRPC", "net_rpc", "-tcp", "2tcp", "tcp ", "h\u{e9}"] {
+            assert!(!stack_name_ok(bad), "{bad:?}");
+        }
+        let entry = |stack: &str| StackCapability {
+            stack: stack.into(),
+            shapes: vec!["unary".into()],
+            load_models: vec!["closed".into()],
+            libraries: [("l".to_string(), "1".to_string())].into(),
+            settings: [("s".to_string(), true.into())].into(),
+            deviations: Some(vec![]),
+            ..StackCapability::default()
+        };
+        let list = [
+            entry("netrpc-gob"),
+            entry("Bad_Name"),
+            entry("tcp"),
+            entry("tcp"),
+        ];
+        assert!(stack_entry("client", &list[0], &list).is_ok());
+        let bad = stack_entry("client", &list[1], &list).unwrap_err();
+        assert!(
+            bad.contains("is not of the form of docs/stacks.md"),
+            "{bad}"
+        );
+        let twice = stack_entry("client", &list[2], &list).unwrap_err();
+        assert_eq!(twice, "listed more than once");
+    }
+
+    #[test]
+    fn rows_not_checked_are_counted_apart_and_keep_the_peer_not_done() {
+        let rows = vec![
+            CheckResult::new("tls", "a", "x", Ok("fine".into())),
+            CheckResult::not_checked("client-validation", "client x", "a partner", "nobody"),
+        ];
+        let counts = Counts::of(&rows);
+        assert_eq!(
+            (counts.passed, counts.failed, counts.not_checked),
+            (1, 0, 1)
+        );
+        assert!(!counts.done());
+        assert!(Counts::of(&rows[..1]).done());
+        let t = table(&rows);
+        assert!(
+            t.contains("| client-validation | client x | *not checked* | a partner | nobody |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("2 checks: 1 passed, 0 failed, 1 not checked; not done"),
+            "{t}"
+        );
+        let json = serde_json::to_string(&rows[1]).unwrap();
+        assert!(json.contains("\"status\":\"not checked\""), "{json}");
+        assert!(Counts::of(&rows[..1]).summary().ends_with("; done."));
     }
 }

@@ -4,9 +4,11 @@
 use crate::check::{
     self, CheckResult, Transcript, error_expectation, expect_error, expect_stopped,
 };
+use crate::partners::Candidate;
 use crate::shell::{Bench, ClientSpec, Proc, SERVER_NAME};
 use rpcarena_protocol::event::{Capabilities, Command, Event, Role, code, phase};
 use rpcarena_protocol::workload::{Payload, Shape};
+use std::path::Path;
 use std::time::Duration;
 
 /// "Stop at once" is within 1 s; the kit waits 2 s.
@@ -140,71 +142,111 @@ enum Poke {
     SecondStart,
 }
 
-/// Client lifecycle against a Rust server of `stack`.
-pub(crate) fn client_lifecycle(bench: &Bench, stack: &str) -> Vec<CheckResult> {
-    let stopped = "stopped within 2 s, no sample; exit 0".to_string();
-    let cases: Vec<(&str, Poke, String)> = vec![
-        (
-            "SHUTDOWN while connecting or warming up",
-            Poke::BeforeArmed(Some(Command::Shutdown)),
-            stopped.clone(),
-        ),
-        (
-            "end of stdin while connecting or warming up",
-            Poke::BeforeArmed(None),
-            stopped.clone(),
-        ),
-        (
-            "SHUTDOWN while armed",
-            Poke::Armed(Some("SHUTDOWN")),
-            stopped.clone(),
-        ),
-        (
-            "end of stdin while armed",
-            Poke::Armed(None),
-            stopped.clone(),
-        ),
-        (
-            "SHUTDOWN mid-window",
-            Poke::MidWindow(Some(Command::Shutdown)),
-            stopped.clone(),
-        ),
-        (
-            "end of stdin mid-window",
-            Poke::MidWindow(None),
-            stopped.clone(),
-        ),
-        (
-            "START before armed",
-            Poke::BeforeArmed(Some(Command::Start)),
-            error_expectation(&["connect", "validate", "warmup"], code::PROTOCOL, 1),
-        ),
-        (
-            "an unknown command while armed",
-            Poke::Armed(Some("HELLO")),
-            error_expectation(&[phase::ARMED], code::PROTOCOL, 1),
-        ),
-        (
-            "a second START after the sample",
-            Poke::SecondStart,
-            error_expectation(&[phase::SHUTDOWN], code::PROTOCOL, 1),
-        ),
-    ];
+/// What the client must do after a poke.
+#[derive(Debug, Clone, Copy)]
+enum Outcome {
+    /// `stopped` within 2 s, no `sample`, exit 0.
+    Stops,
+    /// `error` in one of these phases, code protocol, exit 1.
+    Refuses(&'static [&'static str]),
+    /// `sample`, then `error` phase shutdown code protocol, exit 1.
+    RefusesAfterSample,
+}
+
+impl Outcome {
+    fn expectation(self) -> String {
+        match self {
+            Outcome::Stops => "stopped within 2 s, no sample; exit 0".to_string(),
+            Outcome::Refuses(phases) => error_expectation(phases, code::PROTOCOL, 1),
+            Outcome::RefusesAfterSample => error_expectation(&[phase::SHUTDOWN], code::PROTOCOL, 1),
+        }
+    }
+
+    fn judge(self, t: &Transcript) -> Result<String, String> {
+        match self {
+            Outcome::Stops => expect_stopped(t, false),
+            Outcome::Refuses(phases) => expect_error(t, phases, code::PROTOCOL, 1),
+            Outcome::RefusesAfterSample => expect_error_after_sample(t),
+        }
+    }
+
+    /// How long the client may take to end: at once when it stops, promptly when it refuses.
+    fn bound(self) -> Duration {
+        match self {
+            Outcome::Stops => AT_ONCE,
+            _ => PROMPTLY,
+        }
+    }
+}
+
+/// The client lifecycle cases: what is done to the client, and what it must do.
+const CLIENT_CASES: [(&str, Poke, Outcome); 9] = [
+    (
+        "SHUTDOWN while connecting or warming up",
+        Poke::BeforeArmed(Some(Command::Shutdown)),
+        Outcome::Stops,
+    ),
+    (
+        "end of stdin while connecting or warming up",
+        Poke::BeforeArmed(None),
+        Outcome::Stops,
+    ),
+    (
+        "SHUTDOWN while armed",
+        Poke::Armed(Some("SHUTDOWN")),
+        Outcome::Stops,
+    ),
+    (
+        "end of stdin while armed",
+        Poke::Armed(None),
+        Outcome::Stops,
+    ),
+    (
+        "SHUTDOWN mid-window",
+        Poke::MidWindow(Some(Command::Shutdown)),
+        Outcome::Stops,
+    ),
+    (
+        "end of stdin mid-window",
+        Poke::MidWindow(None),
+        Outcome::Stops,
+    ),
+    (
+        "START before armed",
+        Poke::BeforeArmed(Some(Command::Start)),
+        Outcome::Refuses(&["connect", "validate", "warmup"]),
+    ),
+    (
+        "an unknown command while armed",
+        Poke::Armed(Some("HELLO")),
+        Outcome::Refuses(&[phase::ARMED]),
+    ),
+    (
+        "a second START after the sample",
+        Poke::SecondStart,
+        Outcome::RefusesAfterSample,
+    ),
+];
+
+/// Client lifecycle against `server`, a server of `stack`.
+pub(crate) fn client_lifecycle(bench: &Bench, stack: &str, server: &Candidate) -> Vec<CheckResult> {
     let mut rows = Vec::new();
-    for (what, poke, expected) in cases {
-        let name = format!("client {stack}: {what}");
-        let received = match client_poke(bench, stack, poke, &name) {
-            Err(t) => Err(format!("the Rust server did not start: {}", t.describe())),
-            Ok(t) => match poke {
-                Poke::BeforeArmed(Some(Command::Start)) => {
-                    expect_error(&t, &["connect", "validate", "warmup"], code::PROTOCOL, 1)
-                }
-                Poke::Armed(Some("HELLO")) => expect_error(&t, &[phase::ARMED], code::PROTOCOL, 1),
-                Poke::SecondStart => expect_error_after_sample(&t),
-                _ => expect_stopped(&t, false),
-            },
+    for (what, poke, outcome) in CLIENT_CASES {
+        let name = format!("client {stack} vs {}: {what}", server.id);
+        let received = match client_poke(bench, stack, server, poke, outcome.bound(), &name) {
+            Err(t) => Err(format!(
+                "the {} server did not start: {}",
+                server.id,
+                t.describe()
+            )),
+            Ok(t) => outcome.judge(&t),
         };
-        rows.push(CheckResult::new("lifecycle", name, expected, received));
+        rows.push(CheckResult::new(
+            "lifecycle",
+            name,
+            outcome.expectation(),
+            received,
+        ));
     }
     rows
 }
@@ -224,51 +266,77 @@ fn expect_error_after_sample(t: &Transcript) -> Result<String, String> {
     }
 }
 
+/// Starts `server` of `stack` and the client under test against it; the server's transcript
+/// when it did not start.
+fn start_pair(
+    bench: &Bench,
+    server: &Candidate,
+    spec: &ClientSpec,
+    raw: &Path,
+) -> Result<(Proc, Result<Proc, Transcript>), Transcript> {
+    let (server, address) = bench.start_server(&server.command, &spec.stack, &[], raw)?;
+    let argv = [
+        bench.peer.clone(),
+        spec.args(&address, SERVER_NAME, &bench.ca),
+    ]
+    .concat();
+    let client = Proc::spawn(Role::Client, &argv, raw).map_err(could_not_start);
+    Ok((server, client))
+}
+
+/// Runs the client under test against `server` with one poke; its transcript (the server's,
+/// as `Err`, when the server did not start).
 fn client_poke(
     bench: &Bench,
     stack: &str,
+    server: &Candidate,
     poke: Poke,
+    bound: Duration,
     name: &str,
 ) -> Result<Transcript, Transcript> {
-    let raw = bench.raw(name);
-    let (server, address) = bench.start_server(&bench.rust, stack, &[], &raw)?;
     let mut spec = ClientSpec::short(stack);
     match poke {
         Poke::BeforeArmed(_) => spec.warmup = Duration::from_secs(3),
         Poke::MidWindow(_) => spec.window = Duration::from_secs(3),
         _ => {}
     }
-    let argv = [
-        bench.peer.clone(),
-        spec.args(&address, SERVER_NAME, &bench.ca),
-    ]
-    .concat();
-    let mut client = match Proc::spawn(Role::Client, &argv, &raw) {
-        Ok(c) => c,
-        Err(e) => {
-            server.finish(Duration::ZERO);
-            return Ok(could_not_start(e));
+    let (server, client) = start_pair(bench, server, &spec, &bench.raw(name))?;
+    let t = match client {
+        Ok(mut client) => {
+            do_poke(&mut client, poke);
+            client.finish(bound)
         }
+        Err(t) => t,
     };
-    let bound = match poke {
+    server.finish(Duration::ZERO);
+    Ok(t)
+}
+
+/// Sends `command`, or closes stdin when it is `None`.
+fn send_or_close(client: &mut Proc, command: Option<Command>) {
+    match command {
+        Some(c) => client.send(c),
+        None => client.close_stdin(),
+    }
+}
+
+/// Waits for `armed` (bounded); whether it came.
+fn armed(client: &mut Proc) -> bool {
+    client
+        .until(CLIENT_RUN, |e| matches!(e, Event::Armed(_)))
+        .is_some()
+}
+
+/// The poke itself.
+fn do_poke(client: &mut Proc, poke: Poke) {
+    match poke {
         Poke::BeforeArmed(command) => {
             // The client reads stdin from the moment it starts connecting; give it a moment.
             std::thread::sleep(Duration::from_millis(700));
-            match command {
-                Some(c) => client.send(c),
-                None => client.close_stdin(),
-            }
-            if matches!(command, Some(Command::Start)) {
-                PROMPTLY
-            } else {
-                AT_ONCE
-            }
+            send_or_close(client, command);
         }
         Poke::Armed(line) => {
-            if client
-                .until(CLIENT_RUN, |e| matches!(e, Event::Armed(_)))
-                .is_some()
-            {
+            if armed(client) {
                 match line {
                     Some(l) => {
                         let _ = client.send_line(l);
@@ -276,31 +344,16 @@ fn client_poke(
                     None => client.close_stdin(),
                 }
             }
-            if line == Some("HELLO") {
-                PROMPTLY
-            } else {
-                AT_ONCE
-            }
         }
         Poke::MidWindow(command) => {
-            if client
-                .until(CLIENT_RUN, |e| matches!(e, Event::Armed(_)))
-                .is_some()
-            {
+            if armed(client) {
                 client.send(Command::Start);
                 std::thread::sleep(Duration::from_millis(300));
-                match command {
-                    Some(c) => client.send(c),
-                    None => client.close_stdin(),
-                }
+                send_or_close(client, command);
             }
-            AT_ONCE
         }
         Poke::SecondStart => {
-            if client
-                .until(CLIENT_RUN, |e| matches!(e, Event::Armed(_)))
-                .is_some()
-            {
+            if armed(client) {
                 client.send(Command::Start);
                 if client
                     .until(CLIENT_RUN, |e| matches!(e, Event::Sample(_)))
@@ -309,12 +362,8 @@ fn client_poke(
                     client.send(Command::Start);
                 }
             }
-            PROMPTLY
         }
-    };
-    let t = client.finish(bound);
-    server.finish(Duration::ZERO);
-    Ok(t)
+    }
 }
 
 /// Server lifecycle: SHUTDOWN, end of stdin, START, an unknown command.
@@ -362,8 +411,8 @@ fn without_ready(mut t: Transcript) -> Transcript {
     t
 }
 
-/// TLS: a wrong CA and a wrong server name fail as `tls` in phase connect.
-pub(crate) fn tls(bench: &Bench, stack: &str) -> Vec<CheckResult> {
+/// TLS: against `server`, a wrong CA and a wrong server name fail as `tls` in phase connect.
+pub(crate) fn tls(bench: &Bench, stack: &str, server: &Candidate) -> Vec<CheckResult> {
     let mut rows = Vec::new();
     for (what, ca, name) in [
         (
@@ -377,10 +426,14 @@ pub(crate) fn tls(bench: &Bench, stack: &str) -> Vec<CheckResult> {
             "127.0.0.2",
         ),
     ] {
-        let check = format!("client {stack}: {what}");
+        let check = format!("client {stack} vs {}: {what}", server.id);
         let raw = bench.raw(&check);
-        let received = match bench.start_server(&bench.rust, stack, &[], &raw) {
-            Err(t) => Err(format!("the Rust server did not start: {}", t.describe())),
+        let received = match bench.start_server(&server.command, stack, &[], &raw) {
+            Err(t) => Err(format!(
+                "the {} server did not start: {}",
+                server.id,
+                t.describe()
+            )),
             Ok((server, address)) => {
                 let args = ClientSpec::short(stack).args(&address, name, ca);
                 let t = match Proc::spawn(Role::Client, &[bench.peer.clone(), args].concat(), &raw)
@@ -406,13 +459,14 @@ fn shape_of(name: &str) -> Shape {
     name.parse().unwrap_or(Shape::Unary)
 }
 
-/// The client's validation duty: against a Rust server that misbehaves in one way, the client
-/// under test fails its validation operation with the code the page gives.
+/// The client's validation duty: against `server` (a peer with conformance faults) misbehaving
+/// in one way, the client under test fails its validation operation with the code the page
+/// gives, on each of `shapes`.
 pub(crate) fn client_validation(
     bench: &Bench,
     stack: &str,
-    shapes: &[String],
-    structured: bool,
+    (shapes, structured): (&[String], bool),
+    server: &Candidate,
 ) -> Vec<CheckResult> {
     let mut rows = Vec::new();
     for (mode, shape, want) in check::server_faults(shapes, structured) {
@@ -421,39 +475,50 @@ pub(crate) fn client_validation(
         } else {
             Payload::Zeros
         };
-        let name = format!("client {stack} {shape} {}: server {mode}", payload.as_str());
+        let name = format!(
+            "client {stack} vs {}: {shape} {}, server {mode}",
+            server.id,
+            payload.as_str()
+        );
         let raw = bench.raw(&name);
         let expected = error_expectation(&[phase::VALIDATE], want, 1);
-        let received =
-            match bench.start_server(&bench.rust, stack, &["--conformance-fault", mode], &raw) {
-                Err(t) => Err(format!("the Rust server did not start: {}", t.describe())),
-                Ok((server, address)) => {
-                    let spec = ClientSpec {
-                        shape: shape_of(&shape),
-                        payload,
-                        ..ClientSpec::short(stack)
-                    };
-                    let args = spec.args(&address, SERVER_NAME, &bench.ca);
-                    let t =
-                        match Proc::spawn(Role::Client, &[bench.peer.clone(), args].concat(), &raw)
+        let received = match bench.start_server(
+            &server.command,
+            stack,
+            &["--conformance-fault", mode],
+            &raw,
+        ) {
+            Err(t) => Err(format!(
+                "the {} server did not start: {}",
+                server.id,
+                t.describe()
+            )),
+            Ok((server, address)) => {
+                let spec = ClientSpec {
+                    shape: shape_of(&shape),
+                    payload,
+                    ..ClientSpec::short(stack)
+                };
+                let args = spec.args(&address, SERVER_NAME, &bench.ca);
+                let t = match Proc::spawn(Role::Client, &[bench.peer.clone(), args].concat(), &raw)
+                {
+                    Ok(mut c) => {
+                        // A client that does not fail arms; stop it there.
+                        if c.until(CLIENT_RUN, |e| {
+                            matches!(e, Event::Armed(_) | Event::Error(_))
+                        })
+                        .is_some_and(|e| matches!(e, Event::Armed(_)))
                         {
-                            Ok(mut c) => {
-                                // A client that does not fail arms; stop it there.
-                                if c.until(CLIENT_RUN, |e| {
-                                    matches!(e, Event::Armed(_) | Event::Error(_))
-                                })
-                                .is_some_and(|e| matches!(e, Event::Armed(_)))
-                                {
-                                    c.send(Command::Shutdown);
-                                }
-                                c.finish(PROMPTLY)
-                            }
-                            Err(e) => could_not_start(e),
-                        };
-                    server.finish(Duration::ZERO);
-                    expect_error(&t, &[phase::VALIDATE], want, 1)
-                }
-            };
+                            c.send(Command::Shutdown);
+                        }
+                        c.finish(PROMPTLY)
+                    }
+                    Err(e) => could_not_start(e),
+                };
+                server.finish(Duration::ZERO);
+                expect_error(&t, &[phase::VALIDATE], want, 1)
+            }
+        };
         rows.push(CheckResult::new(
             "client-validation",
             name,
@@ -464,14 +529,15 @@ pub(crate) fn client_validation(
     rows
 }
 
-/// The server's validation duty: a Rust client sends one malformed call; the server under test
-/// must answer INVALID_ARGUMENT and then serve a well-formed call (the Rust client then prints
-/// `stopped` and exits 0; otherwise its `error` says what the server did).
+/// The server's validation duty: `client` (a peer with conformance faults) sends one malformed
+/// call; the server under test must answer INVALID_ARGUMENT and then serve a well-formed call
+/// (the faulty client then prints `stopped` and exits 0; otherwise its `error` says what the
+/// server did), on each of `shapes`.
 pub(crate) fn server_validation(
     bench: &Bench,
     stack: &str,
-    shapes: &[String],
-    structured: bool,
+    (shapes, structured): (&[String], bool),
+    client: &Candidate,
 ) -> Vec<CheckResult> {
     let mut rows = Vec::new();
     for shape in shapes {
@@ -481,7 +547,11 @@ pub(crate) fn server_validation(
             } else {
                 Payload::Zeros
             };
-            let name = format!("server {stack} {shape} {}: client {mode}", payload.as_str());
+            let name = format!(
+                "server {stack} vs {}: {shape} {}, client {mode}",
+                client.id,
+                payload.as_str()
+            );
             let raw = bench.raw(&name);
             let received = match bench.start_server(&bench.peer, stack, &[], &raw) {
                 Err(t) => Err(format!("no ready: {}", t.describe())),
@@ -491,7 +561,7 @@ pub(crate) fn server_validation(
                         payload,
                         ..ClientSpec::short(stack)
                     };
-                    let mut argv = bench.rust.clone();
+                    let mut argv = client.command.clone();
                     argv.extend(spec.args(&address, SERVER_NAME, &bench.ca));
                     argv.extend(["--conformance-fault".to_string(), mode.to_string()]);
                     let t = match Proc::spawn(Role::Client, &argv, &raw) {
@@ -502,7 +572,8 @@ pub(crate) fn server_validation(
                     match expect_stopped(&t, false) {
                         Ok(r) => Ok(r),
                         Err(_) => Err(format!(
-                            "the Rust client saw: {}{}",
+                            "the {} client saw: {}{}",
+                            client.id,
                             t.describe(),
                             server_error(&server_t)
                         )),
@@ -512,7 +583,7 @@ pub(crate) fn server_validation(
             rows.push(CheckResult::new(
                 "server-validation",
                 name,
-                "INVALID_ARGUMENT to the malformed call, then a well-formed call served (the Rust client: stopped, exit 0)",
+                "INVALID_ARGUMENT to the malformed call, then a well-formed call served (the faulty client: stopped, exit 0)",
                 received,
             ));
         }

@@ -4,18 +4,24 @@
 //! `check` holds the pure check definitions and judges (what each check expects, how a
 //! transcript of events and exits is judged); `shell` starts processes with the runner's
 //! process code; `kit` runs the groups of checks; `samples` runs short samples of every
-//! advertised combination through the campaign runner itself. Everything runs on loopback,
-//! pairing the peer under test with the Rust peer, in short windows (200 ms).
+//! advertised combination through the campaign runner itself; `partners` chooses whom the peer
+//! under test is paired with, per stack, group and role (the Rust peer, else the peer itself,
+//! else another built peer; a peer with conformance faults for the validation groups). A group
+//! with no partner is reported as not checked. Everything runs on loopback, in short windows
+//! (200 ms).
 
 pub mod check;
 mod kit;
+pub mod partners;
 mod samples;
 mod shell;
 
-use anyhow::{Context, Result};
-pub use check::CheckResult;
-use rpcarena_protocol::event::Role;
-use std::path::PathBuf;
+use anyhow::{Context, Result, bail};
+pub use check::{CheckResult, Counts, Status};
+use partners::{Candidate, Need};
+use rpcarena_protocol::event::{Capabilities, Role, StackCapability};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The groups of checks, in the order they run.
 pub const GROUPS: [&str; 7] = [
@@ -28,13 +34,23 @@ pub const GROUPS: [&str; 7] = [
     "server-validation",
 ];
 
+/// A peer the kit may pair the peer under test with.
+#[derive(Debug, Clone)]
+pub struct PeerCommand {
+    /// Its id (`rust`, a folder of peers/), shown in the rows' names.
+    pub id: String,
+    /// Its command (resolved).
+    pub command: Vec<String>,
+}
+
 /// What to check.
 #[derive(Debug, Clone)]
 pub struct Options {
-    /// The peer under test's command (resolved).
-    pub peer: Vec<String>,
-    /// The Rust peer's command (resolved): the partner of every check.
-    pub rust: Vec<String>,
+    /// The peer under test: its id (shown where it is its own partner) and command.
+    pub peer: PeerCommand,
+    /// The candidate partners, the Rust peer first (the reference: preferred over the peer
+    /// itself, which is preferred over the others); their capabilities are queried once.
+    pub partners: Vec<PeerCommand>,
     /// Only these stacks (empty: every stack the peer offers).
     pub stacks: Vec<String>,
     /// Only these groups (empty: all of [`GROUPS`]).
@@ -42,6 +58,12 @@ pub struct Options {
     /// Where the raw output goes (kept); default: a temporary directory, removed when every
     /// check passed.
     pub out: Option<PathBuf>,
+}
+
+impl Options {
+    fn wants(&self, group: &str) -> bool {
+        self.groups.is_empty() || self.groups.iter().any(|g| g == group)
+    }
 }
 
 /// The outcome: the rows, and where the raw output is (when kept).
@@ -53,12 +75,56 @@ pub struct Outcome {
     pub kept: Option<PathBuf>,
 }
 
+const CAPABILITIES_TIMEOUT: Duration = Duration::from_secs(20);
+
 /// Runs the checks.
 pub fn run(options: &Options, log: &mut dyn FnMut(&str)) -> Result<Outcome> {
-    let (dir, temp) = match &options.out {
+    let (dir, temp) = output_dir(options.out.as_deref())?;
+    let mut rows = Vec::new();
+    let caps = match rpcarena_runner::query_capabilities(
+        "peer",
+        &options.peer.command,
+        CAPABILITIES_TIMEOUT,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            rows.push(capabilities_line(Err(e)));
+            return Ok(finish(rows, dir, temp));
+        }
+    };
+    if options.wants("capabilities") {
+        rows.push(capabilities_line(Ok(format!(
+            "{} {} ({})",
+            caps.peer, caps.version, caps.language
+        ))));
+        rows.extend(check::capabilities(&caps));
+    }
+    let kit = Kit {
+        options,
+        bench: shell::Bench::new(&dir, options.peer.command.clone())?,
+        candidates: query_candidates(&options.partners, log)?,
+        peer: Candidate {
+            id: options.peer.id.clone(),
+            command: options.peer.command.clone(),
+            caps,
+        },
+    };
+    if options.wants("arguments") {
+        log("arguments");
+        rows.extend(kit::arguments(&kit.bench, &kit.peer.caps));
+    }
+    for stack in stacks(&kit.peer.caps, &options.stacks) {
+        rows.extend(kit.stack(&dir, &stack, log)?);
+    }
+    Ok(finish(rows, dir, temp))
+}
+
+/// The raw output directory: `out` (created), or a temporary one (kept only on failure).
+fn output_dir(out: Option<&Path>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
+    Ok(match out {
         Some(d) => {
             std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
-            (d.clone(), None)
+            (d.to_path_buf(), None)
         }
         None => {
             let t = tempfile::Builder::new()
@@ -67,104 +133,221 @@ pub fn run(options: &Options, log: &mut dyn FnMut(&str)) -> Result<Outcome> {
                 .context("creating a temporary directory")?;
             (t.path().to_path_buf(), Some(t))
         }
-    };
-    let wants = |g: &str| options.groups.is_empty() || options.groups.iter().any(|x| x == g);
-    let mut rows = Vec::new();
-    let caps = match rpcarena_runner::query_capabilities(
-        "peer",
-        &options.peer,
-        std::time::Duration::from_secs(20),
-    ) {
-        Ok(c) => c,
-        Err(e) => {
-            rows.push(CheckResult::new(
-                "capabilities",
-                "one valid capabilities line, exit 0",
-                "a capabilities event of protocol 1, exit 0",
-                Err(e),
-            ));
-            return Ok(finish(rows, dir, temp));
-        }
-    };
-    if wants("capabilities") {
-        rows.push(CheckResult::new(
-            "capabilities",
-            "one valid capabilities line, exit 0",
-            "a capabilities event of protocol 1, exit 0",
-            Ok(format!(
-                "{} {} ({})",
-                caps.peer, caps.version, caps.language
-            )),
-        ));
-        rows.extend(check::capabilities(&caps));
-    }
-    let rust_caps = rpcarena_runner::query_capabilities(
-        "rust",
-        &options.rust,
-        std::time::Duration::from_secs(20),
+    })
+}
+
+/// The first capabilities row: the line parsed, or why not.
+fn capabilities_line(received: std::result::Result<String, String>) -> CheckResult {
+    CheckResult::new(
+        "capabilities",
+        "one valid capabilities line, exit 0",
+        "a capabilities event of protocol 1, exit 0",
+        received,
     )
-    .map_err(|e| anyhow::anyhow!("the Rust peer, the partner of every check: {e}"))?;
-    let bench = shell::Bench::new(&dir, options.peer.clone(), options.rust.clone())?;
-    if wants("arguments") {
-        log("arguments");
-        rows.extend(kit::arguments(&bench, &caps));
+}
+
+/// The candidates' capabilities, each queried once. The first (the Rust peer, the reference)
+/// must answer; another that does not is skipped with a log line.
+fn query_candidates(partners: &[PeerCommand], log: &mut dyn FnMut(&str)) -> Result<Vec<Candidate>> {
+    let mut out = Vec::new();
+    for (i, p) in partners.iter().enumerate() {
+        match rpcarena_runner::query_capabilities(&p.id, &p.command, CAPABILITIES_TIMEOUT) {
+            Ok(caps) => out.push(Candidate {
+                id: p.id.clone(),
+                command: p.command.clone(),
+                caps,
+            }),
+            Err(e) if i == 0 => {
+                bail!("the partner {} (the kit's reference partner): {e}", p.id)
+            }
+            Err(e) => log(&format!(
+                "partner {} skipped: its capabilities failed: {e}",
+                p.id
+            )),
+        }
     }
+    Ok(out)
+}
+
+/// The stacks the peer offers in either role, narrowed to `only`, sorted, once each.
+fn stacks(caps: &Capabilities, only: &[String]) -> Vec<String> {
     let mut stacks: Vec<String> = caps
         .roles
         .client
         .iter()
         .chain(&caps.roles.server)
         .map(|s| s.stack.clone())
-        .filter(|s| options.stacks.is_empty() || options.stacks.contains(s))
+        .filter(|s| only.is_empty() || only.contains(s))
         .collect();
     stacks.sort();
     stacks.dedup();
-    for stack in &stacks {
-        let client = caps.roles.stack(Role::Client, stack);
-        let server = caps.roles.stack(Role::Server, stack);
-        if wants("sample") {
-            log(&format!("{stack}: samples"));
-            rows.extend(samples::run(
-                &dir,
-                stack,
-                (&options.peer, &caps),
-                (&options.rust, &rust_caps),
-                log,
-            )?);
-        }
-        if wants("lifecycle") {
-            log(&format!("{stack}: lifecycle"));
-            if client.is_some() {
-                rows.extend(kit::client_lifecycle(&bench, stack));
-            }
-            if server.is_some() {
-                rows.extend(kit::server_lifecycle(&bench, stack));
-            }
-        }
-        if wants("tls") && client.is_some() {
-            log(&format!("{stack}: tls"));
-            rows.extend(kit::tls(&bench, stack));
-        }
-        if let Some(c) = client
-            && wants("client-validation")
-        {
-            log(&format!("{stack}: client validation"));
-            let structured = c.payloads.iter().any(|p| p == "structured");
-            rows.extend(kit::client_validation(&bench, stack, &c.shapes, structured));
-        }
-        if let Some(s) = server
-            && wants("server-validation")
-        {
-            log(&format!("{stack}: server validation"));
-            let structured = s.payloads.iter().any(|p| p == "structured");
-            rows.extend(kit::server_validation(&bench, stack, &s.shapes, structured));
-        }
+    stacks
+}
+
+/// Everything one run needs once the capabilities are known.
+struct Kit<'a> {
+    options: &'a Options,
+    bench: shell::Bench,
+    peer: Candidate,
+    candidates: Vec<Candidate>,
+}
+
+impl Kit<'_> {
+    /// The partner of `group` for the peer as `role` on `stack`, or the row saying the group is
+    /// not checked for that role, and why.
+    fn partner(
+        &self,
+        group: &'static str,
+        role: Role,
+        stack: &str,
+        need: Need,
+    ) -> std::result::Result<&Candidate, CheckResult> {
+        let partner_role = partners::opposite(role);
+        partners::choose(&self.peer, &self.candidates, partner_role, stack, need).map_err(
+            |reason| {
+                CheckResult::not_checked(
+                    group,
+                    format!("{} {stack}", partners::role_name(role)),
+                    format!(
+                        "a {} of {stack}{} to pair with: the Rust peer, the peer itself or a built peer of peers/",
+                        partners::role_name(partner_role),
+                        if need == Need::Faults {
+                            " declaring conformance faults"
+                        } else {
+                            ""
+                        }
+                    ),
+                    reason,
+                )
+            },
+        )
     }
-    Ok(finish(rows, dir, temp))
+
+    /// The groups of one stack, in order.
+    fn stack(
+        &self,
+        dir: &Path,
+        stack: &str,
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Vec<CheckResult>> {
+        let mut rows = Vec::new();
+        let roles = &self.peer.caps.roles;
+        let client = roles.stack(Role::Client, stack).is_some();
+        let server = roles.stack(Role::Server, stack).is_some();
+        if self.options.wants("sample") {
+            log(&format!("{stack}: samples"));
+            rows.extend(self.samples(dir, stack, (client, server), log)?);
+        }
+        if self.options.wants("lifecycle") {
+            log(&format!("{stack}: lifecycle"));
+            if client {
+                match self.partner("lifecycle", Role::Client, stack, Need::Offers) {
+                    Ok(p) => rows.extend(kit::client_lifecycle(&self.bench, stack, p)),
+                    Err(row) => rows.push(row),
+                }
+            }
+            if server {
+                rows.extend(kit::server_lifecycle(&self.bench, stack));
+            }
+        }
+        if self.options.wants("tls") && client {
+            log(&format!("{stack}: tls"));
+            match self.partner("tls", Role::Client, stack, Need::Offers) {
+                Ok(p) => rows.extend(kit::tls(&self.bench, stack, p)),
+                Err(row) => rows.push(row),
+            }
+        }
+        for role in [Role::Client, Role::Server] {
+            rows.extend(self.validation(stack, role, log));
+        }
+        Ok(rows)
+    }
+
+    /// The sample group: the peer as client against the chosen server, as server against the
+    /// chosen client; a role without a partner is one row not checked.
+    fn samples(
+        &self,
+        dir: &Path,
+        stack: &str,
+        (client, server): (bool, bool),
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Vec<CheckResult>> {
+        let mut rows = Vec::new();
+        let mut pick = |offered: bool, role: Role| {
+            if !offered {
+                return None;
+            }
+            self.partner("sample", role, stack, Need::Offers)
+                .map_err(|row| rows.push(row))
+                .ok()
+        };
+        let partners = (pick(client, Role::Client), pick(server, Role::Server));
+        rows.extend(samples::run(dir, stack, &self.peer, partners, log)?);
+        Ok(rows)
+    }
+
+    /// The validation group of `role` (client-validation, server-validation) on `stack`, when
+    /// the peer offers the role: the shapes it and a partner with faults both offer, and a row
+    /// not checked for the partner, or for the shapes it does not offer, when missing.
+    fn validation(&self, stack: &str, role: Role, log: &mut dyn FnMut(&str)) -> Vec<CheckResult> {
+        let group = match role {
+            Role::Client => "client-validation",
+            Role::Server => "server-validation",
+        };
+        let Some(ours) = self.peer.caps.roles.stack(role, stack) else {
+            return Vec::new();
+        };
+        if !self.options.wants(group) {
+            return Vec::new();
+        }
+        log(&format!("{stack}: {}", group.replace('-', " ")));
+        let partner = match self.partner(group, role, stack, Need::Faults) {
+            Ok(p) => p,
+            Err(row) => return vec![row],
+        };
+        let theirs = partners::entry(partner, partners::opposite(role), stack);
+        let offered =
+            |e: Option<&StackCapability>, x: &String| e.is_some_and(|e| e.shapes.contains(x));
+        let (shapes, missing): (Vec<String>, Vec<String>) = ours
+            .shapes
+            .iter()
+            .cloned()
+            .partition(|s| offered(theirs, s));
+        let structured = [Some(ours), theirs]
+            .iter()
+            .all(|e| e.is_some_and(|e| e.payloads.iter().any(|p| p == "structured")));
+        let mut rows = match role {
+            Role::Client => {
+                kit::client_validation(&self.bench, stack, (&shapes, structured), partner)
+            }
+            Role::Server => {
+                kit::server_validation(&self.bench, stack, (&shapes, structured), partner)
+            }
+        };
+        if !missing.is_empty() {
+            rows.push(CheckResult::not_checked(
+                group,
+                format!(
+                    "{} {stack} vs {}: {}",
+                    partners::role_name(role),
+                    partner.id,
+                    missing.join(", ")
+                ),
+                "every shape the peer offers, against a partner with conformance faults",
+                format!(
+                    "{} does not offer {} as a {} of {stack}",
+                    partner.id,
+                    missing.join(", "),
+                    partners::role_name(partners::opposite(role))
+                ),
+            ));
+        }
+        rows
+    }
 }
 
 fn finish(rows: Vec<CheckResult>, dir: PathBuf, temp: Option<tempfile::TempDir>) -> Outcome {
-    let failed = rows.iter().any(|r| !r.passed);
+    let failed = !check::Counts::of(&rows).done();
     let kept = match temp {
         Some(t) if failed => Some(t.keep()),
         Some(_) => None,

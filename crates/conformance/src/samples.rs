@@ -1,12 +1,13 @@
-//! Short samples of every advertised combination, in both roles against the Rust peer. They run
+//! Short samples of every advertised combination, in both roles against the chosen partners. They run
 //! through the campaign runner itself (a generated loopback campaign per stack), so the sample
 //! state machine and every count check of a real run judge them: what passes here passes there.
 
 use crate::check::CheckResult;
+use crate::partners::{self, Candidate};
 use anyhow::Result;
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{SampleRecord, SampleStatus};
-use rpcarena_protocol::event::{Capabilities, Role, StackCapability};
+use rpcarena_protocol::event::{Role, StackCapability};
 use rpcarena_runner::{BuildInfo, CampaignSource, RunOptions};
 use std::path::{Path, PathBuf};
 
@@ -21,8 +22,12 @@ fn load_entry(model: &str) -> Option<&'static str> {
     })
 }
 
-/// What both peers offer for `stack` in the two directions.
-struct Common {
+/// One direction of a stack's samples: the peer under test in one role, its partner in the
+/// other, and the combinations both offer.
+#[derive(Debug, Clone, PartialEq)]
+struct Plan {
+    /// (client, server) campaign peer ids of each cell.
+    cells: Vec<(String, String)>,
     shapes: Vec<String>,
     loads: Vec<String>,
     payloads: Vec<String>,
@@ -40,35 +45,68 @@ fn both(a: &[String], b: &[String]) -> Vec<String> {
     a.iter().filter(|x| b.contains(x)).cloned().collect()
 }
 
-/// The combinations of `stack` both directions can run: shapes and payloads every involved role
-/// offers, the peer's client models (the Rust client runs every one).
-fn common(peer: &Capabilities, rust: &Capabilities, stack: &str) -> Option<(Common, bool, bool)> {
-    let pc = peer.roles.stack(Role::Client, stack);
-    let ps = peer.roles.stack(Role::Server, stack);
-    let rc = rust.roles.stack(Role::Client, stack)?;
-    let rs = rust.roles.stack(Role::Server, stack)?;
-    let mut shapes: Vec<String> = rc.shapes.clone();
-    let mut pays: Vec<String> = payloads(rc);
-    let mut loads: Vec<String> = rc.load_models.clone();
-    for s in [pc, ps].into_iter().flatten() {
-        shapes = both(&shapes, &s.shapes);
-        pays = both(&pays, &payloads(s));
-    }
-    shapes = both(&shapes, &rs.shapes);
-    if let Some(c) = pc {
-        loads = both(&loads, &c.load_models);
+/// The campaign id of `who`: `peer` for the peer under test (also when it is its own partner),
+/// `partner-<id>` for another.
+fn campaign_id(who: &Candidate, peer: &Candidate) -> String {
+    if std::ptr::eq(who, peer) {
+        "peer".to_string()
     } else {
-        loads = vec!["closed".to_string()];
+        format!("partner-{}", who.id)
     }
-    Some((
-        Common {
-            shapes,
-            loads,
-            payloads: pays,
-        },
-        pc.is_some(),
-        ps.is_some(),
-    ))
+}
+
+/// The plan of the peer as `role` against `partner` on `stack`: the shapes and payloads both
+/// offer; the load models the client runs (as a server, those both the partner's client and the
+/// peer's own client run, `closed` when the peer drives no client of the stack).
+fn plan(peer: &Candidate, partner: &Candidate, role: Role, stack: &str) -> Option<Plan> {
+    let ours = peer.caps.roles.stack(role, stack)?;
+    let theirs = partners::entry(partner, partners::opposite(role), stack)?;
+    let (client, server) = match role {
+        Role::Client => (peer, partner),
+        Role::Server => (partner, peer),
+    };
+    let loads = match (role, peer.caps.roles.stack(Role::Client, stack)) {
+        (Role::Client, _) => ours.load_models.clone(),
+        (Role::Server, Some(own)) => both(&theirs.load_models, &own.load_models),
+        (Role::Server, None) => both(&theirs.load_models, &["closed".to_string()]),
+    };
+    Some(Plan {
+        cells: vec![(campaign_id(client, peer), campaign_id(server, peer))],
+        shapes: both(&ours.shapes, &theirs.shapes),
+        loads,
+        payloads: both(&payloads(ours), &payloads(theirs)),
+    })
+}
+
+/// The plans of `stack`, one per direction, merged into one campaign when their combinations
+/// agree (the same partner both ways, as a rule).
+fn plans(
+    peer: &Candidate,
+    server: Option<&Candidate>,
+    client: Option<&Candidate>,
+    stack: &str,
+) -> Vec<Plan> {
+    let mut out: Vec<Plan> = Vec::new();
+    let directions = [(Role::Client, server), (Role::Server, client)];
+    for (role, partner) in directions {
+        let Some(p) = partner.and_then(|partner| plan(peer, partner, role, stack)) else {
+            continue;
+        };
+        match out
+            .iter_mut()
+            .find(|o| (&o.shapes, &o.loads, &o.payloads) == (&p.shapes, &p.loads, &p.payloads))
+        {
+            Some(same) => {
+                for cell in p.cells {
+                    if !same.cells.contains(&cell) {
+                        same.cells.push(cell);
+                    }
+                }
+            }
+            None => out.push(p),
+        }
+    }
+    out
 }
 
 fn quoted(v: &[String]) -> String {
@@ -78,37 +116,64 @@ fn quoted(v: &[String]) -> String {
         .join(", ")
 }
 
-/// A campaign of `stack`'s cells: the peer as client and as server, the Rust peer opposite.
+/// A campaign of `stack`'s cells between `peers` (campaign id, command).
 fn campaign(
     name: &str,
     stack: &str,
-    cells: &[(String, &str, &str)],
-    shapes: &[String],
+    peers: &[(String, Vec<String>)],
+    plan: &Plan,
     loads: &[&str],
-    payloads: &[String],
-    (peer, rust): (&[String], &[String]),
+    shapes: &[String],
 ) -> String {
-    let mut text = format!(
-        "name = {name:?}\nseed = 1\nrepetitions = 1\nnetwork = \"loopback\"\n\n[[peers]]\nid = \"peer\"\ncommand = [{}]\n\n[[peers]]\nid = \"rust\"\ncommand = [{}]\n",
-        quoted(peer),
-        quoted(rust)
-    );
-    for (id, client, server) in cells {
+    let mut text = format!("name = {name:?}\nseed = 1\nrepetitions = 1\nnetwork = \"loopback\"\n");
+    for (id, command) in peers {
         text.push_str(&format!(
-            "\n[[cells]]\nid = {id:?}\nclient = {client:?}\nserver = {server:?}\nstack = {stack:?}\n"
+            "\n[[peers]]\nid = {id:?}\ncommand = [{}]\n",
+            quoted(command)
+        ));
+    }
+    for (client, server) in &plan.cells {
+        text.push_str(&format!(
+            "\n[[cells]]\nid = \"{client}-{server}-{stack}\"\nclient = {client:?}\nserver = {server:?}\nstack = {stack:?}\n"
         ));
     }
     text.push_str(&format!(
         "\n[workload]\nshapes = [{}]\nconcurrency = [2]\nrequest_size = [64]\nresponse_size = [64]\nmessages_per_stream = 4\npayload = [{}]\nload = [{}]\n\n[timing]\nwarmup = \"100ms\"\nwindow = \"200ms\"\ndrain = \"2s\"\n\n[timeouts]\nready = \"10s\"\narmed = \"30s\"\nsample = \"10s\"\nshutdown = \"5s\"\n\n[noise]\npinning = \"off\"\nmax_load = 1000.0\ngate_timeout = \"1s\"\n",
         quoted(shapes),
-        quoted(payloads),
+        quoted(&plan.payloads),
         loads.join(", ")
     ));
     text
 }
 
+/// Rows' names from campaign peer ids: "client tcp vs rust", "server grpc vs go",
+/// "client+server netrpc-gob vs go" (the peer paired with itself).
+struct Names {
+    /// Campaign id to the id shown.
+    shown: Vec<(String, String)>,
+}
+
+impl Names {
+    fn shown<'a>(&'a self, id: &'a str) -> &'a str {
+        self.shown
+            .iter()
+            .find(|(c, _)| c == id)
+            .map_or(id, |(_, s)| s.as_str())
+    }
+
+    fn pair(&self, client: &str, server: &str, stack: &str) -> String {
+        let (role, partner) = match (client == "peer", server == "peer") {
+            (true, true) => ("client+server", server),
+            (true, false) => ("client", server),
+            _ => ("server", client),
+        };
+        format!("{role} {stack} vs {}", self.shown(partner))
+    }
+}
+
 struct Collect<'a> {
     rows: &'a mut Vec<CheckResult>,
+    names: &'a Names,
     log: &'a mut dyn FnMut(&str),
 }
 
@@ -119,14 +184,13 @@ impl rpcarena_runner::Progress for Collect<'_> {
     fn sample_started(&mut self, _: usize, _: &str, _: &SampleConfig) {}
     fn sample_finished(&mut self, _: usize, record: &SampleRecord) {
         let c = &record.config;
-        let role = if c.client == "peer" && c.server == "peer" {
-            "client+server"
-        } else if c.client == "peer" {
-            "client"
-        } else {
-            "server"
-        };
-        let name = format!("{role} {} {} {} {}", c.stack, c.shape, c.load, c.payload);
+        let name = format!(
+            "{}: {} {} {}",
+            self.names.pair(&c.client, &c.server, &c.stack),
+            c.shape,
+            c.load,
+            c.payload
+        );
         let received = match record.status {
             SampleStatus::Ok => Ok(format!(
                 "{} completed",
@@ -134,92 +198,128 @@ impl rpcarena_runner::Progress for Collect<'_> {
             )),
             SampleStatus::Failed => Err(record.reason.clone().unwrap_or_default()),
         };
-        self.rows.push(CheckResult::new(
-            "sample",
-            name,
-            "events in order, every field and count as \"sample\" defines, exits 0",
-            received,
-        ));
+        self.rows
+            .push(CheckResult::new("sample", name, EXPECTED, received));
     }
     fn warning(&mut self, text: &str) {
         (self.log)(text);
     }
 }
 
-/// Runs the short samples of `stack`; one row per sample.
-pub(crate) fn run(
-    dir: &Path,
+const EXPECTED: &str = "events in order, every field and count as \"sample\" defines, exits 0";
+
+/// The campaigns of one plan: (name, shapes, load entries); none when nothing is in common.
+fn campaigns_of(
     stack: &str,
-    peer: (&[String], &Capabilities),
-    rust: (&[String], &Capabilities),
-    log: &mut dyn FnMut(&str),
-) -> Result<Vec<CheckResult>> {
-    let Some((common, as_client, as_server)) = common(peer.1, rust.1, stack) else {
-        return Ok(Vec::new());
-    };
-    let mut cells = Vec::new();
-    if as_client {
-        cells.push((format!("peer-rust-{stack}"), "peer", "rust"));
-    }
-    if as_server {
-        cells.push((format!("rust-peer-{stack}"), "rust", "peer"));
-    }
-    let mut rows = Vec::new();
-    let whole: Vec<&str> = common.loads.iter().filter_map(|l| load_entry(l)).collect();
+    n: usize,
+    plan: &Plan,
+) -> Vec<(String, Vec<String>, Vec<&'static str>)> {
     let mut campaigns = Vec::new();
-    if !common.shapes.is_empty() && !whole.is_empty() {
-        campaigns.push((format!("conformance-{stack}"), common.shapes.clone(), whole));
+    let whole: Vec<&str> = plan.loads.iter().filter_map(|l| load_entry(l)).collect();
+    if !plan.shapes.is_empty() && !whole.is_empty() && !plan.payloads.is_empty() {
+        campaigns.push((
+            format!("conformance-{stack}-{n}"),
+            plan.shapes.clone(),
+            whole,
+        ));
     }
     // Send-saturation runs on client streams alone (a campaign of its own).
-    if common.loads.iter().any(|l| l == "send-saturation")
-        && common.shapes.iter().any(|s| s == "client_stream")
+    if plan.loads.iter().any(|l| l == "send-saturation")
+        && plan.shapes.iter().any(|s| s == "client_stream")
+        && !plan.payloads.is_empty()
     {
         campaigns.push((
-            format!("conformance-{stack}-saturation"),
+            format!("conformance-{stack}-{n}-saturation"),
             vec!["client_stream".to_string()],
             vec!["{ model = \"send-saturation\", streams = 4, settle = \"2s\" }"],
         ));
     }
-    for (name, shapes, loads) in campaigns {
-        let text = campaign(
-            &name,
-            stack,
-            &cells,
-            &shapes,
-            &loads,
-            &common.payloads,
-            (peer.0, rust.0),
-        );
-        let file = dir.join(format!("{name}.toml"));
-        std::fs::write(&file, &text)?;
-        let source = CampaignSource::from_file(&file)?;
-        let prepared = match rpcarena_runner::prepare(source, &[]) {
-            Ok(p) => p,
-            Err(e) => {
-                rows.push(CheckResult::new(
+    campaigns
+}
+
+/// Runs the short samples of `stack`: the peer as client against `server`, and as server
+/// against `client` (either absent when the kit has no such partner; `lib` reports that). One
+/// row per sample; a direction with nothing in common with its partner is one row not checked.
+pub(crate) fn run(
+    dir: &Path,
+    stack: &str,
+    peer: &Candidate,
+    (server, client): (Option<&Candidate>, Option<&Candidate>),
+    log: &mut dyn FnMut(&str),
+) -> Result<Vec<CheckResult>> {
+    let mut peers = vec![("peer".to_string(), peer.command.clone())];
+    let mut names = Names {
+        shown: vec![("peer".to_string(), peer.id.clone())],
+    };
+    for partner in [server, client].into_iter().flatten() {
+        let id = campaign_id(partner, peer);
+        if !peers.iter().any(|(p, _)| *p == id) {
+            peers.push((id.clone(), partner.command.clone()));
+            names.shown.push((id, partner.id.clone()));
+        }
+    }
+    let mut rows = Vec::new();
+    for (n, plan) in plans(peer, server, client, stack).iter().enumerate() {
+        let campaigns = campaigns_of(stack, n + 1, plan);
+        if campaigns.is_empty() {
+            for (c, s) in &plan.cells {
+                rows.push(CheckResult::not_checked(
                     "sample",
-                    format!("{stack}: campaign {name}"),
-                    "the peers accept the campaign",
-                    Err(format!("{e:#}")),
+                    names.pair(c, s, stack),
+                    EXPECTED,
+                    format!(
+                        "nothing in common with the partner: shapes [{}], load models [{}], payloads [{}]",
+                        plan.shapes.join(", "),
+                        plan.loads.join(", "),
+                        plan.payloads.join(", ")
+                    ),
                 ));
-                continue;
             }
-        };
-        let options = RunOptions {
-            out: Some(PathBuf::from(dir).join(&name)),
-            fail_fast: false,
-            resume: false,
-        };
-        let build = BuildInfo {
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            revision: "conformance".to_string(),
-            dirty: false,
-        };
-        let mut collect = Collect {
-            rows: &mut rows,
-            log,
-        };
-        rpcarena_runner::run(&prepared, &options, &build, &mut collect)?;
+        }
+        for (name, shapes, loads) in campaigns {
+            let text = campaign(&name, stack, &peers, plan, &loads, &shapes);
+            run_campaign(dir, &name, &text, &names, &mut rows, log)?;
+        }
     }
     Ok(rows)
+}
+
+/// Writes and runs one generated campaign; its samples become rows (a campaign the runner
+/// refuses is one failed row).
+fn run_campaign(
+    dir: &Path,
+    name: &str,
+    text: &str,
+    names: &Names,
+    rows: &mut Vec<CheckResult>,
+    log: &mut dyn FnMut(&str),
+) -> Result<()> {
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, text)?;
+    let source = CampaignSource::from_file(&file)?;
+    let prepared = match rpcarena_runner::prepare(source, &[]) {
+        Ok(p) => p,
+        Err(e) => {
+            rows.push(CheckResult::new(
+                "sample",
+                format!("campaign {name}"),
+                "the peers accept the campaign",
+                Err(format!("{e:#}")),
+            ));
+            return Ok(());
+        }
+    };
+    let options = RunOptions {
+        out: Some(PathBuf::from(dir).join(name)),
+        fail_fast: false,
+        resume: false,
+    };
+    let build = BuildInfo {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        revision: "conformance".to_string(),
+        dirty: false,
+    };
+    let mut collect = Collect { rows, names, log };
+    rpcarena_runner::run(&prepared, &options, &build, &mut collect)?;
+    Ok(())
 }

@@ -1,4 +1,4 @@
-//! The thin shell: starts the peer under test and its Rust partner (the runner's process code:
+//! The thin shell: starts the peer under test and its partners (the runner's process code:
 //! process-group leaders, killed and reaped whatever happens), feeds them commands, and turns
 //! what they print into [`Transcript`]s for the pure judges of `check`.
 
@@ -94,12 +94,10 @@ impl Proc {
     }
 }
 
-/// The certificates and the partner of every check.
+/// The certificates and the peer under test.
 pub(crate) struct Bench {
     /// Scratch directory: certificates and each check's raw output.
     pub dir: PathBuf,
-    /// The Rust peer's command.
-    pub rust: Vec<String>,
     /// The peer under test's command.
     pub peer: Vec<String>,
     /// The run's CA.
@@ -118,7 +116,7 @@ pub(crate) const SERVER_NAME: &str = "127.0.0.1";
 
 impl Bench {
     /// Creates the certificates in `dir`.
-    pub fn new(dir: &Path, peer: Vec<String>, rust: Vec<String>) -> Result<Bench> {
+    pub fn new(dir: &Path, peer: Vec<String>) -> Result<Bench> {
         let ca = rpcarena_runner::Authority::create(
             &dir.join("certificates"),
             &dir.join("private"),
@@ -132,7 +130,6 @@ impl Bench {
         let id = ca.server(SERVER_NAME)?;
         Ok(Bench {
             dir: dir.to_path_buf(),
-            rust,
             peer,
             ca: ca.ca_cert.clone(),
             other_ca: other.ca_cert.clone(),

@@ -1,12 +1,14 @@
 //! The kit passes the Rust peer and fails deliberately broken variants of it, each on the
 //! check that names its fault: a wrong histogram cookie, a server that skips its validation
-//! duty, a peer that ignores SHUTDOWN. The variants are small shell wrappers around the real
-//! Rust peer, so the kit sees exactly one thing wrong.
+//! duty, a peer that ignores SHUTDOWN; and it reports as not checked the validation groups of a
+//! stack no partner with conformance faults offers (a variant that renames a stack). The
+//! variants are small shell wrappers around the real Rust peer, so the kit sees exactly one
+//! thing wrong.
 //!
 //! Needs `rpcarena-peer-rust` built next to the test binary's target directory
 //! (`cargo build -p rpcarena-peer-rust`; `cargo test --workspace` builds it).
 
-use rpcarena_conformance::{CheckResult, Options, run};
+use rpcarena_conformance::{CheckResult, Counts, Options, PeerCommand, Status, run};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -38,11 +40,21 @@ fn wrapper(dir: &Path, name: &str, body: &str) -> Vec<String> {
 }
 
 fn check(peer: Vec<String>, groups: &[&str]) -> Vec<CheckResult> {
+    check_stack(peer, "tcp", groups)
+}
+
+fn check_stack(peer: Vec<String>, stack: &str, groups: &[&str]) -> Vec<CheckResult> {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let options = Options {
-        peer,
-        rust: vec![rust_peer().display().to_string()],
-        stacks: vec!["tcp".to_string()],
+        peer: PeerCommand {
+            id: "under-test".to_string(),
+            command: peer,
+        },
+        partners: vec![PeerCommand {
+            id: "rust".to_string(),
+            command: vec![rust_peer().display().to_string()],
+        }],
+        stacks: vec![stack.to_string()],
         groups: groups.iter().map(|g| g.to_string()).collect(),
         out: None,
     };
@@ -60,7 +72,7 @@ fn row<'a>(rows: &'a [CheckResult], name: &str) -> &'a CheckResult {
 #[test]
 fn the_rust_peer_passes_every_check() {
     let rows = check(vec![rust_peer().display().to_string()], &[]);
-    let failed: Vec<&CheckResult> = rows.iter().filter(|r| !r.passed).collect();
+    let failed: Vec<&CheckResult> = rows.iter().filter(|r| !r.passed()).collect();
     // every group ran
     for group in rpcarena_conformance::GROUPS {
         assert!(rows.iter().any(|r| r.group == group), "no {group} row");
@@ -83,15 +95,15 @@ fn a_wrong_histogram_cookie_fails_the_client_samples() {
         r#""$PEER" "$@" | sed -u 's/"HISTFAAA/"HISTBAAA/g'"#,
     );
     let rows = check(peer, &["sample"]);
-    let r = row(&rows, "client tcp unary closed zeros");
-    assert!(!r.passed, "{r:?}");
+    let r = row(&rows, "client tcp vs rust: unary closed zeros");
+    assert!(!r.passed(), "{r:?}");
     assert!(
         r.received
             .contains("cookie 0x1c849304 received, 0x1c849314 expected"),
         "{r:?}"
     );
     // as a server it prints no histogram: those samples pass
-    assert!(row(&rows, "server tcp unary closed zeros").passed);
+    assert!(row(&rows, "server tcp vs rust: unary closed zeros").passed());
 }
 
 #[test]
@@ -104,11 +116,14 @@ fn a_server_that_skips_validation_fails_the_server_validation_checks() {
 exec "$PEER" "$@""#,
     );
     let rows = check(peer, &["server-validation"]);
-    let r = row(&rows, "server tcp unary zeros: client nonzero-byte");
-    assert!(!r.passed, "{r:?}");
+    let r = row(
+        &rows,
+        "server tcp vs rust: unary zeros, client nonzero-byte",
+    );
+    assert!(!r.passed(), "{r:?}");
     assert!(r.received.contains("code invalid"), "{r:?}");
     assert!(
-        rows.iter().all(|r| !r.passed),
+        rows.iter().all(|r| r.status == Status::Failed),
         "every malformed call must be caught"
     );
 }
@@ -123,14 +138,64 @@ fn a_peer_that_ignores_shutdown_fails_the_shutdown_checks() {
     );
     let rows = check(peer, &["lifecycle"]);
     for name in [
-        "client tcp: SHUTDOWN while armed",
-        "client tcp: SHUTDOWN mid-window",
+        "client tcp vs rust: SHUTDOWN while armed",
+        "client tcp vs rust: SHUTDOWN mid-window",
         "server tcp: SHUTDOWN while serving",
     ] {
         let r = row(&rows, name);
-        assert!(!r.passed, "{r:?}");
+        assert!(!r.passed(), "{r:?}");
     }
     // end of stdin still reaches it: those checks pass, so the failures are specific
-    assert!(row(&rows, "client tcp: end of stdin while armed").passed);
-    assert!(row(&rows, "server tcp: end of stdin while serving").passed);
+    assert!(row(&rows, "client tcp vs rust: end of stdin while armed").passed());
+    assert!(row(&rows, "server tcp: end of stdin while serving").passed());
+}
+
+/// The Rust peer with its `tcp` stack renamed `tcp-renamed` (and any conformance faults it
+/// declares withdrawn): no partner offers that stack with faults. `$PEER` is the Rust peer.
+const RENAMED: &str = include_str!("renamed-tcp.sh");
+
+#[test]
+fn a_stack_without_a_partner_with_faults_is_not_checked_and_pairs_the_peer_with_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = wrapper(dir.path(), "renamed", RENAMED);
+    let rows = check_stack(
+        peer,
+        "tcp-renamed",
+        &["tls", "client-validation", "server-validation"],
+    );
+    // the Rust peer does not serve tcp-renamed: the peer is its own TLS partner, and passes
+    let tls = row(
+        &rows,
+        "client tcp-renamed vs under-test: a CA that did not sign the server's certificate",
+    );
+    assert!(tls.passed(), "{tls:?}");
+    // nobody declares faults for it: one row per validation group and role, not checked
+    for (name, partner) in [
+        ("client tcp-renamed", "server"),
+        ("server tcp-renamed", "client"),
+    ] {
+        let r = rows
+            .iter()
+            .find(|r| r.name == name && r.status == Status::NotChecked)
+            .unwrap_or_else(|| panic!("no not-checked row {name:?}: {rows:#?}"));
+        assert_eq!(
+            r.received,
+            format!(
+                "no {partner} of tcp-renamed with conformance faults among rust, the peer itself (under-test)"
+            ),
+            "{r:?}"
+        );
+    }
+    let counts = Counts::of(&rows);
+    assert_eq!(
+        (counts.passed, counts.failed, counts.not_checked),
+        (2, 0, 2)
+    );
+    assert!(!counts.done());
+    let table = rpcarena_conformance::check::table(&rows);
+    assert!(table.contains("| *not checked* |"), "{table}");
+    assert!(
+        table.contains("4 checks: 2 passed, 0 failed, 2 not checked; not done"),
+        "{table}"
+    );
 }

@@ -1,0 +1,254 @@
+//! Who the kit pairs the peer under test with, per stack, group and role
+//! (docs/peer-protocol.md, "Conformance"). Pure: capabilities in, a choice (or the reason there
+//! is none) out; `lib` queries the capabilities and `kit` and `samples` start the processes.
+
+use rpcarena_protocol::event::{Capabilities, Role, StackCapability};
+
+/// A peer the kit can start: the peer under test, or a candidate partner.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Its id (`rust`, a folder of peers/ such as `go`), shown in the rows' names.
+    pub id: String,
+    /// Its command (resolved).
+    pub command: Vec<String>,
+    /// Its capabilities, queried once.
+    pub caps: Capabilities,
+}
+
+/// What a group needs of its partner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// Any peer that offers the stack in the partner's role (sample, lifecycle, tls).
+    Offers,
+    /// One whose stack entry declares conformance faults (the validation groups).
+    Faults,
+}
+
+/// The role opposite `role`: the partner's.
+pub fn opposite(role: Role) -> Role {
+    match role {
+        Role::Client => Role::Server,
+        Role::Server => Role::Client,
+    }
+}
+
+/// The role's name in rows and reasons.
+pub fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Client => "client",
+        Role::Server => "server",
+    }
+}
+
+/// Whether `candidate`'s entry for this role and stack declares docs/stacks.md's conformance
+/// faults.
+///
+/// STEP A STAND-IN, to be replaced by reading the entry's `conformance_faults` flag (protocol
+/// revision 1.2) once the protocol types carry it: until then only the Rust peer's `grpc`,
+/// `quic` and `tcp` count as having them, whatever the entry says.
+pub fn declares_faults(candidate: &Candidate, entry: &StackCapability) -> bool {
+    candidate.caps.peer == "rpcarena-peer-rust"
+        && ["grpc", "quic", "tcp"].contains(&entry.stack.as_str())
+}
+
+/// The entry `candidate` offers in `role` for `stack` that meets `need`.
+fn offers<'a>(
+    candidate: &'a Candidate,
+    role: Role,
+    stack: &str,
+    need: Need,
+) -> Option<&'a StackCapability> {
+    candidate
+        .caps
+        .roles
+        .stack(role, stack)
+        .filter(|entry| need == Need::Offers || declares_faults(candidate, entry))
+}
+
+/// The order of preference: the first candidate (the Rust peer, the reference), then the peer
+/// itself, then the other candidates in their order.
+fn preference<'a>(peer: &'a Candidate, candidates: &'a [Candidate]) -> Vec<&'a Candidate> {
+    let (first, rest) = match candidates.split_first() {
+        Some((first, rest)) => (Some(first), rest),
+        None => (None, candidates),
+    };
+    first
+        .into_iter()
+        .chain(std::iter::once(peer))
+        .chain(rest)
+        .collect()
+}
+
+/// The partner playing `partner_role` on `stack` for `peer`: the first of [`preference`] that
+/// offers it (with faults when `need` says so), or the reason there is none, naming who was
+/// asked ("no server of tcp with conformance faults among rust, the peer itself (go)").
+pub fn choose<'a>(
+    peer: &'a Candidate,
+    candidates: &'a [Candidate],
+    partner_role: Role,
+    stack: &str,
+    need: Need,
+) -> Result<&'a Candidate, String> {
+    let order = preference(peer, candidates);
+    if let Some(found) = order
+        .iter()
+        .find(|c| offers(c, partner_role, stack, need).is_some())
+    {
+        return Ok(found);
+    }
+    let asked: Vec<String> = order
+        .iter()
+        .map(|c| {
+            if std::ptr::eq(*c, peer) {
+                format!("the peer itself ({})", c.id)
+            } else {
+                c.id.clone()
+            }
+        })
+        .collect();
+    Err(format!(
+        "no {} of {stack}{} among {}",
+        role_name(partner_role),
+        if need == Need::Faults {
+            " with conformance faults"
+        } else {
+            ""
+        },
+        asked.join(", ")
+    ))
+}
+
+/// The partner's entry for `stack` in `role` (it was chosen because it has one).
+pub fn entry<'a>(partner: &'a Candidate, role: Role, stack: &str) -> Option<&'a StackCapability> {
+    partner.caps.roles.stack(role, stack)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rpcarena_protocol::event::Roles;
+
+    fn entry(stack: &str) -> StackCapability {
+        StackCapability {
+            stack: stack.into(),
+            shapes: vec!["unary".into()],
+            ..StackCapability::default()
+        }
+    }
+
+    /// A candidate named `id` (peer name `peer`) serving `servers` and driving `clients`.
+    fn candidate(id: &str, peer: &str, clients: &[&str], servers: &[&str]) -> Candidate {
+        Candidate {
+            id: id.into(),
+            command: vec![format!("/bin/{id}")],
+            caps: Capabilities {
+                peer: peer.into(),
+                roles: Roles {
+                    client: clients.iter().map(|s| entry(s)).collect(),
+                    server: servers.iter().map(|s| entry(s)).collect(),
+                },
+                ..Capabilities::default()
+            },
+        }
+    }
+
+    fn rust() -> Candidate {
+        candidate(
+            "rust",
+            "rpcarena-peer-rust",
+            &["grpc", "quic", "tcp"],
+            &["grpc", "quic", "tcp"],
+        )
+    }
+
+    fn go() -> Candidate {
+        candidate(
+            "go",
+            "rpcarena-peer-go",
+            &["grpc", "tcp", "netrpc-gob"],
+            &["grpc", "netrpc-gob", "http1-proto"],
+        )
+    }
+
+    fn chosen(
+        peer: &Candidate,
+        candidates: &[Candidate],
+        role: Role,
+        stack: &str,
+        need: Need,
+    ) -> Result<String, String> {
+        choose(peer, candidates, role, stack, need).map(|c| c.id.clone())
+    }
+
+    #[test]
+    fn the_rust_peer_comes_first_then_the_peer_itself_then_the_others() {
+        let kotlin = candidate("kotlin", "rpcarena-peer-kotlin", &["netrpc-gob"], &[]);
+        let candidates = [rust(), kotlin.clone()];
+        let go = go();
+        // Rust serves grpc: it is the partner, even though go serves grpc too
+        assert_eq!(
+            chosen(&go, &candidates, Role::Server, "grpc", Need::Offers),
+            Ok("rust".into())
+        );
+        // nobody but go serves netrpc-gob: go itself
+        assert_eq!(
+            chosen(&go, &candidates, Role::Server, "netrpc-gob", Need::Offers),
+            Ok("go".into())
+        );
+        // a client of netrpc-gob: Rust has none, go has one itself, before kotlin
+        assert_eq!(
+            chosen(&go, &candidates, Role::Client, "netrpc-gob", Need::Offers),
+            Ok("go".into())
+        );
+        // go drives no http1-proto client: kotlin does not either
+        let err = chosen(&go, &candidates, Role::Client, "http1-proto", Need::Offers).unwrap_err();
+        assert_eq!(
+            err,
+            "no client of http1-proto among rust, the peer itself (go), kotlin"
+        );
+        // a server-only stack of the peer is served by someone else when it has no server
+        let only_client = candidate("js", "rpcarena-peer-js", &["netrpc-gob"], &[]);
+        let candidates = [rust(), go.clone()];
+        assert_eq!(
+            chosen(
+                &only_client,
+                &candidates,
+                Role::Server,
+                "netrpc-gob",
+                Need::Offers
+            ),
+            Ok("go".into())
+        );
+    }
+
+    #[test]
+    fn the_validation_groups_need_a_partner_with_faults() {
+        let go = go();
+        let candidates = [rust()];
+        // Rust's tcp has faults; go's own grpc does not count (step A: only the Rust peer's)
+        assert_eq!(
+            chosen(&go, &candidates, Role::Client, "tcp", Need::Faults),
+            Ok("rust".into())
+        );
+        let err = chosen(&go, &candidates, Role::Server, "netrpc-gob", Need::Faults).unwrap_err();
+        assert_eq!(
+            err,
+            "no server of netrpc-gob with conformance faults among rust, the peer itself (go)"
+        );
+        // the Rust peer's name on a stack it does not have (a renaming wrapper): no faults
+        let renamed = candidate("renamed", "rpcarena-peer-rust", &[], &["tcp-renamed"]);
+        let err = chosen(
+            &renamed,
+            &candidates,
+            Role::Server,
+            "tcp-renamed",
+            Need::Faults,
+        );
+        assert!(err.is_err(), "{err:?}");
+        // no candidates at all: only the peer itself is asked
+        assert_eq!(
+            chosen(&go, &[], Role::Server, "quic", Need::Offers).unwrap_err(),
+            "no server of quic among the peer itself (go)"
+        );
+    }
+}
