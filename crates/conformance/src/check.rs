@@ -206,9 +206,9 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
     };
     rows.push(row(
         "revision",
-        "\"1.1\"",
+        "\"1.2\"",
         match caps.revision.as_deref() {
-            Some("1.1") => Ok("\"1.1\"".into()),
+            Some("1.2") => Ok("\"1.2\"".into()),
             Some(other) => Err(format!("{other:?}")),
             None => Err("absent (1.0)".into()),
         },
@@ -300,7 +300,15 @@ fn stack_entry(
         problems.push("listed more than once".to_string());
     }
     for shape in &entry.shapes {
-        if !["unary", "client_stream", "server_stream", "bidi"].contains(&shape.as_str()) {
+        if ![
+            "unary",
+            "client_stream",
+            "server_stream",
+            "bidi",
+            "pingpong",
+        ]
+        .contains(&shape.as_str())
+        {
             problems.push(format!("unknown shape {shape:?}"));
         }
     }
