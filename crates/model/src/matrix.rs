@@ -88,15 +88,21 @@ pub fn expand(campaign: &Campaign) -> Vec<SampleConfig> {
     out
 }
 
+/// Campaign `t`: peer `p`, cell `a` on grpc; the tests below add to it.
+#[cfg(test)]
+fn one_cell() -> rpcarena_fixtures::CampaignText {
+    rpcarena_fixtures::campaign("t", 1)
+        .peer("p", &["x"])
+        .cell("a", "p", "p", "grpc")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn expands_the_full_product_in_report_order() {
-        let text = rpcarena_fixtures::campaign("t", 1)
-            .peer("p", &["x"])
-            .cell("a", "p", "p", "grpc")
+        let text = one_cell()
             .cell("b", "p", "p", "quic")
             .section("[workload]\nshapes = [\"unary\", \"bidi\"]\nconcurrency = [1, 4]\nrequest_size = [16, 256]")
             .build();
@@ -118,9 +124,7 @@ mod load_tests {
 
     #[test]
     fn a_model_that_fixes_its_concurrency_replaces_the_list() {
-        let text = rpcarena_fixtures::campaign("t", 1)
-            .peer("p", &["x"])
-            .cell("a", "p", "p", "grpc")
+        let text = one_cell()
             .section(
                 r#"[workload]
 shapes = ["unary"]
@@ -155,9 +159,7 @@ mod cell_shape_tests {
 
     #[test]
     fn a_cell_with_its_own_shapes_runs_only_those() {
-        let text = rpcarena_fixtures::campaign("t", 1)
-            .peer("p", &["x"])
-            .cell("a", "p", "p", "grpc")
+        let text = one_cell()
             .cell("b", "p", "p", "netrpc-gob")
             .section("shapes = [\"unary\"]")
             .section("[workload]\nshapes = [\"unary\", \"pingpong\"]\nconcurrency = [1]")
@@ -182,9 +184,7 @@ mod paired_size_tests {
 
     #[test]
     fn paired_sizes_run_each_pair_once() {
-        let text = rpcarena_fixtures::campaign("t", 1)
-            .peer("p", &["x"])
-            .cell("a", "p", "p", "grpc")
+        let text = one_cell()
             .section("[workload]\nshapes = [\"unary\"]\nconcurrency = [1]")
             .section(
                 "request_size = [1024, 65536]\nresponse_size = [1024, 65536]\npaired_sizes = true",
