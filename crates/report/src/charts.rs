@@ -125,7 +125,7 @@ pub fn charts(rows: &[Row], figure: Figure) -> Vec<Chart> {
     let (rows, top) = charted_rows(rows);
     let Some(top) = top else { return Vec::new() };
     let mut out = Vec::new();
-    for shape in Shape::ALL {
+    for shape in Shape::EVERY {
         let mut variants: Vec<(u32, u32, String)> = Vec::new();
         for r in rows.iter().filter(|r| r.config.shape == shape) {
             let v = (

@@ -503,7 +503,7 @@ fn write_bar_charts(out: &mut String, rows: &[Row]) {
 /// Latency percentile curves, one chart per shape.
 fn write_percentiles(out: &mut String, rows: &[Row]) {
     let mut percentiles = String::new();
-    for shape in Shape::ALL {
+    for shape in Shape::EVERY {
         let shape_rows: Vec<&Row> = rows
             .iter()
             .filter(|r| r.config.shape == shape && r.config.load.whole_operations())

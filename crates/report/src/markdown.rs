@@ -169,7 +169,7 @@ fn write_tables(out: &mut String, inputs: &Inputs<'_>) {
         inputs.baseline
     );
     let rows = &inputs.aggregates.rows;
-    for shape in Shape::ALL {
+    for shape in Shape::EVERY {
         let rows: Vec<&Row> = rows
             .iter()
             .filter(|r| r.config.shape == shape && r.config.load.whole_operations())
