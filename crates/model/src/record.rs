@@ -97,6 +97,9 @@ impl ServerResult {
         let Stopped {
             counters,
             transport,
+            // revision 1.2 (not kept yet: the integrator's server.life_allocations)
+            allocations: _,
+            allocated_bytes: _,
         } = stopped;
         let server = transport.map(|t| ServerResult {
             transport: Some(TransportRecord::from(*t)),

@@ -1,13 +1,16 @@
-//! The `capabilities` event (revision 1.1): every stack in both roles, every shape, every load
-//! model (client), both payload kinds, the versions of the libraries behind each stack (read from
-//! Cargo.lock by build.rs), how the binary was built, the file it runs from, and each stack's
-//! transport settings (docs/stacks.md, "Settings every peer declares"), taken from the constants
-//! the stacks are configured with. The Rust peer is the reference, so it has no deviations.
+//! The `capabilities` event (revision 1.2): every stack in both roles, every shape (pingpong
+//! included), every load model (client), both payload kinds, the conformance fault modes of every
+//! stack in both roles (crate::fault), the allocation counters (crate::allocations), the
+//! versions of the libraries behind each stack (read from Cargo.lock by build.rs), how the binary
+//! was built, the file it runs from, and each stack's transport settings (docs/stacks.md,
+//! "Settings every peer declares"), taken from the constants the stacks are configured with. The
+//! Rust peer is the reference, so it has no deviations.
 //!
 //! Two settings are what the kernel grants this process, so they are asked for on sockets that
 //! are never bound or connected (no packet is sent): the TCP congestion controller and the UDP
 //! socket buffers.
 
+use crate::allocations;
 use crate::args::Stack;
 use crate::stacks::{self, grpc, quic, tcp};
 use crate::tls;
@@ -43,7 +46,7 @@ pub fn libraries(stack: Stack) -> Vec<(&'static str, &'static str)> {
 }
 
 /// The revision of docs/peer-protocol.md this peer follows.
-pub const REVISION: &str = "1.1";
+pub const REVISION: &str = "1.2";
 
 /// How this binary was built (recorded by build.rs) and what runs it.
 pub fn build() -> BTreeMap<String, String> {
@@ -100,9 +103,16 @@ pub fn settings(stack: Stack, tcp_congestion: &str) -> BTreeMap<String, Setting>
 /// The event this peer answers `capabilities` with.
 pub fn event() -> Event {
     let tcp_congestion = stacks::tcp_congestion_in_use();
-    let shapes: Vec<String> = Shape::ALL.iter().map(|s| s.as_str().to_string()).collect();
+    // Every shape: each server's bidi handler answers every request as it arrives, so it serves
+    // pingpong too (crate::stacks).
+    let shapes: Vec<String> = Shape::EVERY
+        .iter()
+        .map(|s| s.as_str().to_string())
+        .collect();
     let entry = |stack: Stack, load_models: Vec<String>| StackCapability {
         stack: stack.as_str().to_string(),
+        // every stack runs crate::fault's modes in both roles
+        conformance_faults: true,
         shapes: shapes.clone(),
         load_models,
         payloads: Payload::ALL
@@ -124,6 +134,7 @@ pub fn event() -> Event {
         revision: Some(REVISION.to_string()),
         build: build(),
         files: files(),
+        allocations: Some(allocations::declared()),
         roles: Roles {
             client: Stack::ALL
                 .iter()
@@ -147,7 +158,10 @@ mod tests {
         for role in [Role::Client, Role::Server] {
             for stack in Stack::ALL {
                 let offered = caps.roles.stack(role, stack.as_str()).expect("offered");
-                assert_eq!(offered.shapes.len(), 4);
+                let every: Vec<&str> = Shape::EVERY.iter().map(Shape::as_str).collect();
+                assert_eq!(offered.shapes, every);
+                assert!(offered.shapes.contains(&"pingpong".to_string()));
+                assert!(offered.conformance_faults, "{role} {stack:?}");
                 assert_eq!(offered.load_models.is_empty(), role == Role::Server);
                 assert!(offered.libraries.contains_key("rustls"));
             }
@@ -172,11 +186,16 @@ mod tests {
     ];
 
     #[test]
-    fn revision_1_1_fields_are_declared() {
-        let Ok(Event::Capabilities(caps)) = parse_event(&event().to_line()) else {
+    fn revision_1_1_and_1_2_fields_are_declared() {
+        let line = event().to_line();
+        assert!(line.contains(r#""conformance_faults":true"#), "{line}");
+        let Ok(Event::Capabilities(caps)) = parse_event(&line) else {
             panic!("capabilities must round-trip");
         };
-        assert_eq!(caps.revision.as_deref(), Some("1.1"));
+        assert_eq!(caps.revision.as_deref(), Some("1.2"));
+        let counted = caps.allocations.as_ref().expect("allocations declared");
+        assert!(counted.counts && counted.bytes, "{counted:?}");
+        assert!(counted.source.contains("allocator"), "{counted:?}");
         assert!(
             caps.build["toolchain"].starts_with("rustc "),
             "{:?}",

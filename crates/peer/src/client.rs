@@ -1,6 +1,7 @@
 //! `client`: connect, validate one operation, warm up, `armed`, START, the admission window,
 //! `sample`, SHUTDOWN, `stopped` (docs/peer-protocol.md, "armed" and "sample").
 
+use crate::allocations;
 use crate::args::{ArrivalArg, ClientArgs, Load, Stack};
 use crate::commands::{CommandError, Commands, Input};
 use crate::engine::backpressure::BackpressureSchedule;
@@ -327,6 +328,8 @@ impl<S: ClientStack> Phases<'_, S> {
     ) -> Result<Option<Vec<S::Lane>>, Failure> {
         // Transport statistics: read at START, polled through the window, read at its end.
         let poller = self.stack.transport_probe().map(Poller::start);
+        // The whole process's allocations from START to the end of the drain.
+        let allocated_before = allocations::snapshot();
         let window = self.window(self.args.window_ms);
         let bound = match self.model {
             LoadModel::SendSaturation { .. } => {
@@ -344,10 +347,13 @@ impl<S: ClientStack> Phases<'_, S> {
             stop_early("the window");
             return Ok(None);
         };
+        let allocated = allocations::snapshot().since(allocated_before);
         let mut report = totals
             .report(&window)
             .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, ClientError::Report(e)))?;
         report.transport = poller.and_then(Poller::finish).map(Box::new);
+        report.allocations = Some(allocated.count);
+        report.allocated_bytes = Some(allocated.bytes);
         emit(&Event::Sample(report));
         Ok(Some(lanes))
     }
@@ -358,7 +364,7 @@ async fn started(commands: &mut Commands) -> Result<bool, Failure> {
     match commands.next().await {
         Input::Command(Command::Start) => Ok(true),
         Input::Command(Command::Shutdown) => Ok(false),
-        Input::Unknown(line) => Err(unknown_command(phase::ARMED, &line)),
+        other => Err(misplaced(phase::ARMED, other)),
     }
 }
 
@@ -371,7 +377,7 @@ async fn shutdown_after_sample(commands: &mut Commands) -> Result<(), Failure> {
             code::PROTOCOL,
             CommandError::SecondStart,
         )),
-        Input::Unknown(line) => Err(unknown_command(phase::SHUTDOWN, &line)),
+        other => Err(misplaced(phase::SHUTDOWN, other)),
     }
 }
 
@@ -495,13 +501,22 @@ async fn unless_shutdown<T>(
                 code::PROTOCOL,
                 CommandError::EarlyStart { phase },
             )),
-            Input::Unknown(line) => Err(unknown_command(phase, &line)),
+            other => Err(misplaced(phase, other)),
         },
     }
 }
 
-/// A line on stdin that is no command, in `phase`.
-fn unknown_command(phase: &'static str, line: &str) -> Failure {
-    let line = line.to_string();
-    Failure::new(phase, code::PROTOCOL, CommandError::Unknown { line })
+/// A line on stdin that a client does not take in `phase` (START and SHUTDOWN are handled by
+/// the caller): a server's window command or no command at all, a protocol error either way.
+fn misplaced(phase: &'static str, input: Input) -> Failure {
+    let error = match input {
+        Input::Command(command) if command.edge().is_some() => CommandError::WindowToClient {
+            command: command.as_str(),
+        },
+        Input::Command(command) => CommandError::Unknown {
+            line: command.as_str().to_string(),
+        },
+        Input::Unknown(line) => CommandError::Unknown { line },
+    };
+    Failure::new(phase, code::PROTOCOL, error)
 }

@@ -1,6 +1,6 @@
 //! Commands on stdin, the controller's channel to the peer (docs/peer-protocol.md, "Lifecycle"):
-//! `START` and `SHUTDOWN`, one a line; the end of stdin means `SHUTDOWN`. The peer answers on
-//! stdout (crate::events).
+//! `START`, `SHUTDOWN` and (a server's, revision 1.2) `WINDOW START` and `WINDOW END`, one a
+//! line; the end of stdin means `SHUTDOWN`. The peer answers on stdout (crate::events).
 
 use rpcarena_protocol::event::Command;
 use std::io::BufRead;
@@ -9,7 +9,8 @@ use tokio::sync::mpsc;
 /// One line from stdin, interpreted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Input {
-    /// `START` or `SHUTDOWN` (end of stdin is reported as `SHUTDOWN`).
+    /// `START`, `SHUTDOWN`, `WINDOW START` or `WINDOW END` (end of stdin is reported as
+    /// `SHUTDOWN`).
     Command(Command),
     /// Anything else, verbatim.
     Unknown(String),
@@ -36,11 +37,20 @@ pub enum CommandError {
         /// The line, verbatim.
         line: String,
     },
+    /// A client got `WINDOW START` or `WINDOW END`, which are a server's commands: the same
+    /// protocol error as any other line.
+    #[error("{command} is a server command (revision 1.2); a client takes only START and SHUTDOWN")]
+    WindowToClient {
+        /// The command's line.
+        command: &'static str,
+    },
     /// A server got START, which is a client's command.
-    #[error("START is a client command; a server only takes SHUTDOWN")]
+    #[error("START is a client command; a server takes SHUTDOWN, WINDOW START and WINDOW END")]
     StartToServer,
-    /// A server got a line that is not SHUTDOWN.
-    #[error("unknown command {line:?} on stdin; a server only takes SHUTDOWN")]
+    /// A server got a line that is no command.
+    #[error(
+        "unknown command {line:?} on stdin; a server takes SHUTDOWN, WINDOW START and WINDOW END"
+    )]
     UnknownToServer {
         /// The line, verbatim.
         line: String,
@@ -103,9 +113,21 @@ mod tests {
     #[test]
     fn stdin_lines_become_commands_and_eof_is_shutdown() {
         let (sender, mut receiver) = mpsc::unbounded_channel();
-        read_commands("START\n\nfoo\n".as_bytes(), &sender);
+        read_commands(
+            "START\n\nfoo\n WINDOW START \nWINDOW END\nWINDOW  END\n".as_bytes(),
+            &sender,
+        );
         assert_eq!(receiver.try_recv(), Ok(Input::Command(Command::Start)));
         assert_eq!(receiver.try_recv(), Ok(Input::Unknown("foo".into())));
+        assert_eq!(
+            receiver.try_recv(),
+            Ok(Input::Command(Command::WindowStart))
+        );
+        assert_eq!(receiver.try_recv(), Ok(Input::Command(Command::WindowEnd)));
+        assert_eq!(
+            receiver.try_recv(),
+            Ok(Input::Unknown("WINDOW  END".into()))
+        );
         assert_eq!(receiver.try_recv(), Ok(Input::Command(Command::Shutdown)));
     }
 }

@@ -11,7 +11,11 @@
 //! The server misbehaves on **every** call, on every stack (grpc, quic, tcp) and shape, so the
 //! client under test must fail its validation operation (phase `validate`) with the code given
 //! here (docs/peer-protocol.md, "Error codes"). It still checks every request first (except in
-//! `skip-validation`), and reads a call's whole request stream before it answers.
+//! `skip-validation`). It reads a call's whole request stream before it answers, except a bidi
+//! call, which it answers request by request as each arrives ([`bidi_request`], [`bidi_end`]):
+//! a pingpong client (revision 1.2) sends request i+1 only after response i, and a server cannot
+//! tell its call from a bidi call. So on bidi the modes that take a response away or end the call
+//! early do it at the first request, as the table says.
 //!
 //! | mode | what the server does | client's code |
 //! |---|---|---|
@@ -19,10 +23,10 @@
 //! | `short-payload` | every response payload is one byte short (zeros: one zero byte fewer; structured: the title one letter shorter); an empty payload gets one byte instead | `invalid` |
 //! | `nonzero-byte` | zeros: the last payload byte of every response is 0x01 (an empty payload becomes the one byte 0x01); structured: a payload byte 0x01 beside the body | `invalid` |
 //! | `wrong-summary` | client stream: the summary's `count` is one more than received; other shapes: status INTERNAL saying the mode applies to client streams only | `invalid` (`rpc` for other shapes) |
-//! | `missing-message` | one response fewer: none for unary, no summary for a client stream, N-1 for server streams and bidi; then status OK | `invalid` |
-//! | `extra-message` | one response more: a unary response or a summary twice, a server stream's response N, bidi's response with the last seq + 1; then status OK | `invalid` |
-//! | `early-status` | quic, tcp: STATUS OK before the last response, which follows the STATUS (data after STATUS). grpc: the trailers (status OK) end the stream, so nothing can follow them: the last response is left out, as with `missing-message` | `invalid` |
-//! | `error-status` | status INTERNAL (13) instead of any response | `rpc` |
+//! | `missing-message` | one response fewer: none for unary, no summary for a client stream, N-1 for server streams; bidi: status OK instead of the first response | `invalid` |
+//! | `extra-message` | one response more: a unary response or a summary twice, a server stream's response N, bidi's response with the last seq + 1 (after the client's END); then status OK | `invalid` |
+//! | `early-status` | quic, tcp: STATUS OK before the last response, which follows the STATUS (data after STATUS; bidi: before the first response). grpc: the trailers (status OK) end the stream, so nothing can follow them: the last response is left out, as with `missing-message` | `invalid` |
+//! | `error-status` | status INTERNAL (13) instead of any response (bidi: at the first request) | `rpc` |
 //! | `corrupt-structured` | structured: one field of every body changed, its size kept (`created_unix_ms` + 1, or the title's first letter; an empty body becomes a 3-byte one); zeros: a structured body beside the zero bytes (the wrong kind) | `invalid` |
 //! | `skip-validation` | answers correctly but checks no request: the server that skips its validation duty, which the kit must catch with the client modes below (they then fail with `invalid`) | none: a well-formed client passes |
 //!
@@ -32,17 +36,20 @@
 //! call on its first lane, expecting the server to refuse it; then one well-formed call of the
 //! configured workload on the same lane (the same connection, for tcp), which must succeed, to
 //! show that the server keeps serving. No warmup, no `armed`, no `sample`; stdin is read as usual
-//! (SHUTDOWN or end of stdin while connecting stops the client with `stopped`).
+//! (SHUTDOWN or end of stdin while connecting stops the client with `stopped`). With `--shape
+//! pingpong` the malformed call goes out as a bidi call does (every request, then END, without
+//! waiting: a native server may answer a malformed call only once it has read END,
+//! docs/stacks.md), and the well-formed call after it runs in lock-step.
 //!
 //! | mode | the malformed call | shapes |
 //! |---|---|---|
 //! | `nonzero-byte` | zeros: the last payload byte of every request is 0x01 (an empty payload becomes the byte 0x01); structured: a payload byte 0x01 beside the body | all |
 //! | `corrupt-structured` | one field of every request's structured body changed, its size kept (needs `--payload structured`) | all |
-//! | `seq-order` | the requests carry seq 0, 2, 1, 3, 4, ... (one request: seq 1) | client_stream, bidi |
-//! | `length-change` | request 1 (the second; two are sent even if N is 1) has a payload one byte shorter (an empty payload: longer) | client_stream, bidi |
+//! | `seq-order` | the requests carry seq 0, 2, 1, 3, 4, ... (one request: seq 1) | client_stream, bidi, pingpong |
+//! | `length-change` | request 1 (the second; two are sent even if N is 1) has a payload one byte shorter (an empty payload: longer) | client_stream, bidi, pingpong |
 //! | `response-size-too-large` | `response_size` 16,777,217 (16 MiB + 1) in every request | all |
 //! | `response-messages-zero` | `response_messages` 0 | server_stream |
-//! | `empty-stream` | the request stream ends before any request | client_stream, bidi |
+//! | `empty-stream` | the request stream ends before any request | client_stream, bidi, pingpong |
 //!
 //! A mode given with a shape or payload it does not apply to is refused like any bad argument
 //! (`error` phase `startup`, code `config`, exit 2).
@@ -179,7 +186,9 @@ impl Answer for pb::Response {
             Shape::ServerStream => (0..u64::from(first.response_messages))
                 .map(|index| response_to(first, index))
                 .collect(),
-            Shape::Bidi => requests.iter().map(|r| response_to(r, r.seq)).collect(),
+            Shape::Bidi | Shape::Pingpong => {
+                requests.iter().map(|r| response_to(r, r.seq)).collect()
+            }
             Shape::Unary | Shape::ClientStream => vec![response_to(first, first.seq)],
         }
     }
@@ -188,7 +197,7 @@ impl Answer for pb::Response {
         let first = requests.first()?;
         match shape {
             Shape::ServerStream => Some(response_to(first, u64::from(first.response_messages))),
-            Shape::Bidi => requests
+            Shape::Bidi | Shape::Pingpong => requests
                 .last()
                 .map(|last| response_to(last, last.seq.wrapping_add(1))),
             Shape::Unary | Shape::ClientStream => messages.last().cloned(),
@@ -225,8 +234,12 @@ impl Answer for pb::Summary {
     }
 }
 
-/// What a server running `fault` answers to a call of `shape` with `requests`.
+/// What a server running `fault` answers to a call of `shape` with `requests`, all of them (a
+/// bidi call's answer is its steps' together: [`bidi_request`]).
 pub fn plan<M: Answer>(fault: ServerFault, shape: Shape, requests: &[pb::Request]) -> Plan<M> {
+    if shape.rpc() == Shape::Bidi {
+        return bidi_plan(fault, requests);
+    }
     let mut messages = M::correct(shape, requests);
     let mut ending = Ending::Ok;
     match fault {
@@ -239,12 +252,9 @@ pub fn plan<M: Answer>(fault: ServerFault, shape: Shape, requests: &[pb::Request
         ServerFault::WrongSummary if shape == Shape::ClientStream => {
             messages.iter_mut().for_each(|m| m.corrupt(fault));
         }
-        ServerFault::WrongSummary => {
+        ServerFault::WrongSummary | ServerFault::ErrorStatus => {
             messages.clear();
-            ending = Ending::Status(
-                INTERNAL,
-                "conformance fault wrong-summary applies to client_stream calls only".to_string(),
-            );
+            ending = internal(fault);
         }
         ServerFault::MissingMessage => {
             messages.pop();
@@ -254,15 +264,93 @@ pub fn plan<M: Answer>(fault: ServerFault, shape: Shape, requests: &[pb::Request
         }
         ServerFault::EarlyStatus => ending = Ending::OkBeforeLast,
         ServerFault::SkipValidation => {}
-        ServerFault::ErrorStatus => {
-            messages.clear();
-            ending = Ending::Status(
-                INTERNAL,
-                "conformance fault error-status: INTERNAL instead of the answer".to_string(),
-            );
-        }
     }
     Plan { messages, ending }
+}
+
+/// The status INTERNAL of `error-status`, and of `wrong-summary` on a shape other than a client
+/// stream.
+fn internal(fault: ServerFault) -> Ending {
+    let message = if fault == ServerFault::WrongSummary {
+        "conformance fault wrong-summary applies to client_stream calls only"
+    } else {
+        "conformance fault error-status: INTERNAL instead of the answer"
+    };
+    Ending::Status(INTERNAL, message.to_string())
+}
+
+/// What a fault server sends at one point of a bidi call, which it answers as requests arrive.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step<M> {
+    /// The response messages to send now.
+    pub messages: Vec<M>,
+    /// How the call ends here, or `None`: the server reads the next request. An ending at a
+    /// request comes before the client's END.
+    pub ending: Option<Ending>,
+}
+
+/// What a server running `fault` answers to `request` of a bidi call, at once: the one
+/// response, misshapen as the mode says, or (`missing-message`, `early-status`, `error-status`,
+/// `wrong-summary`) the call's ending, which never leaves a lock-step client waiting.
+pub fn bidi_request<M: Answer>(fault: ServerFault, request: &pb::Request) -> Step<M> {
+    let mut messages = M::correct(Shape::Bidi, std::slice::from_ref(request));
+    let ending = match fault {
+        ServerFault::WrongSeq
+        | ServerFault::ShortPayload
+        | ServerFault::NonzeroByte
+        | ServerFault::CorruptStructured => {
+            messages.iter_mut().for_each(|m| m.corrupt(fault));
+            None
+        }
+        ServerFault::SkipValidation | ServerFault::ExtraMessage => None,
+        ServerFault::MissingMessage => {
+            messages.clear();
+            Some(Ending::Ok)
+        }
+        ServerFault::EarlyStatus => Some(Ending::OkBeforeLast),
+        ServerFault::WrongSummary | ServerFault::ErrorStatus => {
+            messages.clear();
+            Some(internal(fault))
+        }
+    };
+    Step { messages, ending }
+}
+
+/// What a server running `fault` sends when a bidi call's request stream ends after `last`:
+/// `extra-message`'s response with the last seq + 1, then status OK.
+pub fn bidi_end<M: Answer>(fault: ServerFault, last: Option<&pb::Request>) -> Step<M> {
+    let messages = match (fault, last) {
+        (ServerFault::ExtraMessage, Some(last)) => {
+            M::extra(Shape::Bidi, std::slice::from_ref(last), &[])
+                .into_iter()
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    Step {
+        messages,
+        ending: Some(Ending::Ok),
+    }
+}
+
+/// A bidi call's whole answer: its steps, up to the first that ends it.
+fn bidi_plan<M: Answer>(fault: ServerFault, requests: &[pb::Request]) -> Plan<M> {
+    let mut messages = Vec::new();
+    let steps = requests
+        .iter()
+        .map(|request| bidi_request::<M>(fault, request))
+        .chain(std::iter::once_with(|| bidi_end(fault, requests.last())));
+    for step in steps {
+        messages.extend(step.messages);
+        if let Some(ending) = step.ending {
+            return Plan { messages, ending };
+        }
+    }
+    // bidi_end always ends the call
+    Plan {
+        messages,
+        ending: Ending::Ok,
+    }
 }
 
 /// The payload faults, on a message's zero bytes or structured body built from `seq`.
@@ -325,10 +413,10 @@ impl ClientFault {
     pub fn check(self, workload: &Workload) -> Result<(), String> {
         let shapes: &[Shape] = match self {
             ClientFault::SeqOrder | ClientFault::LengthChange | ClientFault::EmptyStream => {
-                &[Shape::ClientStream, Shape::Bidi]
+                &[Shape::ClientStream, Shape::Bidi, Shape::Pingpong]
             }
             ClientFault::ResponseMessagesZero => &[Shape::ServerStream],
-            _ => &Shape::ALL,
+            _ => &Shape::EVERY,
         };
         if !shapes.contains(&workload.shape) {
             let names: Vec<&str> = shapes.iter().map(Shape::as_str).collect();
@@ -632,6 +720,47 @@ mod tests {
                 .iter()
                 .zip(seqs)
                 .any(|(m, &seq)| check_response(m, kind, seq, size).is_err())
+    }
+
+    #[test]
+    fn a_bidi_fault_answers_every_request_at_once_or_ends_the_call() {
+        // a lock-step (pingpong) client waits for each answer: no step may leave it waiting
+        for &fault in ServerFault::value_variants() {
+            for kind in Payload::ALL {
+                let first = request(kind, 0, 64, 100, 0);
+                let step: Step<pb::Response> = bidi_request(fault, &first);
+                assert!(
+                    !step.messages.is_empty() || step.ending.is_some(),
+                    "{} {kind}: {step:?}",
+                    fault.name()
+                );
+                // and the modes that go on answer one message per request
+                if step.ending.is_none() {
+                    assert_eq!(step.messages.len(), 1, "{}", fault.name());
+                }
+            }
+        }
+        let early: Step<pb::Response> = bidi_request(
+            ServerFault::MissingMessage,
+            &request(Payload::Zeros, 0, 8, 8, 0),
+        );
+        assert_eq!((early.messages.len(), early.ending), (0, Some(Ending::Ok)));
+        // extra-message's extra response comes after the client's END; others add nothing there
+        let last = request(Payload::Zeros, 3, 8, 8, 0);
+        let end: Step<pb::Response> = bidi_end(ServerFault::ExtraMessage, Some(&last));
+        let seqs: Vec<u64> = end.messages.iter().map(|m| m.seq).collect();
+        assert_eq!((seqs, end.ending), (vec![4], Some(Ending::Ok)));
+        let plain: Step<pb::Response> = bidi_end(ServerFault::WrongSeq, Some(&last));
+        assert!(plain.messages.is_empty());
+        // the whole answer of a bidi call is its steps: pingpong's plan is bidi's
+        let stream: Vec<_> = (0..4)
+            .map(|i| request(Payload::Zeros, i, 8, 8, 0))
+            .collect();
+        for &fault in ServerFault::value_variants() {
+            let bidi: Plan<pb::Response> = plan(fault, Shape::Bidi, &stream);
+            let pingpong: Plan<pb::Response> = plan(fault, Shape::Pingpong, &stream);
+            assert_eq!(bidi, pingpong, "{}", fault.name());
+        }
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! through them.
 //!
 //! - [`args`]: the command line of docs/peer-protocol.md;
+//! - [`allocations`]: the counting global allocator behind the allocation counters (1.2);
 //! - [`engine`]: the load models (sans-IO schedules and their async shells) and measurement;
 //! - [`stacks`]: grpc (tonic), quic (quinn) and tcp, client lanes and servers;
 //! - [`client`], [`server`]: one sample's life cycle for each role;
@@ -13,6 +14,7 @@
 //! - [`fault`]: the hidden conformance faults (`--conformance-fault MODE`) the conformance kit
 //!   uses to check other peers' validation, documented there.
 
+pub mod allocations;
 pub mod args;
 pub mod capabilities;
 pub mod client;

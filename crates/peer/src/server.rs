@@ -1,6 +1,9 @@
-//! `server`: load TLS, bind, print `ready`, serve until SHUTDOWN (or end of stdin), print
-//! `stopped` with the counters and the transport statistics of every connection it served.
+//! `server`: load TLS, bind, print `ready`, serve until SHUTDOWN (or end of stdin), answering
+//! `WINDOW START` and `WINDOW END` with a `window` event (revision 1.2), and print `stopped` with
+//! the counters, the allocations of its whole life and the transport statistics of every
+//! connection it served.
 
+use crate::allocations;
 use crate::args::{ServerArgs, Stack};
 use crate::commands::{CommandError, Commands, Input};
 use crate::events::emit;
@@ -8,7 +11,9 @@ use crate::failure::{FailExt, Failure};
 use crate::stacks::{self, ListenError, RunningServer, ServerState, Stall, resolve};
 use crate::tls;
 use crate::transport::ServerPoller;
-use rpcarena_protocol::event::{Command, Event, Ready, Role, Stopped, TransportStats, code, phase};
+use rpcarena_protocol::event::{
+    Command, Edge, Event, Ready, Role, Stopped, TransportStats, WindowReport, code, phase,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -55,7 +60,7 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
         address: server.local_addr.to_string(),
         pid: std::process::id(),
     }));
-    let refused = serve_until_shutdown(&mut commands, &mut server).await?;
+    let refused = serve_until_shutdown(&mut commands, &mut server, &state).await?;
     // Read at SHUTDOWN, and let go of the connections before the server closes them.
     let transport = poller.finish().map(Box::new);
     server.stop(STOP_GRACE).await;
@@ -82,34 +87,62 @@ fn stall(args: &ServerArgs) -> Option<Stall> {
 }
 
 /// Serves until stdin says SHUTDOWN (`None`) or something else (`Some`, what was wrong with it),
-/// or until the server fails.
+/// or until the server fails. `WINDOW START` and `WINDOW END` are answered at once with a
+/// `window` event, any number of them in any order (the controller checks them).
 async fn serve_until_shutdown(
     commands: &mut Commands,
     server: &mut RunningServer,
+    state: &ServerState,
 ) -> Result<Option<CommandError>, Failure> {
-    // A server's only command is SHUTDOWN (or the end of stdin); START is a client's, so a
-    // controller that sends it here is confused, and so is any other line (docs/peer-protocol.md,
-    // "Lifecycle").
-    tokio::select! {
-        input = commands.next() => Ok(match input {
-            Input::Command(Command::Shutdown) => None,
-            Input::Command(Command::Start) => Some(CommandError::StartToServer),
-            Input::Unknown(line) => Some(CommandError::UnknownToServer { line }),
-        }),
-        error = server.failed() => Err(Failure::new(phase::SERVE, code::INTERNAL, error)),
+    // START is a client's command, so a controller that sends it here is confused, and so is
+    // any other line (docs/peer-protocol.md, "Lifecycle").
+    loop {
+        tokio::select! {
+            input = commands.next() => match input {
+                Input::Command(Command::Shutdown) => return Ok(None),
+                Input::Command(Command::Start) => return Ok(Some(CommandError::StartToServer)),
+                Input::Command(Command::WindowStart) => emit(&window(state, Edge::Start)),
+                Input::Command(Command::WindowEnd) => emit(&window(state, Edge::End)),
+                Input::Unknown(line) => return Ok(Some(CommandError::UnknownToServer { line })),
+            },
+            error = server.failed() => {
+                return Err(Failure::new(phase::SERVE, code::INTERNAL, error));
+            }
+        }
     }
 }
 
-/// The `stopped` event: the server's counters and its transport statistics.
-fn stopped(state: &ServerState, transport: Option<Box<TransportStats>>) -> Event {
+/// The server's counters so far, as `stopped` and `window` report them.
+fn counters(state: &ServerState) -> BTreeMap<String, u64> {
     let (rpcs, requests, responses, rejected) = state.counters.snapshot();
+    BTreeMap::from([
+        ("rpcs".to_string(), rpcs),
+        ("requests".to_string(), requests),
+        ("responses".to_string(), responses),
+        ("rejected".to_string(), rejected),
+    ])
+}
+
+/// The `window` event answering the command of `edge`: the counters and the process's
+/// allocations so far.
+fn window(state: &ServerState, edge: Edge) -> Event {
+    let allocated = allocations::snapshot();
+    Event::Window(WindowReport {
+        edge,
+        counters: counters(state),
+        allocations: Some(allocated.count),
+        allocated_bytes: Some(allocated.bytes),
+    })
+}
+
+/// The `stopped` event: the server's counters, its allocations over its whole life and its
+/// transport statistics.
+fn stopped(state: &ServerState, transport: Option<Box<TransportStats>>) -> Event {
+    let allocated = allocations::snapshot();
     Event::Stopped(Stopped {
-        counters: BTreeMap::from([
-            ("rpcs".to_string(), rpcs),
-            ("requests".to_string(), requests),
-            ("responses".to_string(), responses),
-            ("rejected".to_string(), rejected),
-        ]),
+        counters: counters(state),
         transport,
+        allocations: Some(allocated.count),
+        allocated_bytes: Some(allocated.bytes),
     })
 }

@@ -1,13 +1,14 @@
 //! The lifecycle of docs/peer-protocol.md ("Lifecycle") that the sample tests do not reach: a
-//! command out of place in every role, and the warmup's bound.
+//! command out of place in every role, the server's window commands (revision 1.2), and the
+//! warmup's bound.
 
 mod common;
 
-use common::{Peer, Pki, start_server, strings};
+use common::{Peer, Pki, armed_then_sample, shut_down_client, start_server, strings};
 use rpcarena_peer_rust::stacks::ServerState;
 use rpcarena_peer_rust::stacks::native::{self, CallEnd};
 use rpcarena_peer_rust::tls;
-use rpcarena_protocol::event::{Event, PeerError};
+use rpcarena_protocol::event::{Edge, Event, PeerError, WindowReport};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -79,6 +80,113 @@ fn start_or_an_unknown_line_to_a_server_is_a_protocol_error() {
         assert!(error.message.contains("SHUTDOWN"), "{error:?}");
         assert_eq!(server.exit_code(), 1, "{line}");
     }
+}
+
+/// Sends a window command and reads its answer, which must come at once with that edge.
+fn window(server: &mut Peer, edge: Edge) -> WindowReport {
+    let sent = Instant::now();
+    server.send(edge.command().as_str());
+    let Event::Window(report) = server.next_event() else {
+        panic!("expected a window event\n{}", server.stderr_text());
+    };
+    // the page asks for 100 ms; a loaded test machine gets some slack
+    assert!(
+        sent.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        sent.elapsed()
+    );
+    assert_eq!(report.edge, edge);
+    report
+}
+
+/// Every figure of `later` at least the one of `earlier`, with the allocation counters present.
+fn not_backwards(earlier: &WindowReport, later: &WindowReport, context: &str) {
+    for (name, value) in &earlier.counters {
+        assert!(later.counters[name] >= *value, "{context}: {name}");
+    }
+    for (before, after) in [
+        (earlier.allocations, later.allocations),
+        (earlier.allocated_bytes, later.allocated_bytes),
+    ] {
+        let (before, after) = (before.expect("declared"), after.expect("declared"));
+        assert!(after >= before, "{context}: {before} then {after}");
+    }
+}
+
+#[test]
+fn a_server_answers_window_commands_with_its_counters_and_allocations() {
+    let pki = Pki::new();
+    for stack in ["grpc", "quic", "tcp"] {
+        let (mut server, address) = start_server(&pki, stack);
+        let start = window(&mut server, Edge::Start);
+        assert_eq!(start.counters["rpcs"], 0, "{stack}");
+        let mut client = Peer::spawn(
+            &client_args(&pki, stack, &address, SHORT),
+            &pki.path(&format!("{stack}-window.stderr")),
+        );
+        let (armed, sample) = armed_then_sample(&mut client, stack);
+        let end = window(&mut server, Edge::End);
+        not_backwards(&start, &end, stack);
+        // the validation operation, the warmup and the window all came after WINDOW START
+        let served = end.counters["rpcs"] - start.counters["rpcs"];
+        assert!(
+            served > sample.completed + armed.warmup_completed,
+            "{stack}: {served} calls, {sample:?}"
+        );
+        // serving them allocated: at least once per call, and at least a byte per allocation
+        let allocated = end.allocations.unwrap() - start.allocations.unwrap();
+        let bytes = end.allocated_bytes.unwrap() - start.allocated_bytes.unwrap();
+        assert!(
+            allocated >= served && bytes >= allocated,
+            "{stack}: {allocated} {bytes}"
+        );
+        shut_down_client(&mut client, stack);
+        // any number, in any order
+        let again = window(&mut server, Edge::End);
+        let restart = window(&mut server, Edge::Start);
+        not_backwards(&end, &again, stack);
+        not_backwards(&again, &restart, stack);
+        server.send("SHUTDOWN");
+        let Event::Stopped(stopped) = server.next_event() else {
+            panic!("{stack}: expected stopped\n{}", server.stderr_text());
+        };
+        assert_eq!(stopped.counters, restart.counters, "{stack}");
+        assert!(stopped.allocations >= restart.allocations, "{stack}");
+        assert_eq!(server.exit_code(), 0, "{stack}");
+    }
+}
+
+#[test]
+fn window_commands_to_a_client_are_protocol_errors() {
+    let pki = Pki::new();
+    let (server, address) = start_server(&pki, "tcp");
+    for (edge, after_sample, phase) in
+        [(Edge::Start, false, "armed"), (Edge::End, true, "shutdown")]
+    {
+        let mut client = Peer::spawn(
+            &client_args(&pki, "tcp", &address, SHORT),
+            &pki.path(&format!("window-to-client-{edge}.stderr")),
+        );
+        assert!(matches!(client.next_event(), Event::Armed(_)));
+        if after_sample {
+            client.send("START");
+            assert!(matches!(client.next_event(), Event::Sample(_)));
+        }
+        client.send(edge.command().as_str());
+        let error = error(&client);
+        assert_eq!(
+            (error.phase.as_str(), error.code.as_str()),
+            (phase, "protocol"),
+            "{edge}"
+        );
+        assert!(
+            error.message.contains(edge.command().as_str())
+                && error.message.contains("server command"),
+            "{error:?}"
+        );
+        assert_eq!(client.exit_code(), 1, "{edge}");
+    }
+    drop(server);
 }
 
 #[test]

@@ -40,12 +40,13 @@ fn client_args(pki: &Pki, stack: &str, address: &str, shape: Shape, ca: &str) ->
     )
 }
 
-/// One server, then one client per shape against it, each checked as the controller would.
+/// One server, then one client per shape (pingpong included) against it, each checked as the
+/// controller would, with the allocation counters of revision 1.2.
 fn every_shape_on(stack: &str, connections: u32) {
     let pki = Pki::new();
     let (mut server, address) = start_server(&pki, stack);
     let mut completed_total = 0;
-    for shape in Shape::ALL {
+    for shape in Shape::EVERY {
         let args = client_args(&pki, stack, &address, shape, "ca.pem");
         let stderr = pki.path(&format!("{stack}-{shape}-client.stderr"));
         let mut client = Peer::spawn(&args, &stderr);
@@ -64,6 +65,11 @@ fn every_shape_on(stack: &str, connections: u32) {
         assert_operation_counts(&sample, shape, MESSAGES, sizes, &context);
         assert_eq!(sample.window_ns, 300_000_000, "{context}");
         assert!(sample.drain_ns < 5_000_000_000, "{context}");
+        // every operation allocates (requests, responses, futures), and no allocation is empty
+        let allocations = sample.allocations.expect("allocations declared");
+        let bytes = sample.allocated_bytes.expect("allocated bytes declared");
+        assert!(allocations >= sample.completed, "{context}");
+        assert!(bytes >= allocations, "{context}");
         completed_total += sample.completed;
         shut_down_client(&mut client, &context);
     }
@@ -82,6 +88,13 @@ fn every_shape_on(stack: &str, connections: u32) {
     );
     // the Rust client's calls are well-formed, so the validating server refused none
     assert_eq!(stopped.counters["rejected"], 0, "{stopped:?}");
+    // a server's `stopped` has its whole life's allocations, at least one per call it served
+    let life = stopped.allocations.expect("allocations declared");
+    assert!(life >= stopped.counters["rpcs"], "{stopped:?}");
+    assert!(
+        stopped.allocated_bytes.expect("declared") >= life,
+        "{stopped:?}"
+    );
     assert_eq!(server.exit_code(), 0, "{}", server.stderr_text());
 }
 
@@ -195,14 +208,21 @@ fn capabilities_lists_every_stack_and_exits_0() {
     assert_eq!(caps.peer, "rpcarena-peer-rust");
     assert_eq!(caps.roles.client.len(), 3);
     assert_eq!(caps.roles.server.len(), 3);
-    assert_eq!(caps.revision.as_deref(), Some("1.1"));
+    assert_eq!(caps.revision.as_deref(), Some("1.2"));
     assert!(caps.build["toolchain"].starts_with("rustc "), "{caps:?}");
+    let counted = caps
+        .allocations
+        .as_ref()
+        .expect("allocation counters declared");
+    assert!(counted.counts && counted.bytes, "{counted:?}");
     // the file the controller hashes is the executable that answered
     let exe = std::fs::canonicalize(common::PEER).expect("the peer binary");
     assert_eq!(caps.files, vec![exe.display().to_string()]);
     for entry in caps.roles.client.iter().chain(&caps.roles.server) {
         assert_eq!(entry.deviations, Some(vec![]), "{entry:?}");
         assert!(entry.settings.contains_key("runtime"), "{entry:?}");
+        assert!(entry.conformance_faults, "{entry:?}");
+        assert!(entry.shapes.iter().any(|s| s == "pingpong"), "{entry:?}");
     }
     assert_eq!(peer.exit_code(), 0);
 }

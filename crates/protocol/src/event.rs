@@ -47,6 +47,8 @@ pub enum Event {
     Error(PeerError),
     /// The peer shut down cleanly after `SHUTDOWN` (or end of stdin) and is about to exit 0.
     Stopped(Stopped),
+    /// Revision 1.2: a server's answer to `WINDOW START` or `WINDOW END`.
+    Window(WindowReport),
 }
 
 impl Event {
@@ -59,6 +61,7 @@ impl Event {
             Event::Sample(_) => "sample",
             Event::Error(_) => "error",
             Event::Stopped(_) => "stopped",
+            Event::Window(_) => "window",
         }
     }
 
@@ -93,8 +96,23 @@ pub struct Capabilities {
     /// controller hashes into the manifest.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// Revision 1.2: what the process can count of its heap allocations; absent means neither
+    /// counts nor bytes, and then no event carries `allocations` or `allocated_bytes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocations: Option<AllocationCounters>,
     /// Stacks offered when acting as a client and as a server.
     pub roles: Roles,
+}
+
+/// Revision 1.2: the heap allocation counters a peer reports (capabilities `allocations`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct AllocationCounters {
+    /// `allocations` (heap allocations) is reported in `sample`, `window` and `stopped`.
+    pub counts: bool,
+    /// `allocated_bytes` (bytes allocated) is reported in `sample`, `window` and `stopped`.
+    pub bytes: bool,
+    /// What counts them, e.g. `runtime.ReadMemStats Mallocs and TotalAlloc`.
+    pub source: String,
 }
 
 /// Capabilities per role.
@@ -122,9 +140,14 @@ impl Roles {
 /// One stack a peer offers in one role.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Default)]
 pub struct StackCapability {
-    /// Stack name: `grpc`, `quic` or `tcp` (see docs/stacks.md).
+    /// Stack name: `grpc`, `quic`, `tcp` or (1.2) another stack of docs/stacks.md.
     pub stack: String,
-    /// Shapes offered: `unary`, `client_stream`, `server_stream`, `bidi`.
+    /// Revision 1.2: this role of this stack implements docs/stacks.md's "Conformance faults"
+    /// (`--conformance-fault MODE`), so the conformance kit may use it as the misbehaving
+    /// partner of another peer. Absent means `false`.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub conformance_faults: bool,
+    /// Shapes offered: `unary`, `client_stream`, `server_stream`, `bidi`, (1.2) `pingpong`.
     pub shapes: Vec<String>,
     /// Load models offered (clients only): `closed`, `window`, `backpressure`,
     /// `send-saturation`, `open` (see [`load`]).
@@ -144,6 +167,11 @@ pub struct StackCapability {
     /// and empty means none, absent means the peer does not say (1.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deviations: Option<Vec<String>>,
+}
+
+/// Whether `flag` is `false`: a default-`false` field is left out then.
+fn is_false(flag: &bool) -> bool {
+    !*flag
 }
 
 /// The value of one declared stack setting: a JSON string, number, boolean or array of strings
@@ -297,6 +325,80 @@ pub struct Stopped {
     /// (optional and additive; see docs/peer-protocol.md, "Transport statistics").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<Box<TransportStats>>,
+    /// Revision 1.2: heap allocations over the process's whole life (a server's; a client
+    /// prints none here, its `sample` has the window's), when `capabilities` declares them.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub allocations: Option<u64>,
+    /// Revision 1.2: bytes allocated over the process's whole life, the same way.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub allocated_bytes: Option<u64>,
+}
+
+/// Revision 1.2: which edge of the window a `window` event answers.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[serde(rename_all = "snake_case")]
+pub enum Edge {
+    /// The answer to `WINDOW START`.
+    Start,
+    /// The answer to `WINDOW END`.
+    End,
+}
+
+impl Edge {
+    /// The name in the `edge` field.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Edge::Start => "start",
+            Edge::End => "end",
+        }
+    }
+
+    /// The command this edge answers.
+    pub fn command(&self) -> Command {
+        match self {
+            Edge::Start => Command::WindowStart,
+            Edge::End => Command::WindowEnd,
+        }
+    }
+}
+
+impl fmt::Display for Edge {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Revision 1.2: a server's figures when `WINDOW START` or `WINDOW END` arrived, each cumulative
+/// since the process started; the controller subtracts the start from the end.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct WindowReport {
+    /// The command answered.
+    pub edge: Edge,
+    /// The same counters as `stopped`'s (`rpcs`, `requests`, `responses`, `rejected`), so far.
+    #[serde(with = "counter::map")]
+    pub counters: BTreeMap<String, u64>,
+    /// Heap allocations so far, when `capabilities` declares them.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub allocations: Option<u64>,
+    /// Bytes allocated so far, when `capabilities` declares them.
+    #[serde(
+        default,
+        with = "counter::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub allocated_bytes: Option<u64>,
 }
 
 /// Values of [`PeerError::phase`].
@@ -364,7 +466,7 @@ pub enum EventError {
     },
     /// The `event` field is missing or names no known event.
     #[error(
-        "unknown event {0:?}; v1 events are capabilities, ready, armed, sample, error, stopped"
+        "unknown event {0:?}; v1 events are capabilities, ready, armed, sample, error, stopped and (revision 1.2) window"
     )]
     UnknownEvent(String),
     /// A known event with missing or malformed fields.
@@ -397,16 +499,7 @@ pub fn parse_event(line: &str) -> Result<Event, EventError> {
         Some(n) => n.to_string(),
         None => return Err(EventError::UnknownEvent(String::new())),
     };
-    if ![
-        "capabilities",
-        "ready",
-        "armed",
-        "sample",
-        "error",
-        "stopped",
-    ]
-    .contains(&name.as_str())
-    {
+    if !EVENT_NAMES.contains(&name.as_str()) {
         return Err(EventError::UnknownEvent(name));
     }
     if let Some(path) = null_path(&value, String::new()) {
@@ -417,10 +510,47 @@ pub fn parse_event(line: &str) -> Result<Event, EventError> {
             ),
         });
     }
-    serde_json::from_value(value).map_err(|e| EventError::Malformed {
+    event_of(&name, value).map_err(|e| EventError::Malformed {
         event: name,
         detail: e.to_string(),
     })
+}
+
+/// The names of the events, as the `event` field carries them.
+pub const EVENT_NAMES: [&str; 7] = [
+    "capabilities",
+    "ready",
+    "armed",
+    "sample",
+    "error",
+    "stopped",
+    "window",
+];
+
+/// The event `name` from its JSON object (the envelope fields are ignored as unknown fields).
+/// Each kind is read as its own type through `serde_path_to_error`, so an error names the field
+/// it is about (`allocations: counter "-1" ...`, `intervals[1].completed: ...`), which serde's
+/// internally tagged enum cannot do.
+fn event_of(
+    name: &str,
+    value: serde_json::Value,
+) -> Result<Event, serde_path_to_error::Error<serde_json::Error>> {
+    fn read<T: serde::de::DeserializeOwned>(
+        value: serde_json::Value,
+        wrap: fn(T) -> Event,
+    ) -> Result<Event, serde_path_to_error::Error<serde_json::Error>> {
+        serde_path_to_error::deserialize(value).map(wrap)
+    }
+    match name {
+        "capabilities" => read(value, Event::Capabilities),
+        "ready" => read(value, Event::Ready),
+        "armed" => read(value, Event::Armed),
+        "sample" => read(value, Event::Sample),
+        "error" => read(value, Event::Error),
+        "stopped" => read(value, Event::Stopped),
+        // `parse_event` let only EVENT_NAMES through
+        _ => read(value, Event::Window),
+    }
 }
 
 /// The path of the first `null` in `value` (`intervals[1].histogram`), if any.
@@ -455,26 +585,52 @@ pub enum Command {
     Start,
     /// Both: stop, emit `stopped`, exit 0. End of stdin means the same.
     Shutdown,
+    /// Revision 1.2, server: the window starts; answer with a `window` event, edge `start`.
+    WindowStart,
+    /// Revision 1.2, server: the window ended; answer with a `window` event, edge `end`.
+    WindowEnd,
 }
 
 impl Command {
+    /// Every command.
+    pub const ALL: [Command; 4] = [
+        Command::Start,
+        Command::Shutdown,
+        Command::WindowStart,
+        Command::WindowEnd,
+    ];
+
     /// The line to write, without the newline.
     pub fn as_str(&self) -> &'static str {
         match self {
             Command::Start => "START",
             Command::Shutdown => "SHUTDOWN",
+            Command::WindowStart => "WINDOW START",
+            Command::WindowEnd => "WINDOW END",
         }
     }
 
-    /// Parses a stdin line (surrounding whitespace ignored).
-    pub fn parse(line: &str) -> Result<Command, String> {
-        match line.trim() {
-            "START" => Ok(Command::Start),
-            "SHUTDOWN" => Ok(Command::Shutdown),
-            other => Err(format!(
-                "unknown command {other:?}; expected START or SHUTDOWN"
-            )),
+    /// The edge of the `window` event that answers this command, for the window commands.
+    pub fn edge(&self) -> Option<Edge> {
+        match self {
+            Command::WindowStart => Some(Edge::Start),
+            Command::WindowEnd => Some(Edge::End),
+            Command::Start | Command::Shutdown => None,
         }
+    }
+
+    /// Parses a stdin line: surrounding whitespace is ignored, the two words of a window command
+    /// are separated by exactly one space, and case matters.
+    pub fn parse(line: &str) -> Result<Command, String> {
+        let line = line.trim();
+        Command::ALL
+            .into_iter()
+            .find(|command| command.as_str() == line)
+            .ok_or_else(|| {
+                format!(
+                    "unknown command {line:?}; expected START, SHUTDOWN, WINDOW START or WINDOW END"
+                )
+            })
     }
 }
 
@@ -575,10 +731,9 @@ mod tests {
             }),
             Event::Stopped(Stopped {
                 counters: BTreeMap::from([("rpcs".into(), 12)]),
-                transport: None,
+                ..Stopped::default()
             }),
             Event::Stopped(Stopped {
-                counters: BTreeMap::new(),
                 transport: Some(Box::new(TransportStats {
                     transport: "tcp".into(),
                     connections: 1,
@@ -586,7 +741,9 @@ mod tests {
                     retransmitted: Some(1),
                     ..TransportStats::default()
                 })),
+                ..Stopped::default()
             }),
+            Event::Window(window(Edge::Start)),
         ];
         for event in events {
             assert_eq!(parse_event(&event.to_line()).as_ref(), Ok(&event));
@@ -660,6 +817,7 @@ mod tests {
             libraries: BTreeMap::from([("quinn".into(), "0.11.12".into())]),
             settings,
             deviations: Some(vec![]),
+            conformance_faults: false,
         };
         Capabilities {
             peer: "p".into(),
@@ -668,6 +826,7 @@ mod tests {
             revision: Some("1.1".into()),
             build: BTreeMap::from([("toolchain".into(), "rustc 1.95.0".into())]),
             files: vec!["/usr/local/bin/p".into()],
+            allocations: None,
             roles: Roles {
                 client: vec![],
                 server: vec![entry],
@@ -840,5 +999,213 @@ mod tests {
         assert_eq!(Command::parse("START\n"), Ok(Command::Start));
         assert_eq!(Command::parse(" SHUTDOWN "), Ok(Command::Shutdown));
         assert!(Command::parse("start").is_err());
+    }
+
+    #[test]
+    fn window_commands_parse_print_and_name_their_edge() {
+        assert_eq!(Command::parse("WINDOW START"), Ok(Command::WindowStart));
+        assert_eq!(Command::parse("  WINDOW END\r\n"), Ok(Command::WindowEnd));
+        for command in Command::ALL {
+            assert_eq!(Command::parse(command.as_str()), Ok(command));
+            if let Some(edge) = command.edge() {
+                assert_eq!(edge.command(), command);
+            }
+        }
+        assert_eq!(Command::Start.edge(), None);
+        // one space between the words, upper case, nothing else
+        for bad in [
+            "WINDOW  START",
+            "WINDOW\tEND",
+            "window start",
+            "WINDOW",
+            "WINDOW STOP",
+        ] {
+            let error = Command::parse(bad).unwrap_err();
+            assert!(
+                error.contains("WINDOW START or WINDOW END"),
+                "{bad}: {error}"
+            );
+        }
+    }
+
+    fn window(edge: Edge) -> WindowReport {
+        WindowReport {
+            edge,
+            counters: BTreeMap::from([("rpcs".into(), 1285), ("rejected".into(), 0)]),
+            allocations: Some(902_211),
+            allocated_bytes: Some(18_446_744_073_709_551_615),
+        }
+    }
+
+    #[test]
+    fn window_events_round_trip_with_counters_as_strings() {
+        let line = Event::Window(window(Edge::Start)).to_line();
+        assert_eq!(
+            line,
+            r#"{"protocol":1,"event":"window","edge":"start","counters":{"rejected":"0","rpcs":"1285"},"allocations":"902211","allocated_bytes":"18446744073709551615"}"#
+        );
+        assert_eq!(parse_event(&line), Ok(Event::Window(window(Edge::Start))));
+        // the page's example, and a window without allocation counters
+        let page = r#"{"protocol":1,"event":"window","edge":"end","counters":{"rpcs":"1285","requests":"1285","responses":"1285","rejected":"0"}}"#;
+        let Ok(Event::Window(end)) = parse_event(page) else {
+            panic!("the page's window event must parse");
+        };
+        assert_eq!((end.edge, end.allocations), (Edge::End, None));
+        assert_eq!(end.counters["requests"], 1285);
+        assert!(!Event::Window(end).to_line().contains("allocations"));
+    }
+
+    #[test]
+    fn bad_window_fields_are_refused_naming_the_field() {
+        let good = Event::Window(window(Edge::End)).to_line();
+        for (from, to, named) in [
+            (r#""edge":"end","#, "", "missing field `edge`"),
+            (
+                r#""edge":"end""#,
+                r#""edge":"middle""#,
+                "edge: unknown variant `middle`",
+            ),
+            (
+                r#""counters":{"rejected":"0","rpcs":"1285"},"#,
+                "",
+                "missing field `counters`",
+            ),
+            (
+                r#""allocations":"902211""#,
+                r#""allocations":"-1""#,
+                "allocations: expected a decimal string",
+            ),
+            (
+                r#""allocations":"902211""#,
+                r#""allocations":902211"#,
+                "allocations: invalid type",
+            ),
+            (
+                r#""allocated_bytes":"18446744073709551615""#,
+                r#""allocated_bytes":"18446744073709551616""#,
+                "allocated_bytes: counter \"18446744073709551616\" does not fit in 64 bits",
+            ),
+            (
+                r#""rpcs":"1285""#,
+                r#""rpcs":"12x""#,
+                "counters: expected a decimal string",
+            ),
+        ] {
+            let line = good.replacen(from, to, 1);
+            assert_ne!(line, good, "{from} not in the line");
+            let error = parse_event(&line).unwrap_err();
+            assert!(matches!(error, EventError::Malformed { .. }), "{error}");
+            let text = error.to_string();
+            assert!(text.starts_with("malformed window event: "), "{text}");
+            assert!(text.contains(named), "{named} not in {text}");
+        }
+    }
+
+    #[test]
+    fn allocation_counters_in_sample_and_stopped_round_trip_and_name_the_field() {
+        let with = SampleReport {
+            allocations: Some(12),
+            allocated_bytes: Some(3456),
+            ..sample()
+        };
+        let line = Event::Sample(with.clone()).to_line();
+        assert!(
+            line.ends_with(r#""allocations":"12","allocated_bytes":"3456"}"#),
+            "{line}"
+        );
+        assert_eq!(parse_event(&line), Ok(Event::Sample(with)));
+        let negative = line.replace(r#""allocations":"12""#, r#""allocations":"-12""#);
+        let error = parse_event(&negative).unwrap_err().to_string();
+        assert!(
+            error.contains("allocations: expected a decimal string"),
+            "{error}"
+        );
+        // a sample without them prints neither
+        let plain = Event::Sample(sample()).to_line();
+        assert!(!plain.contains("alloc"), "{plain}");
+
+        let stopped = Stopped {
+            counters: BTreeMap::from([("rpcs".into(), 3)]),
+            allocations: Some(u64::MAX),
+            allocated_bytes: Some(0),
+            ..Stopped::default()
+        };
+        let line = Event::Stopped(stopped.clone()).to_line();
+        assert!(line.contains(r#""allocations":"18446744073709551615","allocated_bytes":"0""#));
+        assert_eq!(parse_event(&line), Ok(Event::Stopped(stopped)));
+        let over = line.replace("18446744073709551615", "18446744073709551616");
+        let error = parse_event(&over).unwrap_err().to_string();
+        assert!(error.contains("allocations: counter"), "{error}");
+        assert!(
+            !Event::Stopped(Stopped::default())
+                .to_line()
+                .contains("alloc")
+        );
+    }
+
+    #[test]
+    fn a_nested_bad_counter_is_named_by_its_path() {
+        let line = Event::Sample(open_sample()).to_line().replacen(
+            r#""completed":"4""#,
+            r#""completed":"+4""#,
+            1,
+        );
+        let error = parse_event(&line).unwrap_err().to_string();
+        assert!(
+            error.contains("intervals[1].completed: expected a decimal"),
+            "{error}"
+        );
+        let missing = r#"{"protocol":1,"event":"armed","lanes":1,"connections":1}"#;
+        let error = parse_event(missing).unwrap_err().to_string();
+        assert!(
+            error.contains("missing field `warmup_completed`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn revision_1_2_capabilities_declare_allocations_and_conformance_faults() {
+        let mut caps = capabilities_1_1();
+        caps.revision = Some("1.2".into());
+        caps.allocations = Some(AllocationCounters {
+            counts: true,
+            bytes: false,
+            source: "ThreadMXBean".into(),
+        });
+        caps.roles.server[0].conformance_faults = true;
+        caps.roles.server[0].shapes.push("pingpong".into());
+        let line = Event::Capabilities(caps.clone()).to_line();
+        for part in [
+            r#""allocations":{"counts":true,"bytes":false,"source":"ThreadMXBean"}"#,
+            r#""conformance_faults":true"#,
+            r#""shapes":["unary","pingpong"]"#,
+        ] {
+            assert!(line.contains(part), "{part} missing in {line}");
+        }
+        assert_eq!(parse_event(&line), Ok(Event::Capabilities(caps)));
+        // absent: no allocation counters, and no faults (the default)
+        let old = Event::Capabilities(capabilities_1_1()).to_line();
+        assert!(!old.contains("allocations") && !old.contains("conformance_faults"));
+        let Ok(Event::Capabilities(parsed)) = parse_event(&old) else {
+            panic!("1.1 capabilities must parse");
+        };
+        assert_eq!(parsed.allocations, None);
+        assert!(!parsed.roles.server[0].conformance_faults);
+        // a partial declaration is refused with the field's path
+        let partial = line.replace(r#""bytes":false,"#, "");
+        let error = parse_event(&partial).unwrap_err().to_string();
+        assert!(
+            error.contains("allocations: missing field `bytes`"),
+            "{error}"
+        );
+        let wrong = line.replace(
+            r#""conformance_faults":true"#,
+            r#""conformance_faults":"yes""#,
+        );
+        let error = parse_event(&wrong).unwrap_err().to_string();
+        assert!(
+            error.contains("roles.server[0].conformance_faults: invalid type"),
+            "{error}"
+        );
     }
 }

@@ -112,6 +112,12 @@ macro_rules! client_fields {
                 /// peers that cannot read them omit the field; see docs/peer-protocol.md,
                 /// "Transport statistics").
                 transport: boxed(TransportStats => TransportRecord),
+                /// Revision 1.2: heap allocations of the whole client process from `START` to
+                /// the end of the drain, when its `capabilities` declare them (`allocations`).
+                allocations: opt_counter,
+                /// Revision 1.2: bytes the whole client process allocated over the same span,
+                /// when its `capabilities` declare them.
+                allocated_bytes: opt_counter,
             }
         }
     };

@@ -2,15 +2,17 @@
 //!
 //! A peer is any executable that speaks this protocol (see `docs/peer-protocol.md`): the
 //! controller starts it with a command (`capabilities`, `server` or `client`) and arguments, reads
-//! newline-delimited JSON [`event::Event`]s from its stdout and writes [`event::Command`]s (`START`, `SHUTDOWN`)
-//! to its stdin. This crate holds the types both sides share, so the Rust peer and the controller
+//! newline-delimited JSON [`event::Event`]s from its stdout and writes [`event::Command`]s (`START`,
+//! `SHUTDOWN`, and to a server of revision 1.2 `WINDOW START` and `WINDOW END`) to its stdin. This
+//! crate holds the types both sides share, so the Rust peer and the controller
 //! cannot disagree about them:
 //!
 //! - [`event`]: the events, their envelope with the protocol version, and parsing that refuses
 //!   other versions with a clear message;
 //! - [`histogram`]: latency histograms as HdrHistogram V2 compressed base64 (nanoseconds, three
 //!   significant digits);
-//! - [`workload`]: the four RPC shapes, the messages each one carries, and payload validation;
+//! - [`workload`]: the four RPC shapes and pingpong, the messages each one carries, and payload
+//!   validation;
 //! - [`pb`]: the generated protobuf messages of `proto/rpcarena/bench/v1/bench.proto` (the
 //!   tonic service is generated in the Rust peer, the only crate that serves or calls it).
 //!

@@ -1,4 +1,5 @@
-//! The workload contract: the four RPC shapes, the messages they carry, and validation.
+//! The workload contract: the four RPC shapes and pingpong, the messages they carry, and
+//! validation.
 //!
 //! Validation is part of every measured operation: a client checks the sequence number, length
 //! and contents (all zero) of every response, and the summary of a client stream. The server side
@@ -9,7 +10,8 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// The four RPC shapes of `BenchService`.
+/// The shapes of an operation: the four RPCs of `BenchService`, and (revision 1.2) `pingpong`,
+/// which drives the `Bidi` RPC in lock-step.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "snake_case")]
 pub enum Shape {
@@ -21,16 +23,40 @@ pub enum Shape {
     ServerStream,
     /// N requests and N responses, full duplex.
     Bidi,
+    /// Revision 1.2: N request/response exchanges in lock-step on one `Bidi` stream: request i
+    /// is sent only after response i-1 arrived and validated.
+    Pingpong,
 }
 
 impl Shape {
-    /// Every shape, in report order.
+    /// The four RPC shapes of `BenchService`, one per method, in report order: what every peer
+    /// of revisions 1.0 and 1.1 offers and a campaign's default. It leaves out
+    /// [`Shape::Pingpong`], a way of driving `Bidi` (no method of its own), so code that walks
+    /// the RPCs (method paths, the server's handlers) keeps walking four; code that lists every
+    /// shape a peer may offer or a report may show uses [`Shape::EVERY`].
     pub const ALL: [Shape; 4] = [
         Shape::Unary,
         Shape::ClientStream,
         Shape::ServerStream,
         Shape::Bidi,
     ];
+
+    /// Every shape, in report order: [`Shape::ALL`] and then `pingpong` (revision 1.2).
+    pub const EVERY: [Shape; 5] = [
+        Shape::Unary,
+        Shape::ClientStream,
+        Shape::ServerStream,
+        Shape::Bidi,
+        Shape::Pingpong,
+    ];
+
+    /// The RPC an operation of this shape calls: the shape itself, and `Bidi` for pingpong.
+    pub fn rpc(&self) -> Shape {
+        match self {
+            Shape::Pingpong => Shape::Bidi,
+            other => *other,
+        }
+    }
 
     /// The name used in campaigns, arguments and artifacts.
     pub fn as_str(&self) -> &'static str {
@@ -39,6 +65,7 @@ impl Shape {
             Shape::ClientStream => "client_stream",
             Shape::ServerStream => "server_stream",
             Shape::Bidi => "bidi",
+            Shape::Pingpong => "pingpong",
         }
     }
 
@@ -49,17 +76,18 @@ impl Shape {
             Shape::ClientStream => "Client stream",
             Shape::ServerStream => "Server stream",
             Shape::Bidi => "Bidirectional stream",
+            Shape::Pingpong => "Ping-pong stream",
         }
     }
 
-    /// Whether the client sends a stream of requests.
+    /// Whether the client sends a stream of requests (pingpong: one at a time).
     pub fn streams_requests(&self) -> bool {
-        matches!(self, Shape::ClientStream | Shape::Bidi)
+        matches!(self, Shape::ClientStream | Shape::Bidi | Shape::Pingpong)
     }
 
-    /// Whether the server sends a stream of responses.
+    /// Whether the server sends a stream of responses (pingpong: one per request).
     pub fn streams_responses(&self) -> bool {
-        matches!(self, Shape::ServerStream | Shape::Bidi)
+        matches!(self, Shape::ServerStream | Shape::Bidi | Shape::Pingpong)
     }
 
     /// Request messages in one operation.
@@ -90,12 +118,12 @@ impl fmt::Display for Shape {
 impl FromStr for Shape {
     type Err = String;
     fn from_str(s: &str) -> Result<Shape, String> {
-        Shape::ALL
+        Shape::EVERY
             .into_iter()
             .find(|shape| shape.as_str() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown shape {s:?}; expected one of unary, client_stream, server_stream, bidi"
+                    "unknown shape {s:?}; expected one of unary, client_stream, server_stream, bidi, pingpong"
                 )
             })
     }
@@ -563,9 +591,19 @@ mod tests {
 
     #[test]
     fn shapes_parse_and_count_messages() {
-        for shape in Shape::ALL {
+        for shape in Shape::EVERY {
             assert_eq!(shape.as_str().parse::<Shape>(), Ok(shape));
+            let json = serde_json::to_string(&shape).unwrap();
+            assert_eq!(json, format!("\"{shape}\""));
         }
+        assert_eq!(Shape::EVERY[..4], Shape::ALL);
+        assert!(!Shape::ALL.contains(&Shape::Pingpong));
+        assert!(
+            "ping_pong"
+                .parse::<Shape>()
+                .unwrap_err()
+                .contains("pingpong")
+        );
         assert!(
             "stream"
                 .parse::<Shape>()
@@ -578,6 +616,13 @@ mod tests {
         assert_eq!(Shape::ServerStream.responses_per_op(128), 128);
         assert_eq!(Shape::Bidi.requests_per_op(7), 7);
         assert_eq!(Shape::Bidi.responses_per_op(7), 7);
+        // pingpong's accounting is bidi's, on bidi's RPC
+        assert_eq!(Shape::Pingpong.requests_per_op(7), 7);
+        assert_eq!(Shape::Pingpong.responses_per_op(7), 7);
+        assert_eq!(Shape::Pingpong.rpc(), Shape::Bidi);
+        for shape in Shape::ALL {
+            assert_eq!(shape.rpc(), shape);
+        }
     }
 
     #[test]

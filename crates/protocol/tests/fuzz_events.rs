@@ -15,13 +15,14 @@ use rpcarena_fuzz_support::fuzz;
 use rpcarena_protocol::event::{Event, parse_event};
 use rpcarena_protocol::histogram;
 
-const EVENTS: [&str; 7] = [
+const EVENTS: [&str; 8] = [
     r#"{"protocol":1,"event":"ready","role":"server","address":"127.0.0.1:4000","pid":7}"#,
     r#"{"protocol":1,"event":"armed","lanes":4,"connections":1,"connect_ns":"2000000","warmup_completed":"50"}"#,
     r#"{"protocol":1,"event":"sample","completed":"24410","failed":"0","requests":"24410","responses":"24410","request_bytes":"6248960","response_bytes":"6248960","window_ns":"2000000000","drain_ns":"161021","histogram":"HISTFAAAAD14nJNpmSzMwMDAzgABMJqRAQJsIUxmXYg4ZzBEnBUIAGHTAuw=","load":"closed","intervals":[{"offset_ns":"0","completed":"12190","histogram":"HISTFAAAAD14nJNpmSzMwMDAzgABMJqRAQJsIUxmXYg4ZzBEnBUIAGHTAuw="},{"offset_ns":"1000000000","completed":"12220","histogram":"HISTFAAAAD14nJNpmSzMwMDAzgABMJqRAQJsIUxmXYg4ZzBEnBUIAGHTAuw="}],"failures":{"timeout":"0"}}"#,
     r#"{"protocol":1,"event":"capabilities","peer":"p","language":"go","version":"1","revision":"1.1","roles":{"client":[{"stack":"grpc","shapes":["unary"],"load_models":["closed"],"payloads":["zeros"],"libraries":{"grpc":"1"},"settings":{"a":true,"b":3,"c":"x","d":["y"]}}],"server":[{"stack":"grpc","shapes":["unary"]}]}}"#,
     r#"{"protocol":1,"event":"error","phase":"startup","code":"config","message":"--x: unknown"}"#,
-    r#"{"protocol":1,"event":"stopped","counters":{"rpcs":"104"}}"#,
+    r#"{"protocol":1,"event":"stopped","counters":{"rpcs":"104"},"allocations":"5","allocated_bytes":"640"}"#,
+    r#"{"protocol":1,"event":"window","edge":"start","counters":{"rpcs":"1285","rejected":"0"},"allocations":"902211","allocated_bytes":"130542208"}"#,
     r#"{"protocol":1,"event":"sample","completed":"1","failed":"0","requests":"1","responses":"1","request_bytes":"0","response_bytes":"0","window_ns":"1","drain_ns":"0","histogram":"","load":"open","target_rate":1.5,"fell_behind":true}"#,
 ];
 

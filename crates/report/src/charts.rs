@@ -35,7 +35,7 @@ impl Figure {
     pub fn what(self, shape: Shape) -> &'static str {
         match (self, shape) {
             (Figure::Throughput, _) => "median throughput",
-            (Figure::Messages, Shape::Unary | Shape::Bidi) => {
+            (Figure::Messages, Shape::Unary | Shape::Bidi | Shape::Pingpong) => {
                 "median request and response message rate"
             }
             (Figure::Messages, Shape::ClientStream) => "median request message rate",
@@ -48,7 +48,9 @@ impl Figure {
     pub fn unit(self, shape: Shape) -> &'static str {
         match (self, shape) {
             (Figure::Throughput, _) => "operations/s",
-            (Figure::Messages, Shape::Unary | Shape::Bidi) => "messages/s in each direction",
+            (Figure::Messages, Shape::Unary | Shape::Bidi | Shape::Pingpong) => {
+                "messages/s in each direction"
+            }
             (Figure::Messages, Shape::ClientStream) => "request messages/s",
             (Figure::Messages, Shape::ServerStream) => "response messages/s",
             (Figure::P99, _) => "microseconds",

@@ -357,8 +357,11 @@ impl Totals {
             sent: model.sent,
             received: model.received,
             intervals: self.intervals.report(window_ns)?,
-            // Filled by the client from its transport probe (crate::transport).
+            // Filled by the client from its transport probe (crate::transport) and its
+            // allocation counters (crate::allocations).
             transport: None,
+            allocations: None,
+            allocated_bytes: None,
         })
     }
 }

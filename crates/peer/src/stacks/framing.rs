@@ -198,11 +198,13 @@ pub fn method_path(shape: Shape) -> &'static str {
         Shape::Unary => "/rpcarena.bench.v1.BenchService/Unary",
         Shape::ClientStream => "/rpcarena.bench.v1.BenchService/ClientStream",
         Shape::ServerStream => "/rpcarena.bench.v1.BenchService/ServerStream",
-        Shape::Bidi => "/rpcarena.bench.v1.BenchService/Bidi",
+        // pingpong drives the Bidi RPC in lock-step
+        Shape::Bidi | Shape::Pingpong => "/rpcarena.bench.v1.BenchService/Bidi",
     }
 }
 
-/// The shape of a method path, if it names one.
+/// The shape of a method path, if it names one: one of the four RPC shapes (a server cannot tell
+/// a pingpong call from a bidi call, and answers both alike).
 pub fn shape_of_path(path: &[u8]) -> Option<Shape> {
     Shape::ALL
         .into_iter()
@@ -334,9 +336,16 @@ mod tests {
 
     #[test]
     fn every_shape_has_a_grpc_method_path() {
-        for shape in Shape::ALL {
-            assert_eq!(shape_of_path(method_path(shape).as_bytes()), Some(shape));
+        for shape in Shape::EVERY {
+            assert_eq!(
+                shape_of_path(method_path(shape).as_bytes()),
+                Some(shape.rpc())
+            );
         }
+        assert_eq!(
+            method_path(Shape::Pingpong),
+            "/rpcarena.bench.v1.BenchService/Bidi"
+        );
         assert_eq!(shape_of_path(b"/rpcarena.bench.v1.BenchService/Nope"), None);
     }
 }

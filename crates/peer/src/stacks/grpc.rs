@@ -447,7 +447,52 @@ impl Lane for GrpcLane {
                 let response_bytes = read_stream(responses, &workload).await?;
                 Ok(workload.outcome(requests_sent, n, response_bytes))
             }
+            Shape::Pingpong => Ok(workload.outcome(n, n, self.ping_pong().await?)),
         }
+    }
+}
+
+impl GrpcLane {
+    /// Pingpong: N exchanges in lock-step on one `Bidi` call. Request i goes into the call's
+    /// request stream only after response i-1 arrived and validated (tonic sends each as soon as
+    /// it is there); after response N-1 the request stream ends (half-close), and the call must
+    /// end with status OK and no further message. Returns the responses' payload bytes.
+    async fn ping_pong(&mut self) -> Result<u64, OpError> {
+        let workload = self.workload;
+        let n = workload.messages;
+        let (requests, queue) = tokio::sync::mpsc::channel(1);
+        // Request 0 waits in the channel while the call starts (the channel is empty, so it fits).
+        let _ = requests.try_send(workload.request(0, 0));
+        let queue = tokio_stream::wrappers::ReceiverStream::new(queue);
+        let mut responses = self
+            .start::<pb::Response>(Shape::Pingpong, queue)
+            .await
+            .map_err(status_error)?;
+        let mut bytes = 0;
+        for index in 0..u64::from(n) {
+            if index > 0 {
+                // A closed request stream means the call has ended: reading its status below
+                // says how.
+                let _ = requests.send(workload.request(index, 0)).await;
+            }
+            let Some(response) = responses.message().await.map_err(status_error)? else {
+                return Err(OpError::new(
+                    code::INVALID,
+                    format!(
+                        "the server ended the call with status OK after {index} of {n} responses"
+                    ),
+                ));
+            };
+            bytes += workload.checked_response(&response, index)?;
+        }
+        drop(requests);
+        if responses.message().await.map_err(status_error)?.is_some() {
+            return Err(OpError::new(
+                code::INVALID,
+                format!("the server sent more than the {n} responses asked for"),
+            ));
+        }
+        Ok(bytes)
     }
 }
 

@@ -4,14 +4,16 @@
 //! or two. Every method runs as tonic's streaming call, which all four are on the wire.
 //!
 //! It reads the whole request stream, checks it as the normal server does, and then sends what
-//! [`crate::fault::plan`] says. HTTP/2 trailers end a stream, so `early-status` cannot put a
-//! message after them: it leaves the last message out (the status OK comes before it would have).
+//! [`crate::fault::plan`] says; a bidi call is answered request by request as each arrives
+//! ([`crate::fault::bidi_request`]), so a lock-step (pingpong) client is never left waiting.
+//! HTTP/2 trailers end a stream, so `early-status` cannot put a message after them: it leaves
+//! the last message out (the status OK comes before it would have).
 
 use super::framing::shape_of_path;
 use super::validate::RequestCheck;
 use super::{CallTally, MAX_MESSAGE, ServerState};
-use crate::fault::{Answer, Ending, ServerFault, plan};
-use futures::{Stream, stream};
+use crate::fault::{Answer, Ending, ServerFault, Step, bidi_end, bidi_request, plan};
+use futures::{Stream, StreamExt, stream};
 use rpcarena_protocol::pb;
 use rpcarena_protocol::workload::Shape;
 use std::convert::Infallible;
@@ -123,13 +125,19 @@ impl<M: Answer> StreamingService<pb::Request> for FaultCall<M> {
     }
 }
 
-/// Reads and checks every request of the call, then answers as the fault's plan says.
+/// Reads and checks every request of the call, then answers as the fault's plan says (a bidi
+/// call: as each request arrives).
 async fn answer<M: Answer>(
     state: Arc<ServerState>,
     fault: ServerFault,
     shape: Shape,
     mut requests: Streaming<pb::Request>,
 ) -> Result<Response<Answers<M>>, Status> {
+    if shape == Shape::Bidi {
+        return Ok(Response::new(Box::pin(bidi_answers(
+            state, fault, requests,
+        ))));
+    }
     let mut tally = CallTally::new(&state);
     let mut check = RequestCheck::new(shape);
     let mut received = Vec::new();
@@ -154,21 +162,91 @@ async fn answer<M: Answer>(
         )));
     }
     let plan = plan::<M>(fault, shape, &received);
-    let mut messages = plan.messages;
-    let status = match plan.ending {
-        Ending::Ok => None,
-        Ending::OkBeforeLast => {
+    let step = Step {
+        messages: plan.messages,
+        ending: Some(plan.ending),
+    };
+    Ok(Response::new(Box::pin(stream::iter(items(
+        step, &mut tally,
+    )))))
+}
+
+/// What a step puts on the response stream: its messages, then (when it ends the call) the
+/// status, or nothing more for status OK (the stream's end). `early-status`'s last message is
+/// left out: nothing can follow the trailers.
+fn items<M>(step: Step<M>, tally: &mut CallTally) -> Vec<Result<M, Status>> {
+    let mut messages = step.messages;
+    let status = match step.ending {
+        None | Some(Ending::Ok) => None,
+        Some(Ending::OkBeforeLast) => {
             messages.pop();
             None
         }
-        Ending::Status(code, message) => {
-            state.reject();
+        Some(Ending::Status(code, message)) => {
+            tally.reject();
             Some(Status::new(Code::from_i32(code as i32), message))
         }
     };
     for _ in &messages {
         tally.response();
     }
-    let answers = messages.into_iter().map(Ok).chain(status.map(Err));
-    Ok(Response::new(Box::pin(stream::iter(answers))))
+    messages
+        .into_iter()
+        .map(Ok)
+        .chain(status.map(Err))
+        .collect()
+}
+
+/// A bidi call of a fault server: each request checked and answered as it arrives, with the
+/// fault's steps; the stream ends after the step that ends the call.
+fn bidi_answers<M: Answer>(
+    state: Arc<ServerState>,
+    fault: ServerFault,
+    requests: Streaming<pb::Request>,
+) -> impl Stream<Item = Result<M, Status>> + Send {
+    struct Call {
+        requests: Streaming<pb::Request>,
+        check: RequestCheck,
+        tally: CallTally,
+        last: Option<pb::Request>,
+        ended: bool,
+    }
+    let call = Call {
+        requests,
+        check: RequestCheck::new(Shape::Bidi),
+        tally: CallTally::new(&state),
+        last: None,
+        ended: false,
+    };
+    let refuse = |tally: &CallTally, message: String| {
+        tally.reject();
+        vec![Err(Status::invalid_argument(message))]
+    };
+    stream::unfold(call, move |mut call| async move {
+        if call.ended {
+            return None;
+        }
+        call.ended = true;
+        let answers = match call.requests.message().await {
+            Err(status) => vec![Err(status)],
+            Ok(Some(request)) => {
+                call.tally.request();
+                match call.check.check(&request) {
+                    Err(message) if fault.validates() => refuse(&call.tally, message),
+                    _ => {
+                        let step = bidi_request::<M>(fault, &request);
+                        call.ended = step.ending.is_some();
+                        call.last = Some(request);
+                        items(step, &mut call.tally)
+                    }
+                }
+            }
+            Ok(None) => match call.check.finish() {
+                Err(message) if fault.validates() => refuse(&call.tally, message),
+                _ => items(bidi_end::<M>(fault, call.last.as_ref()), &mut call.tally),
+            },
+        };
+        Some((stream::iter(answers), call))
+    })
+    .flatten()
 }

@@ -369,6 +369,11 @@ impl CallTally {
     pub fn response(&mut self) {
         self.responses += 1;
     }
+
+    /// The call was answered with a non-OK status.
+    pub fn reject(&self) {
+        self.state.reject();
+    }
 }
 
 impl Drop for CallTally {

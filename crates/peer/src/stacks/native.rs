@@ -121,11 +121,60 @@ pub async fn call<R: RecvHalf, W: SendHalf>(
             )?;
             workload.outcome(n, n, response_bytes)
         }
+        Shape::Pingpong => workload.outcome(n, n, ping_pong(reader, writer, workload).await?),
     };
     if R::ONE_CALL {
         expect_end_of_stream(reader).await?;
     }
     Ok(outcome)
+}
+
+/// Pingpong: N exchanges in lock-step on one `Bidi` call. Request i is built and sent (flushed;
+/// the first one with the HEADER) only after response i-1 arrived and validated; after response
+/// N-1 come END and then STATUS OK, with nothing between. Returns the responses' payload bytes.
+async fn ping_pong<R: RecvHalf, W: SendHalf>(
+    reader: &mut Reader<R>,
+    writer: &mut Writer<W>,
+    workload: &Workload,
+) -> Result<u64, OpError> {
+    let n = workload.messages;
+    writer
+        .feed(Outgoing::<pb::Request>::Header(method_path(
+            Shape::Pingpong,
+        )))
+        .await
+        .map_err(send_error)?;
+    let mut bytes = 0;
+    for index in 0..u64::from(n) {
+        writer
+            .send(Outgoing::Message(workload.request(index, 0)))
+            .await
+            .map_err(send_error)?;
+        let frame = next_frame(reader).await?;
+        match frame.kind {
+            FrameType::Message => {
+                let response = pb::Response::decode(frame.body)
+                    .map_err(|e| invalid_text(format!("undecodable response message: {e}")))?;
+                bytes += workload.checked_response(&response, index)?;
+            }
+            FrameType::Status => {
+                check_status(&frame.body)?;
+                return Err(invalid_text(format!(
+                    "the server ended the call with STATUS OK after {index} of {n} responses"
+                )));
+            }
+            other => return Err(unexpected(other)),
+        }
+    }
+    end_requests(writer).await?;
+    let frame = next_frame(reader).await?;
+    match frame.kind {
+        FrameType::Status => check_status(&frame.body).map(|()| bytes),
+        FrameType::Message => Err(invalid_text(format!(
+            "the server sent more than the {n} responses asked for"
+        ))),
+        other => Err(unexpected(other)),
+    }
 }
 
 /// Send-saturation: one client stream on a call's reader and writer. The caller has opened
@@ -168,7 +217,10 @@ pub async fn saturate<R: RecvHalf, W: SendHalf, C: Clock>(
 
 /// One call carrying `requests` as they are, whose responses are only counted: the terminal
 /// STATUS is the [`Verdict`] (crate::fault's malformed calls). Requests are sent while the
-/// answer is read, as bidi does, so a server that answers early cannot stall the call.
+/// answer is read, as bidi does, so a server that answers early cannot stall the call. A
+/// pingpong call is sent the same way: docs/stacks.md lets a native server answer a malformed
+/// call once it has read END, which a lock-step call would never send (the well-formed pingpong
+/// call after the malformed one runs in lock-step).
 pub async fn raw_call<R: RecvHalf, W: SendHalf>(
     reader: &mut Reader<R>,
     writer: &mut Writer<W>,
@@ -178,27 +230,42 @@ pub async fn raw_call<R: RecvHalf, W: SendHalf>(
     let read = async {
         let mut responses = 0;
         loop {
-            let frame = next_frame(reader).await?;
-            match frame.kind {
-                FrameType::Message => responses += 1,
-                FrameType::Status => {
-                    let status = pb::Status::decode(frame.body)
-                        .map_err(|e| invalid_text(format!("undecodable STATUS frame: {e}")))?;
-                    return Ok(Verdict {
-                        code: status.code,
-                        message: status.message,
-                        responses,
-                    });
-                }
-                other => return Err(unexpected(other)),
+            if let Some(verdict) = raw_frame(reader, &mut responses).await? {
+                return Ok(verdict);
             }
         }
     };
-    let ((), verdict) = tokio::try_join!(send_requests(writer, shape, requests.into_iter()), read)?;
+    let sent = send_requests(writer, shape, requests.into_iter());
+    let ((), verdict) = tokio::try_join!(sent, read)?;
     if R::ONE_CALL {
         expect_end_of_stream(reader).await?;
     }
     Ok(verdict)
+}
+
+/// The next frame of a call whose responses are only counted: a MESSAGE adds to `responses`,
+/// a STATUS is the verdict.
+async fn raw_frame<R: RecvHalf>(
+    reader: &mut Reader<R>,
+    responses: &mut u64,
+) -> Result<Option<Verdict>, OpError> {
+    let frame = next_frame(reader).await?;
+    match frame.kind {
+        FrameType::Message => {
+            *responses += 1;
+            Ok(None)
+        }
+        FrameType::Status => {
+            let status = pb::Status::decode(frame.body)
+                .map_err(|e| invalid_text(format!("undecodable STATUS frame: {e}")))?;
+            Ok(Some(Verdict {
+                code: status.code,
+                message: status.message,
+                responses: *responses,
+            }))
+        }
+        other => Err(unexpected(other)),
+    }
 }
 
 /// HEADER, one MESSAGE per request (built lazily, inside the measured operation), END; flushed.
@@ -427,7 +494,9 @@ pub async fn serve_call<R: RecvHalf, W: SendHalf>(
             None => serve_shape(shape, reader, writer, &mut tally, state)
                 .await
                 .map(|()| None),
-            Some(fault) => serve_fault(fault, shape, reader, writer, &mut tally).await,
+            Some(fault) => serve_fault(fault, shape, reader, writer, &mut tally)
+                .await
+                .map(Some),
         }
     } else {
         Err(CallError::Rejected {
@@ -503,7 +572,8 @@ async fn serve_shape<R: RecvHalf, W: SendHalf>(
             feed(writer, summary.finish()).await?;
             tally.response();
         }
-        Shape::Bidi => {
+        // pingpong is bidi to a server: the same RPC, each request answered as it arrives
+        Shape::Bidi | Shape::Pingpong => {
             while let Some(request) = next_request(reader, shape).await? {
                 tally.request();
                 check.check(&request).map_err(|m| rejected(m, false))?;
@@ -524,15 +594,19 @@ async fn serve_shape<R: RecvHalf, W: SendHalf>(
 }
 
 /// Serves one call of `shape` the way `fault` misbehaves (crate::fault): reads and checks every
-/// request up to END, then sends the fault's plan. `Ok(None)`: the caller ends the call with
-/// STATUS OK; `Ok(Some(end))`: the call has been ended here.
+/// request up to END, then sends the fault's plan; a bidi call is answered as its requests
+/// arrive ([`serve_fault_bidi`]). Returns how the connection goes on (the call has been ended
+/// here, its STATUS included).
 async fn serve_fault<R: RecvHalf, W: SendHalf>(
     fault: ServerFault,
     shape: Shape,
     reader: &mut Reader<R>,
     writer: &mut Writer<W>,
     tally: &mut CallTally,
-) -> Result<Option<CallEnd>, CallError> {
+) -> Result<CallEnd, CallError> {
+    if shape.rpc() == Shape::Bidi {
+        return serve_fault_bidi(fault, reader, writer, tally).await;
+    }
     let mut check = RequestCheck::new(shape);
     let mut requests = Vec::new();
     while let Some(request) = next_request(reader, shape).await? {
@@ -555,46 +629,92 @@ async fn serve_fault<R: RecvHalf, W: SendHalf>(
         ));
     }
     if shape == Shape::ClientStream {
-        send_plan(
-            writer,
-            fault::plan::<pb::Summary>(fault, shape, &requests),
-            tally,
-        )
-        .await
+        let plan = fault::plan::<pb::Summary>(fault, shape, &requests);
+        send_plan(reader, writer, plan, tally, true).await
     } else {
-        send_plan(
-            writer,
-            fault::plan::<pb::Response>(fault, shape, &requests),
-            tally,
-        )
-        .await
+        let plan = fault::plan::<pb::Response>(fault, shape, &requests);
+        send_plan(reader, writer, plan, tally, true).await
     }
 }
 
-/// Sends a fault's messages and ending.
-async fn send_plan<W: SendHalf, M: Message>(
+/// A fault's bidi call: each request checked and answered as it arrives (flushed unless more
+/// input is already here), as the normal server does, with the fault's steps.
+async fn serve_fault_bidi<R: RecvHalf, W: SendHalf>(
+    fault: ServerFault,
+    reader: &mut Reader<R>,
+    writer: &mut Writer<W>,
+    tally: &mut CallTally,
+) -> Result<CallEnd, CallError> {
+    let mut check = RequestCheck::new(Shape::Bidi);
+    let mut last = None;
+    while let Some(request) = next_request(reader, Shape::Bidi).await? {
+        tally.request();
+        if fault.validates() {
+            check.check(&request).map_err(|m| rejected(m, false))?;
+        }
+        let step = fault::bidi_request::<pb::Response>(fault, &request);
+        if let Some(ending) = step.ending {
+            let plan = Plan {
+                messages: step.messages,
+                ending,
+            };
+            return send_plan(reader, writer, plan, tally, false).await;
+        }
+        for message in step.messages {
+            feed(writer, message).await?;
+            tally.response();
+        }
+        if !has_complete_frame(reader.read_buffer()) {
+            SinkExt::<Outgoing<pb::Response>>::flush(writer)
+                .await
+                .map_err(|_| CallError::Transport)?;
+        }
+        last = Some(request);
+    }
+    if fault.validates() {
+        check.finish().map_err(|m| rejected(m, true))?;
+    }
+    let step = fault::bidi_end::<pb::Response>(fault, last.as_ref());
+    let plan = Plan {
+        messages: step.messages,
+        ending: step.ending.unwrap_or(Ending::Ok),
+    };
+    send_plan(reader, writer, plan, tally, true).await
+}
+
+/// Sends a fault's messages and ending, the STATUS included. `end_seen`: the client's END has
+/// been read; if not, the STATUS goes out first (a lock-step client sends nothing more until it
+/// has an answer) and the rest of the call is read and dropped afterwards, so that a tcp
+/// connection stays in step.
+async fn send_plan<R: RecvHalf, W: SendHalf, M: Message>(
+    reader: &mut Reader<R>,
     writer: &mut Writer<W>,
     plan: Plan<M>,
     tally: &mut CallTally,
-) -> Result<Option<CallEnd>, CallError> {
+    end_seen: bool,
+) -> Result<CallEnd, CallError> {
     let mut messages = plan.messages;
-    let after_status = match plan.ending {
-        Ending::Ok => None,
+    let (code, text, after_status) = match plan.ending {
+        Ending::Ok => (status::OK, String::new(), None),
         Ending::Status(code, message) => {
-            return Err(CallError::Rejected {
-                code,
-                message,
-                end_seen: true,
-            });
+            tally.reject();
+            (code, message, None)
         }
-        Ending::OkBeforeLast => Some(messages.pop()),
+        Ending::OkBeforeLast => (status::OK, String::new(), Some(messages.pop())),
     };
     for message in messages {
         feed(writer, message).await?;
         tally.response();
     }
     let Some(last) = after_status else {
-        return Ok(None);
+        let end = reply(writer, code, text, CallEnd::Next).await;
+        return Ok(
+            if end_seen || end == CallEnd::Closed || skip_to_end(reader).await {
+                end
+            } else {
+                CallEnd::Closed
+            },
+        );
     };
     // STATUS OK, then the last message: data after STATUS. The connection is out of step now.
     let status = pb::Status {
@@ -605,13 +725,13 @@ async fn send_plan<W: SendHalf, M: Message>(
         writer.feed(Outgoing::<M>::Status(status)).await?;
         if let Some(last) = last {
             writer.feed(Outgoing::Message(last)).await?;
+            tally.response();
         }
         SinkExt::<Outgoing<M>>::flush(writer).await?;
         writer.get_mut().finish_call().map_err(FrameError::Io)
     };
     sent.await.map_err(|_| CallError::Transport)?;
-    tally.response();
-    Ok(Some(CallEnd::Closed))
+    Ok(CallEnd::Closed)
 }
 
 /// The next request of a streaming call, or `None` at END.
@@ -760,7 +880,7 @@ mod tests {
     async fn every_shape_round_trips_and_a_connection_carries_many_calls() {
         let state = Arc::new(ServerState::default());
         let (mut reader, mut writer) = server(state.clone());
-        for shape in Shape::ALL {
+        for shape in Shape::EVERY {
             for seq in 0..3 {
                 let outcome = call(&mut reader, &mut writer, &workload(shape), seq)
                     .await
@@ -777,8 +897,84 @@ mod tests {
         }
         drop((reader, writer));
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        // 3 calls of each shape: requests 1 + 16 + 1 + 16, responses 1 + 1 + 16 + 16, times 3
-        assert_eq!(state.counters.snapshot(), (12, 3 * 34, 3 * 34, 0));
+        // 3 calls of each shape: requests 1 + 16 + 1 + 16 + 16, responses 1 + 1 + 16 + 16 + 16
+        assert_eq!(state.counters.snapshot(), (15, 3 * 50, 3 * 50, 0));
+    }
+
+    #[tokio::test]
+    async fn a_pingpong_call_sends_each_request_only_after_the_previous_response() {
+        // a server that, before it answers a request, checks that nothing else arrived: a
+        // client that sent the next request without waiting (bidi) fails it
+        let (client, server_end) = tokio::io::duplex(1 << 20);
+        let server = tokio::spawn(async move {
+            let (mut reader, mut writer) = framed(server_end);
+            let header = reader.next().await.expect("a frame").expect("well formed");
+            assert_eq!(&header.body[..], method_path(Shape::Bidi).as_bytes());
+            let mut answered = 0;
+            loop {
+                let frame = reader.next().await.expect("a frame").expect("well formed");
+                if frame.kind == FrameType::End {
+                    break;
+                }
+                let request = pb::Request::decode(frame.body).expect("a request");
+                assert_eq!(request.seq, answered);
+                let wait = std::time::Duration::from_millis(20);
+                let early = tokio::time::timeout(wait, reader.next()).await;
+                assert!(early.is_err(), "a frame before response {answered}");
+                let response = response_to(&request, request.seq);
+                writer
+                    .send(Outgoing::Message(response))
+                    .await
+                    .expect("sent");
+                answered += 1;
+            }
+            let ok = pb::Status {
+                code: status::OK,
+                message: String::new(),
+            };
+            writer
+                .send(Outgoing::<pb::Response>::Status(ok))
+                .await
+                .expect("sent");
+            answered
+        });
+        let (mut reader, mut writer) = framed(client);
+        let outcome = call(&mut reader, &mut writer, &workload(Shape::Pingpong), 0)
+            .await
+            .expect("a lock-step call");
+        assert_eq!((outcome.requests, outcome.responses), (16, 16));
+        assert_eq!(server.await.expect("the server's checks hold"), 16);
+    }
+
+    #[tokio::test]
+    async fn every_fault_fails_a_bidi_and_a_pingpong_call_by_its_check_without_a_stall() {
+        use clap::ValueEnum;
+        for &fault in ServerFault::value_variants() {
+            for shape in [Shape::Bidi, Shape::Pingpong] {
+                let state = Arc::new(ServerState {
+                    fault: Some(fault),
+                    ..ServerState::default()
+                });
+                let (mut reader, mut writer) = server(state);
+                let workload = workload(shape);
+                let called = call(&mut reader, &mut writer, &workload, 0);
+                let wait = std::time::Duration::from_secs(5);
+                let result = tokio::time::timeout(wait, called)
+                    .await
+                    .unwrap_or_else(|_| panic!("{} {shape}: the call stalled", fault.name()));
+                let expected = match fault {
+                    ServerFault::SkipValidation => None,
+                    ServerFault::ErrorStatus | ServerFault::WrongSummary => Some(code::RPC),
+                    _ => Some(code::INVALID),
+                };
+                assert_eq!(
+                    result.as_ref().err().map(|e| e.code),
+                    expected,
+                    "{} {shape}: {result:?}",
+                    fault.name()
+                );
+            }
+        }
     }
 
     async fn raw_call(frames: &[u8]) -> Vec<u8> {

@@ -631,7 +631,8 @@ impl SampleMachine {
                 // After `stopped` the peer closes stdout and exits; nothing else may come first.
                 self.wait(now, Wait::EndOfOutput(role));
             }
-            Event::Capabilities(_) | Event::Error(_) => {}
+            // Event::Window (revision 1.2): not awaited yet (the integrator's window commands)
+            Event::Capabilities(_) | Event::Error(_) | Event::Window(_) => {}
         }
     }
 

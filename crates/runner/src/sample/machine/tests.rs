@@ -598,6 +598,7 @@ fn server_transport(transport: &str) -> Stopped {
             cwnd_bytes: Some(130_304),
             ..TransportStats::default()
         })),
+        ..Stopped::default()
     }
 }
 
