@@ -28,9 +28,17 @@ fi
   exit 1
 }
 
-# Offline when every dependency is already in the local repository, else online. The Kotlin
-# compiler runs in Maven's JVM (no compile daemon), so a build leaves no process behind.
-if ! mvn -q -B -o -Dkotlin.compiler.daemon=false package 2>/dev/null; then
-  mvn -q -B -Dkotlin.compiler.daemon=false package
+# Offline when every dependency is already in the local repository, else online. The offline
+# attempt's output (Maven prints its [ERROR] lines on stdout when ~/.m2 lacks something) is kept
+# aside and shown only when the online attempt fails too. The Kotlin compiler runs in Maven's JVM
+# (no compile daemon), so a build leaves no process behind.
+offline_log=$(mktemp)
+trap 'rm -f "$offline_log"' EXIT
+if ! mvn -q -B -o -Dkotlin.compiler.daemon=false package >"$offline_log" 2>&1; then
+  if ! mvn -q -B -Dkotlin.compiler.daemon=false package; then
+    echo "build.sh: the online build failed (above); the offline attempt before it (mvn -o) said:" >&2
+    cat "$offline_log" >&2
+    exit 1
+  fi
 fi
 echo "build.sh: built $(pwd) with $(java -version 2>&1 | head -1)" >&2

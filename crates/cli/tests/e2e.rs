@@ -11,6 +11,7 @@
 mod common;
 
 use common::{peer, records, rpcarena, rpcarena_ok, rust_peer_on_every_stack, survivors};
+use rpcarena_fixtures::CampaignText;
 use rpcarena_model::record::{SampleRecord, SampleStatus};
 use rpcarena_protocol::histogram;
 use std::ffi::OsStr;
@@ -20,26 +21,26 @@ use std::sync::Mutex;
 
 static SERIAL: Mutex<()> = Mutex::new(());
 
-fn campaign(peers: &str, cells: &str, workload: &str, timing: &str) -> String {
-    format!(
-        r#"
-name = "e2e"
-seed = 99
-repetitions = 1
-network = "loopback"
-{peers}
-{cells}
-[workload]
-{workload}
-[timing]
-{timing}
-[timeouts]
-ready = "20s"
-armed = "30s"
-sample = "20s"
-shutdown = "10s"
-"#
+/// The e2e campaign: `peers_and_cells` adds its peers and cells, then the workload and timing.
+fn campaign(
+    peers_and_cells: impl FnOnce(CampaignText) -> CampaignText,
+    workload: &str,
+    timing: &str,
+) -> String {
+    peers_and_cells(
+        rpcarena_fixtures::campaign("e2e", 99).key("repetitions = 1\nnetwork = \"loopback\""),
     )
+    .section(&format!("[workload]\n{workload}"))
+    .section(&format!("[timing]\n{timing}"))
+    .section("[timeouts]\nready = \"20s\"\narmed = \"30s\"\nsample = \"20s\"\nshutdown = \"10s\"")
+    .build()
+}
+
+/// A client peer `c` and a server peer `s` (wrapper scripts, say) in one grpc cell `x`.
+fn client_and_server(text: CampaignText, client: &Path, server: &Path) -> CampaignText {
+    text.peer("c", &[&client.display().to_string()])
+        .peer("s", &[&server.display().to_string()])
+        .cell("x", "c", "s", "grpc")
 }
 
 struct Run {
@@ -78,10 +79,8 @@ fn write_script(path: &Path, body: &str) {
 fn three_stacks_by_four_shapes_by_two_concurrencies_all_pass_and_reports_regenerate() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let (peers, cells) = rust_peer_on_every_stack();
     let text = campaign(
-        &peers,
-        &cells,
+        rust_peer_on_every_stack,
         "concurrency = [1, 4]\nmessages_per_stream = 32\n",
         "warmup = \"200ms\"\nwindow = \"500ms\"\ndrain = \"5s\"\n",
     );
@@ -172,15 +171,8 @@ fn one_failing_sample(
     server: &Path,
     window: &str,
 ) -> (Run, SampleRecord) {
-    let peers = format!(
-        "[[peers]]\nid = \"c\"\ncommand = [{:?}]\n[[peers]]\nid = \"s\"\ncommand = [{:?}]\n",
-        client.display().to_string(),
-        server.display().to_string()
-    );
-    let cells = "[[cells]]\nid = \"x\"\nclient = \"c\"\nserver = \"s\"\nstack = \"grpc\"\n";
     let text = campaign(
-        &peers,
-        cells,
+        |t| client_and_server(t, client, server),
         "shapes = [\"unary\"]\nconcurrency = [2]\n",
         &format!("warmup = \"200ms\"\nwindow = \"{window}\"\ndrain = \"2s\"\n"),
     );
@@ -279,7 +271,11 @@ fn an_invalid_campaign_is_refused_before_anything_runs() {
     let file = tmp.path().join("bad.toml");
     std::fs::write(
         &file,
-        "name = \"bad\"\nseed = 1\n[[peers]]\nid = \"p\"\ncommand = [\"x\"]\n[[cells]]\nid = \"c\"\nclient = \"p\"\nserver = \"q\"\nstack = \"grpc\"\n[workload]\nconcurrency = [0]\n",
+        rpcarena_fixtures::campaign("bad", 1)
+            .peer("p", &["x"])
+            .cell("c", "p", "q", "grpc")
+            .section("[workload]\nconcurrency = [0]")
+            .build(),
     )
     .unwrap();
     for sub in ["validate", "run"] {
@@ -307,11 +303,9 @@ fn an_invalid_campaign_is_refused_before_anything_runs() {
 fn every_load_model_and_structured_payloads_run_on_every_stack_with_noise_recorded() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let (peers, cells) = rust_peer_on_every_stack();
     let timing = "warmup = \"200ms\"\nwindow = \"500ms\"\ndrain = \"5s\"\n";
     let text = campaign(
-        &peers,
-        &cells,
+        rust_peer_on_every_stack,
         "shapes = [\"unary\"]\nconcurrency = [2]\npayload = [\"structured\"]\nload = [{ model = \"window\", in_flight = 8 }, \"backpressure\", { model = \"open\", rate = 300, arrival = \"poisson\" }]\n",
         timing,
     );
@@ -365,8 +359,7 @@ fn every_load_model_and_structured_payloads_run_on_every_stack_with_noise_record
     // that leaves it that time (this checks function, not speed).
     let tmp = tempfile::tempdir().unwrap();
     let text = campaign(
-        &peers,
-        &cells,
+        rust_peer_on_every_stack,
         "shapes = [\"client_stream\"]\nconcurrency = [2]\nload = [{ model = \"send-saturation\", streams = 2, settle = \"8s\" }]\n",
         "warmup = \"100ms\"\nwindow = \"300ms\"\ndrain = \"10s\"\n",
     );
@@ -407,12 +400,7 @@ fn a_server_that_never_gets_ready_times_out_and_leaves_nothing() {
         ),
     );
     let text = campaign(
-        &format!(
-            "[[peers]]\nid = \"c\"\ncommand = [{:?}]\n[[peers]]\nid = \"s\"\ncommand = [{:?}]\n",
-            peer().display().to_string(),
-            server.display().to_string()
-        ),
-        "[[cells]]\nid = \"x\"\nclient = \"c\"\nserver = \"s\"\nstack = \"grpc\"\n",
+        |t| client_and_server(t, &peer(), &server),
         "shapes = [\"unary\"]\nconcurrency = [1]\n",
         "warmup = \"200ms\"\nwindow = \"500ms\"\ndrain = \"2s\"\n",
     )

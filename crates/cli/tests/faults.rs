@@ -19,35 +19,19 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// A campaign of `repetitions` unary samples of the Rust peer (or `command`) on gRPC.
 fn campaign(command: &str, repetitions: u32, extra: &str) -> String {
-    format!(
-        r#"
-name = "faults"
-seed = 5
-repetitions = {repetitions}
-network = "loopback"
-[[peers]]
-id = "p"
-command = [{command:?}]
-[[cells]]
-id = "p-grpc"
-client = "p"
-server = "p"
-stack = "grpc"
-[workload]
-shapes = ["unary"]
-concurrency = [1]
-[timing]
-warmup = "100ms"
-window = "300ms"
-drain = "2s"
-[timeouts]
-ready = "10s"
-armed = "10s"
-sample = "10s"
-shutdown = "3s"
-{extra}
-"#
-    )
+    rpcarena_fixtures::campaign("faults", 5)
+        .key(&format!(
+            "repetitions = {repetitions}\nnetwork = \"loopback\""
+        ))
+        .peer("p", &[command])
+        .cells("p", &["grpc"])
+        .section("[workload]\nshapes = [\"unary\"]\nconcurrency = [1]")
+        .section(rpcarena_fixtures::SHORT_TIMING)
+        .section(
+            "[timeouts]\nready = \"10s\"\narmed = \"10s\"\nsample = \"10s\"\nshutdown = \"3s\"",
+        )
+        .section(extra)
+        .build()
 }
 
 fn rust_peer() -> String {

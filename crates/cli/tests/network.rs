@@ -31,14 +31,15 @@ fn namespaces() -> Vec<String> {
 }
 
 fn campaign(network: &str, cells: &[&str], window: &str, repetitions: u32) -> String {
-    let cells: String = cells
-        .iter()
-        .map(|s| format!("[[cells]]\nid = \"rust-{s}\"\nclient = \"rust\"\nserver = \"rust\"\nstack = \"{s}\"\n"))
-        .collect();
-    format!(
-        "name = \"net\"\nseed = 3\nrepetitions = {repetitions}\n{network}\n[[peers]]\nid = \"rust\"\ncommand = [{:?}]\n{cells}[workload]\nshapes = [\"unary\"]\nconcurrency = [4]\n[timing]\nwarmup = \"300ms\"\nwindow = \"{window}\"\ndrain = \"10s\"\n",
-        peer().display().to_string()
-    )
+    rpcarena_fixtures::campaign("net", 3)
+        .key(&format!("repetitions = {repetitions}\n{network}"))
+        .peer("rust", &[&peer().display().to_string()])
+        .cells("rust", cells)
+        .section("[workload]\nshapes = [\"unary\"]\nconcurrency = [4]")
+        .section(&format!(
+            "[timing]\nwarmup = \"300ms\"\nwindow = \"{window}\"\ndrain = \"10s\""
+        ))
+        .build()
 }
 
 fn start(tmp: &Path, text: &str) -> (Child, PathBuf) {

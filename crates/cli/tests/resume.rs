@@ -15,37 +15,14 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 fn campaign(peer: &Path) -> String {
-    format!(
-        r#"
-name = "resume"
-seed = 7
-repetitions = 3
-network = "loopback"
-[[peers]]
-id = "rust"
-command = ["{}"]
-[[cells]]
-id = "rust-grpc"
-client = "rust"
-server = "rust"
-stack = "grpc"
-[[cells]]
-id = "rust-tcp"
-client = "rust"
-server = "rust"
-stack = "tcp"
-[workload]
-shapes = ["unary"]
-concurrency = [1]
-[timing]
-warmup = "100ms"
-window = "300ms"
-drain = "2s"
-[noise]
-max_load = 1000.0
-"#,
-        peer.display()
-    )
+    rpcarena_fixtures::campaign("resume", 7)
+        .key("repetitions = 3\nnetwork = \"loopback\"")
+        .peer("rust", &[&peer.display().to_string()])
+        .cells("rust", &["grpc", "tcp"])
+        .section("[workload]\nshapes = [\"unary\"]\nconcurrency = [1]")
+        .section(rpcarena_fixtures::SHORT_TIMING)
+        .section("[noise]\nmax_load = 1000.0")
+        .build()
 }
 
 fn ids(dir: &Path) -> BTreeSet<(String, u32, u32, String)> {

@@ -143,8 +143,19 @@ pub struct Cell {
     pub client: String,
     /// Peer id of the server.
     pub server: String,
-    /// Stack name as peers advertise it: `grpc`, `quic`, `tcp`.
+    /// Stack name as peers advertise it: `grpc`, `quic`, `tcp`, or another of docs/stacks.md.
     pub stack: String,
+    /// The shapes of this cell, in place of `workload.shapes` (a stack without streams, such as
+    /// Go's `netrpc-gob`, runs `["unary"]` in a campaign whose other cells also run `pingpong`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shapes: Option<Vec<Shape>>,
+}
+
+impl Cell {
+    /// The shapes this cell runs: its own, else the workload's.
+    pub fn shapes<'a>(&'a self, workload: &'a Workload) -> &'a [Shape] {
+        self.shapes.as_deref().unwrap_or(&workload.shapes)
+    }
 }
 
 /// The workload matrix: every combination of the listed values is a sample configuration.
@@ -162,6 +173,10 @@ pub struct Workload {
     /// Response payload sizes in bytes.
     #[serde(default = "default_size")]
     pub response_size: Vec<u32>,
+    /// `true`: the k-th request size goes with the k-th response size only (1 KiB both ways,
+    /// 64 KiB both ways), instead of every combination; both lists then have the same length.
+    #[serde(default)]
+    pub paired_sizes: bool,
     /// Messages in each streamed direction of a streaming operation.
     #[serde(default = "default_messages_per_stream")]
     pub messages_per_stream: u32,
@@ -177,12 +192,41 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The (request, response) sizes the matrix runs: every combination, or the pairs.
+    pub fn size_pairs(&self) -> Vec<(u32, u32)> {
+        if self.paired_sizes {
+            return self
+                .request_size
+                .iter()
+                .copied()
+                .zip(self.response_size.iter().copied())
+                .collect();
+        }
+        let mut pairs = Vec::new();
+        for &request in &self.request_size {
+            for &response in &self.response_size {
+                pairs.push((request, response));
+            }
+        }
+        pairs
+    }
+
     /// Lists of unique values, load models and shapes that fit together, ranges.
     fn validate(&self, problems: &mut Problems) {
         non_empty_unique(problems, "workload.shapes", &self.shapes);
         non_empty_unique(problems, "workload.concurrency", &self.concurrency);
         non_empty_unique(problems, "workload.request_size", &self.request_size);
         non_empty_unique(problems, "workload.response_size", &self.response_size);
+        if self.paired_sizes && self.request_size.len() != self.response_size.len() {
+            problems.add(
+                "workload.paired_sizes",
+                format!(
+                    "paired sizes need as many response sizes as request sizes ({} and {})",
+                    self.request_size.len(),
+                    self.response_size.len()
+                ),
+            );
+        }
         non_empty_unique(problems, "workload.load", &self.load);
         non_empty_unique(problems, "workload.payload", &self.payload);
         for (i, load) in self.load.iter().enumerate() {
@@ -313,6 +357,9 @@ pub struct Timeouts {
     /// From `SHUTDOWN` to `stopped` and exit.
     #[serde(default = "default_shutdown", with = "duration")]
     pub shutdown: Duration,
+    /// From `WINDOW START` or `WINDOW END` to the server's `window` answer (revision 1.2).
+    #[serde(default = "default_window_answer", with = "duration")]
+    pub window: Duration,
 }
 
 fn default_ready() -> Duration {
@@ -323,6 +370,9 @@ fn default_armed() -> Duration {
 }
 fn default_sample() -> Duration {
     Duration::from_secs(10)
+}
+fn default_window_answer() -> Duration {
+    Duration::from_secs(5)
 }
 fn default_shutdown() -> Duration {
     Duration::from_secs(5)
@@ -335,6 +385,7 @@ impl Default for Timeouts {
             armed: default_armed(),
             sample: default_sample(),
             shutdown: default_shutdown(),
+            window: default_window_answer(),
         }
     }
 }
@@ -530,6 +581,9 @@ impl Campaign {
             if !is_id(&cell.stack) {
                 problems.add(format!("cells[{i}].stack"), id_expectation(&cell.stack));
             }
+            if let Some(shapes) = &cell.shapes {
+                non_empty_unique(problems, &format!("cells[{i}].shapes"), shapes);
+            }
         }
         if let Some(baseline) = &self.baseline
             && !self.cells.iter().any(|c| &c.id == baseline)
@@ -646,12 +700,15 @@ impl Campaign {
                 }
             })
             .fold(0u64, u64::saturating_add);
+        let cell_shapes: u64 = self
+            .cells
+            .iter()
+            .map(|c| c.shapes(w).len() as u64)
+            .fold(0u64, u64::saturating_add);
         [
-            self.cells.len() as u64,
-            w.shapes.len() as u64,
+            cell_shapes,
             per_load,
-            w.request_size.len() as u64,
-            w.response_size.len() as u64,
+            w.size_pairs().len() as u64,
             w.payload.len() as u64,
             u64::from(self.repetitions),
         ]
@@ -742,24 +799,18 @@ fn non_empty_unique<T: PartialEq + fmt::Debug>(problems: &mut Problems, path: &s
 mod tests {
     use super::*;
 
-    const GOOD: &str = r#"
-name = "t"
-seed = 7
-[[peers]]
-id = "rust"
-command = ["rpcarena-peer-rust"]
-[[cells]]
-id = "rust-grpc"
-client = "rust"
-server = "rust"
-stack = "grpc"
-[workload]
-concurrency = [1, 4]
-"#;
+    /// One peer, one cell, two concurrencies: every test below varies it.
+    static GOOD: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+        rpcarena_fixtures::campaign("t", 7)
+            .peer("rust", &["rpcarena-peer-rust"])
+            .cells("rust", &["grpc"])
+            .section("[workload]\nconcurrency = [1, 4]")
+            .build()
+    });
 
     #[test]
     fn parses_with_defaults() {
-        let c = Campaign::parse(GOOD, "t.toml").unwrap();
+        let c = Campaign::parse(&GOOD, "t.toml").unwrap();
         assert_eq!(c.repetitions, 3);
         assert_eq!(c.workload.shapes, Shape::ALL.to_vec());
         assert_eq!(c.workload.request_size, vec![256]);
@@ -771,20 +822,20 @@ concurrency = [1, 4]
 
     #[test]
     fn network_as_name_or_table() {
-        let c = Campaign::parse(&format!("network = \"loopback\"\n{GOOD}"), "t").unwrap();
+        let c = Campaign::parse(&format!("network = \"loopback\"\n{}", *GOOD), "t").unwrap();
         assert_eq!(c.network.backend, NetworkBackend::Loopback);
-        let text = format!("{GOOD}\n[network]\nbackend = \"loopback\"\n");
+        let text = format!("{}\n[network]\nbackend = \"loopback\"\n", *GOOD);
         assert_eq!(
             Campaign::parse(&text, "t").unwrap().network.backend,
             NetworkBackend::Loopback
         );
-        let err = Campaign::parse(&format!("network = \"emulated\"\n{GOOD}"), "t").unwrap_err();
+        let err = Campaign::parse(&format!("network = \"emulated\"\n{}", *GOOD), "t").unwrap_err();
         assert!(
             err.to_string()
                 .contains("t: network.profile: expected a link profile name"),
             "{err}"
         );
-        let err = Campaign::parse(&format!("network = \"wan\"\n{GOOD}"), "t").unwrap_err();
+        let err = Campaign::parse(&format!("network = \"wan\"\n{}", *GOOD), "t").unwrap_err();
         assert!(err.to_string().contains("network"), "{err}");
     }
 
@@ -792,7 +843,7 @@ concurrency = [1, 4]
     fn type_errors_name_file_line_and_path() {
         let text = GOOD.replace("concurrency = [1, 4]", "concurrency = [1, \"four\"]");
         let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
-        assert!(err.starts_with("c.toml:13:19: "), "{err}");
+        assert!(err.starts_with("c.toml:12:19: "), "{err}");
         assert!(err.contains("workload.concurrency[1]"), "{err}");
     }
 
@@ -805,7 +856,7 @@ concurrency = [1, 4]
 
     #[test]
     fn bad_durations_and_shapes_explain_themselves() {
-        let text = format!("{GOOD}\n[timing]\nwindow = \"5\"\n");
+        let text = format!("{}\n[timing]\nwindow = \"5\"\n", *GOOD);
         let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
         assert!(
             err.contains("timing.window") && err.contains("\"2s\""),
@@ -882,14 +933,14 @@ concurrency = [1, 4]
         // Before the fix: 1500us ran as 1 ms, and 500us as a zero window every peer refuses.
         for (value, path) in [("1500us", "timing.warmup"), ("500us", "timing.window")] {
             let field = path.trim_start_matches("timing.");
-            let text = format!("{GOOD}\n[timing]\n{field} = \"{value}\"\n");
+            let text = format!("{}\n[timing]\n{field} = \"{value}\"\n", *GOOD);
             let problems = problems_of(&text);
             assert!(
                 problems.iter().any(|p| p.path == path),
                 "{value}: {problems:?}"
             );
         }
-        let text = format!("{GOOD}\n[timing]\nwindow = \"1500us\"\n");
+        let text = format!("{}\n[timing]\nwindow = \"1500us\"\n", *GOOD);
         let problems = problems_of(&text);
         assert!(
             problems[0].message.contains("would be cut to 1ms"),
@@ -900,7 +951,10 @@ concurrency = [1, 4]
     #[test]
     fn what_run_or_every_peer_refuses_is_refused_by_validate() {
         // An unknown profile name: `run` refused it after validate had said "valid".
-        let text = format!("{GOOD}\n[network]\nbackend = \"emulated\"\nprofile = \"moon\"\n");
+        let text = format!(
+            "{}\n[network]\nbackend = \"emulated\"\nprofile = \"moon\"\n",
+            *GOOD
+        );
         let problems = problems_of(&text);
         assert_eq!(problems[0].path, "network.profile", "{problems:?}");
         // Structured payloads of 1 or 2 bytes: every peer refuses them.
@@ -922,7 +976,7 @@ concurrency = [1, 4]
         bytes.insert(at + 1, 0xff);
         let err = decode(&bytes, "c.toml").unwrap_err().to_string();
         // Before the fix: "stream did not contain valid UTF-8", no line.
-        assert!(err.starts_with("c.toml:12:2: "), "{err}");
+        assert!(err.starts_with("c.toml:11:2: "), "{err}");
         assert!(err.contains("not UTF-8"), "{err}");
     }
 

@@ -39,6 +39,7 @@ pub mod campaign;
 pub mod duration;
 mod fields;
 pub mod files;
+pub mod gocolumns;
 pub mod invocation;
 pub mod load;
 pub mod matrix;

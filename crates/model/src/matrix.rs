@@ -53,17 +53,16 @@ pub fn expand(campaign: &Campaign) -> Vec<SampleConfig> {
     let w = &campaign.workload;
     let mut out = Vec::new();
     for cell in &campaign.cells {
-        for &shape in &w.shapes {
+        for &shape in cell.shapes(w) {
             for load in &w.load {
                 let concurrencies = match load.fixed_concurrency() {
                     Some(c) => vec![c],
                     None => w.concurrency.clone(),
                 };
                 for concurrency in concurrencies {
-                    for &request_size in &w.request_size {
-                        for &response_size in &w.response_size {
-                            for &payload in &w.payload {
-                                out.push(SampleConfig {
+                    for (request_size, response_size) in w.size_pairs() {
+                        for &payload in &w.payload {
+                            out.push(SampleConfig {
                                     key: format!(
                                         "{}/{shape}/c{concurrency}/{request_size}B-{response_size}B/{payload}/{load}",
                                         cell.id
@@ -80,7 +79,6 @@ pub fn expand(campaign: &Campaign) -> Vec<SampleConfig> {
                                     payload,
                                     load: load.clone(),
                                 });
-                            }
                         }
                     }
                 }
@@ -96,28 +94,13 @@ mod tests {
 
     #[test]
     fn expands_the_full_product_in_report_order() {
-        let text = r#"
-name = "t"
-seed = 1
-[[peers]]
-id = "p"
-command = ["x"]
-[[cells]]
-id = "a"
-client = "p"
-server = "p"
-stack = "grpc"
-[[cells]]
-id = "b"
-client = "p"
-server = "p"
-stack = "quic"
-[workload]
-shapes = ["unary", "bidi"]
-concurrency = [1, 4]
-request_size = [16, 256]
-"#;
-        let campaign = Campaign::parse(text, "t").unwrap();
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .peer("p", &["x"])
+            .cell("a", "p", "p", "grpc")
+            .cell("b", "p", "p", "quic")
+            .section("[workload]\nshapes = [\"unary\", \"bidi\"]\nconcurrency = [1, 4]\nrequest_size = [16, 256]")
+            .build();
+        let campaign = Campaign::parse(&text, "t").unwrap();
         let configs = expand(&campaign);
         assert_eq!(configs.len(), 2 * 2 * 2 * 2);
         assert_eq!(configs[0].key, "a/unary/c1/16B-256B/zeros/closed");
@@ -135,24 +118,18 @@ mod load_tests {
 
     #[test]
     fn a_model_that_fixes_its_concurrency_replaces_the_list() {
-        let text = r#"
-name = "t"
-seed = 1
-[[peers]]
-id = "p"
-command = ["x"]
-[[cells]]
-id = "a"
-client = "p"
-server = "p"
-stack = "grpc"
-[workload]
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .peer("p", &["x"])
+            .cell("a", "p", "p", "grpc")
+            .section(
+                r#"[workload]
 shapes = ["unary"]
 concurrency = [1, 4]
 payload = ["zeros", "structured"]
-load = ["closed", { model = "window", in_flight = 50 }, { model = "open", rate = 500 }]
-"#;
-        let campaign = Campaign::parse(text, "t").unwrap();
+load = ["closed", { model = "window", in_flight = 50 }, { model = "open", rate = 500 }]"#,
+            )
+            .build();
+        let campaign = Campaign::parse(&text, "t").unwrap();
         let keys: Vec<String> = expand(&campaign).into_iter().map(|c| c.key).collect();
         assert_eq!(
             keys,
@@ -169,5 +146,62 @@ load = ["closed", { model = "window", in_flight = 50 }, { model = "open", rate =
                 "a/unary/c4/256B-256B/structured/open-500-constant",
             ]
         );
+    }
+}
+
+#[cfg(test)]
+mod cell_shape_tests {
+    use super::*;
+
+    #[test]
+    fn a_cell_with_its_own_shapes_runs_only_those() {
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .peer("p", &["x"])
+            .cell("a", "p", "p", "grpc")
+            .cell("b", "p", "p", "netrpc-gob")
+            .section("shapes = [\"unary\"]")
+            .section("[workload]\nshapes = [\"unary\", \"pingpong\"]\nconcurrency = [1]")
+            .build();
+        let campaign = Campaign::parse(&text, "t").unwrap();
+        let keys: Vec<String> = expand(&campaign).into_iter().map(|c| c.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "a/unary/c1/256B-256B/zeros/closed",
+                "a/pingpong/c1/256B-256B/zeros/closed",
+                "b/unary/c1/256B-256B/zeros/closed",
+            ]
+        );
+        assert_eq!(campaign.planned_samples(), 3 * 3);
+    }
+}
+
+#[cfg(test)]
+mod paired_size_tests {
+    use super::*;
+
+    #[test]
+    fn paired_sizes_run_each_pair_once() {
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .peer("p", &["x"])
+            .cell("a", "p", "p", "grpc")
+            .section("[workload]\nshapes = [\"unary\"]\nconcurrency = [1]")
+            .section(
+                "request_size = [1024, 65536]\nresponse_size = [1024, 65536]\npaired_sizes = true",
+            )
+            .build();
+        let campaign = Campaign::parse(&text, "t").unwrap();
+        let keys: Vec<String> = expand(&campaign).into_iter().map(|c| c.key).collect();
+        assert_eq!(
+            keys,
+            [
+                "a/unary/c1/1024B-1024B/zeros/closed",
+                "a/unary/c1/65536B-65536B/zeros/closed"
+            ]
+        );
+        assert_eq!(campaign.planned_samples(), 2 * 3);
+        let uneven = text.replace("response_size = [1024, 65536]", "response_size = [1024]");
+        let err = Campaign::parse(&uneven, "t").unwrap_err().to_string();
+        assert!(err.contains("workload.paired_sizes"), "{err}");
     }
 }

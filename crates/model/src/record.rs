@@ -87,6 +87,25 @@ pub struct ServerResult {
     /// its connections, when its peer reports them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub transport: Option<TransportRecord>,
+    /// What the server did over the window (revision 1.2): its `window` answers to `WINDOW
+    /// END` minus `WINDOW START`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<ServerWindow>,
+}
+
+/// A server's figures over the window: the differences between its `window` answers to
+/// `WINDOW END` and to `WINDOW START` (from the client's `START` to just after its `sample`).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct ServerWindow {
+    /// Its counters (`rpcs`, `requests`, `responses`, `rejected`) over the window.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, u64>,
+    /// Heap allocations of the whole server process over the window, when it counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocations: Option<u64>,
+    /// Bytes it allocated over the window, when it counts them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allocated_bytes: Option<u64>,
 }
 
 impl ServerResult {
@@ -103,6 +122,7 @@ impl ServerResult {
         } = stopped;
         let server = transport.map(|t| ServerResult {
             transport: Some(TransportRecord::from(*t)),
+            ..ServerResult::default()
         });
         (counters, server)
     }

@@ -16,32 +16,21 @@ use rpcarena_fuzz_support::fuzz;
 use rpcarena_model::campaign::{Campaign, decode};
 use rpcarena_model::matrix;
 
-const FULL: &str = r#"name = "fuzz"
-description = "every section"
-seed = 7
-repetitions = 2
-max_samples = 5000
-baseline = "a"
-[network]
+/// A campaign with every section, the fuzzer's starting point.
+static FULL: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    rpcarena_fixtures::campaign("fuzz", 7)
+        .key("description = \"every section\"\nrepetitions = 2\nmax_samples = 5000\nbaseline = \"a\"")
+        .peer("p", &["peer", "--x"])
+        .cell("a", "p", "p", "grpc")
+        .cell("b", "p", "p", "quic")
+        .section(
+            r#"[network]
 backend = "emulated"
 profile = "regional-wan"
 emulator = "userspace"
 [network.both]
 delay = "5ms"
 limit = 100
-[[peers]]
-id = "p"
-command = ["peer", "--x"]
-[[cells]]
-id = "a"
-client = "p"
-server = "p"
-stack = "grpc"
-[[cells]]
-id = "b"
-client = "p"
-server = "p"
-stack = "quic"
 [workload]
 shapes = ["unary", "bidi"]
 concurrency = [1, 4]
@@ -63,8 +52,10 @@ shutdown = "5s"
 pinning = "off"
 max_load = 1.5
 gate_timeout = "30s"
-drift_threshold = 0.03
-"#;
+drift_threshold = 0.03"#,
+        )
+        .build()
+});
 
 /// What must hold for any text; whether the parser accepted it.
 fn check_text(text: &str) -> bool {
@@ -184,11 +175,11 @@ fn apply(edits: &[Edit]) -> String {
 
 #[test]
 fn the_full_campaign_parses() {
-    let campaign = Campaign::parse(FULL, "full.toml").unwrap();
+    let campaign = Campaign::parse(&FULL, "full.toml").unwrap();
     // 2 cells x 2 shapes x (closed and open at 2 concurrencies, window at its own) x 2
     // request sizes x 1 response size x 2 payloads x 2 repetitions
     assert_eq!(campaign.planned_samples(), 160);
-    assert!(check_text(FULL));
+    assert!(check_text(&FULL));
 }
 
 #[test]

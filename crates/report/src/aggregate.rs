@@ -10,6 +10,7 @@
 
 use crate::transport::{TransportFigures, TransportSummary, summarize};
 use hdrhistogram::Histogram;
+use rpcarena_model::gocolumns::{self, GoColumns};
 use rpcarena_model::load::LoadSpec;
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::metrics::{self, Detail, Measured};
@@ -127,6 +128,8 @@ pub struct SampleFigures {
     pub window_s: f64,
     /// Per-second intervals of the window, as the client reported them (may be empty).
     pub intervals: Vec<IntervalPoint>,
+    /// rpc-bench's columns of the sample.
+    pub go: Option<GoColumns>,
 }
 
 /// One second of a sample's window.
@@ -196,6 +199,41 @@ pub struct RowMetrics {
     pub received_per_s: Option<Stat>,
     /// Backpressure: depth reached.
     pub max_in_flight: Option<Stat>,
+    /// rpc-bench's columns (`go test -bench -benchmem`), medians over repetitions.
+    pub go: Option<GoStats>,
+}
+
+/// `go test -bench -benchmem`'s columns of a row: each a [`Stat`] over the repetitions.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GoStats {
+    /// Nanoseconds of window per operation (per exchange for pingpong).
+    pub ns_per_op: Stat,
+    /// Payload MB/s, both directions.
+    pub mb_per_s: Stat,
+    /// Client, server and summed bytes allocated per operation.
+    pub bytes_per_op: [Option<Stat>; 3],
+    /// Client, server and summed heap allocations per operation.
+    pub allocs_per_op: [Option<Stat>; 3],
+}
+
+impl GoStats {
+    fn of(good: &[Figures]) -> Option<GoStats> {
+        let go = |f: fn(&GoColumns) -> Option<f64>| stat(good, |x| x.go.as_ref().and_then(f));
+        Some(GoStats {
+            ns_per_op: go(|g| Some(g.ns_per_op))?,
+            mb_per_s: go(|g| Some(g.mb_per_s))?,
+            bytes_per_op: [
+                go(|g| g.client_bytes_per_op),
+                go(|g| g.server_bytes_per_op),
+                go(GoColumns::bytes_per_op),
+            ],
+            allocs_per_op: [
+                go(|g| g.client_allocs_per_op),
+                go(|g| g.server_allocs_per_op),
+                go(GoColumns::allocs_per_op),
+            ],
+        })
+    }
 }
 
 impl RowMetrics {
@@ -252,6 +290,7 @@ struct Figures {
     received_per_s: Option<f64>,
     max_in_flight: Option<u64>,
     transport: TransportFigures,
+    go: Option<GoColumns>,
 }
 
 impl Figures {
@@ -287,6 +326,7 @@ impl Figures {
             received_per_s: m.received_per_s,
             max_in_flight: client.and_then(|c| c.max_in_flight),
             transport: TransportFigures::of(record),
+            go: gocolumns::of(record),
         }
     }
 }
@@ -537,6 +577,7 @@ fn row(group: &Group) -> Row {
                 server_rss_mib: f.server_rss_mib,
                 window_s: f.window_s,
                 intervals: f.intervals.clone(),
+                go: f.go,
             })
             .collect(),
         transport: summarize(&group.good.iter().map(|f| f.transport).collect::<Vec<_>>()),
@@ -583,6 +624,7 @@ fn row_metrics(good: &[Figures], config: &SampleConfig) -> Option<RowMetrics> {
         },
         received_per_s: stat(good, |f| f.received_per_s),
         max_in_flight: stat(good, |f| f.max_in_flight.map(|v| v as f64)),
+        go: GoStats::of(good),
     })
 }
 

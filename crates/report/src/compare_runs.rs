@@ -41,11 +41,19 @@ pub enum Metric {
     ClientRss,
     /// Server peak RSS.
     ServerRss,
+    /// rpc-bench's time/op: window over operations (exchanges for pingpong).
+    TimeOp,
+    /// Payload MB/s, both directions.
+    MbS,
+    /// Bytes allocated per operation, client and server together.
+    BOp,
+    /// Heap allocations per operation, client and server together.
+    AllocsOp,
 }
 
 impl Metric {
     /// Every metric, with its command-line name.
-    pub const ALL: [(Metric, &'static str); 10] = [
+    pub const ALL: [(Metric, &'static str); 14] = [
         (Metric::Ops, "ops"),
         (Metric::Requests, "requests"),
         (Metric::Responses, "responses"),
@@ -56,6 +64,10 @@ impl Metric {
         (Metric::ServerCpu, "server-cpu"),
         (Metric::ClientRss, "client-rss"),
         (Metric::ServerRss, "server-rss"),
+        (Metric::TimeOp, "time-op"),
+        (Metric::MbS, "mb-s"),
+        (Metric::BOp, "b-op"),
+        (Metric::AllocsOp, "allocs-op"),
     ];
 
     /// Parses a command-line name.
@@ -85,13 +97,19 @@ impl Metric {
             Metric::ServerCpu => "server CPU us/op",
             Metric::ClientRss => "client peak RSS MiB",
             Metric::ServerRss => "server peak RSS MiB",
+            Metric::TimeOp => "time/op ns",
+            Metric::MbS => "MB/s",
+            Metric::BOp => "B/op (client + server)",
+            Metric::AllocsOp => "allocs/op (client + server)",
         }
     }
 
     fn kind(self) -> MetricKind {
         match self {
-            Metric::Ops | Metric::Requests | Metric::Responses => MetricKind::Rate,
-            Metric::ClientRss | Metric::ServerRss => MetricKind::Other,
+            Metric::Ops | Metric::Requests | Metric::Responses | Metric::MbS => MetricKind::Rate,
+            Metric::ClientRss | Metric::ServerRss | Metric::BOp | Metric::AllocsOp => {
+                MetricKind::Other
+            }
             _ => MetricKind::Duration,
         }
     }
@@ -108,6 +126,10 @@ impl Metric {
             Metric::ServerCpu => s.server_cpu_us_per_op,
             Metric::ClientRss => s.client_rss_mib,
             Metric::ServerRss => s.server_rss_mib,
+            Metric::TimeOp => s.go.map(|g| g.ns_per_op),
+            Metric::MbS => s.go.map(|g| g.mb_per_s),
+            Metric::BOp => s.go.and_then(|g| g.bytes_per_op()),
+            Metric::AllocsOp => s.go.and_then(|g| g.allocs_per_op()),
         }
     }
 }

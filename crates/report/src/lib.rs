@@ -16,6 +16,7 @@ pub mod aggregate;
 pub mod charts;
 pub mod compare_runs;
 pub mod csv;
+mod gobench;
 pub mod headline;
 pub mod hlog;
 pub mod html;

@@ -72,9 +72,14 @@ mod tests {
     use rpcarena_model::matrix;
 
     fn config(shape: &str, concurrency: u32) -> SampleConfig {
-        let text = format!(
-            "name = \"t\"\nseed = 1\nrepetitions = 1\n[[peers]]\nid = \"p\"\ncommand = [\"p\"]\n[[cells]]\nid = \"a\"\nclient = \"p\"\nserver = \"p\"\nstack = \"grpc\"\n[workload]\nshapes = [\"{shape}\"]\nconcurrency = [{concurrency}]\n"
-        );
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .key("repetitions = 1")
+            .peer("p", &["p"])
+            .cell("a", "p", "p", "grpc")
+            .section(&format!(
+                "[workload]\nshapes = [\"{shape}\"]\nconcurrency = [{concurrency}]"
+            ))
+            .build();
         matrix::expand(&Campaign::parse(&text, "t.toml").unwrap())[0].clone()
     }
 

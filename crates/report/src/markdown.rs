@@ -193,6 +193,7 @@ fn write_tables(out: &mut String, inputs: &Inputs<'_>) {
     }
     write_messages(out, rows);
     write_connect(out, rows);
+    crate::gobench::write(out, rows);
     crate::transport::write_section(out, rows);
     write_open_loop(out, rows);
     write_saturation(out, rows);

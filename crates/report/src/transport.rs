@@ -361,7 +361,10 @@ mod tests {
             transport: Some(tcp(400, 0, 40_960, 31)),
             ..ClientResult::default()
         });
-        record.server = server.map(|t| ServerResult { transport: Some(t) });
+        record.server = server.map(|t| ServerResult {
+            transport: Some(t),
+            ..ServerResult::default()
+        });
         record.server_counters = rpcs
             .map(|n| BTreeMap::from([("rpcs".to_string(), n)]))
             .unwrap_or_default();

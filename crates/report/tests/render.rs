@@ -14,30 +14,18 @@ use rpcarena_netem_core::{
 use rpcarena_protocol::histogram;
 use rpcarena_report::{Artifacts, render};
 
-const CAMPAIGN: &str = r#"
-name = "fixture"
-description = "Two cells, unary and open loop, six rounds."
-seed = 42
-repetitions = 6
-baseline = "a"
-[[peers]]
-id = "p"
-command = ["peer"]
-[[cells]]
-id = "a"
-client = "p"
-server = "p"
-stack = "grpc"
-[[cells]]
-id = "b"
-client = "p"
-server = "p"
-stack = "quic"
-[workload]
-shapes = ["unary"]
-concurrency = [4]
-load = ["closed", { model = "open", rate = 100 }]
-"#;
+/// Two cells, unary and open loop, six rounds.
+fn campaign_text() -> String {
+    rpcarena_fixtures::campaign("fixture", 42)
+        .key("description = \"Two cells, unary and open loop, six rounds.\"")
+        .key("repetitions = 6\nbaseline = \"a\"")
+        .peer("p", &["peer"])
+        .cell("a", "p", "p", "grpc")
+        .cell("b", "p", "p", "quic")
+        .section("[workload]\nshapes = [\"unary\"]\nconcurrency = [4]")
+        .section("load = [\"closed\", { model = \"open\", rate = 100 }]")
+        .build()
+}
 
 /// The first line of `text` that starts with `prefix`.
 fn line<'a>(text: &'a str, prefix: &str) -> &'a str {
@@ -56,7 +44,7 @@ fn histogram(n: u64, typical: u64, tail: u64) -> String {
 }
 
 fn record(config_index: usize, round: u32, ops: f64, p99_ns: u64) -> SampleRecord {
-    let campaign = Campaign::parse(CAMPAIGN, "fixture.toml").unwrap();
+    let campaign = Campaign::parse(&campaign_text(), "fixture.toml").unwrap();
     let config = matrix::expand(&campaign)[config_index].clone();
     // Ten seconds of window: `ops` to 0.1 op/s is a whole number of operations.
     let completed = (ops * 10.0).round() as u64;
@@ -161,7 +149,7 @@ fn artifacts() -> Artifacts {
             campaign: CampaignInfo {
                 file: "fixture.toml".into(),
                 sha256: "ab".repeat(32),
-                text: CAMPAIGN.into(),
+                text: campaign_text(),
             },
             host: HostInfo {
                 cpu_model: "Test CPU".into(),

@@ -6,7 +6,8 @@ use rpcarena_model::campaign::{Campaign, Problem};
 use rpcarena_protocol::event::{Capabilities, Event, Role, parse_event};
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::process::Stdio;
+use std::process::{ExitStatus, Stdio};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// Most bytes of a capabilities query's stderr kept for the error message.
@@ -38,7 +39,29 @@ fn drain(mut stream: impl Read, keep: usize) -> (Vec<u8>, usize) {
 /// bounded, and every wait is bounded by `timeout`.
 pub fn query(peer_id: &str, command: &[String], timeout: Duration) -> Result<Capabilities, String> {
     let shown = format!("{} capabilities", command.join(" "));
-    let (program, args) = command.split_first().ok_or("empty command")?;
+    let answer = collect(command, timeout)
+        .map_err(|e| format!("peer {peer_id}: could not start `{shown}`: {e}"))?;
+    interpret(&answer, timeout).map_err(|e| format!("peer {peer_id}: `{shown}` {e}"))
+}
+
+/// What a capabilities query left behind once its process group is gone.
+struct Answer {
+    /// How the peer exited; `None` when it missed the timeout (and was killed).
+    status: Option<ExitStatus>,
+    /// The first bytes of stdout, and its whole length.
+    stdout: (Vec<u8>, usize),
+    /// The first bytes of stderr.
+    stderr: Vec<u8>,
+    /// Processes that left the group holding its pipes, killed and named.
+    escaped: Vec<String>,
+}
+
+/// Starts the query, reads both pipes while it runs, waits at most `timeout`, then kills the
+/// group (and anything that escaped it holding the pipes).
+fn collect(command: &[String], timeout: Duration) -> std::io::Result<Answer> {
+    let (program, args) = command
+        .split_first()
+        .ok_or_else(|| std::io::Error::other("empty command"))?;
     let mut child = crate::process::spawn_group(
         std::process::Command::new(program)
             .args(args)
@@ -46,8 +69,7 @@ pub fn query(peer_id: &str, command: &[String], timeout: Duration) -> Result<Cap
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped()),
-    )
-    .map_err(|e| format!("peer {peer_id}: could not start `{shown}`: {e}"))?;
+    )?;
     let pgid = child.id() as i32;
     let readers = (child.stdout.take(), child.stderr.take());
     let inodes: Vec<u64> = [
@@ -76,69 +98,84 @@ pub fn query(peer_id: &str, command: &[String], timeout: Duration) -> Result<Cap
     crate::process::untrack_group(pgid);
     let escaped = crate::escape::kill_escaped("the capabilities query", &inodes, &[]);
     // The group is gone: the pipes close at once unless an escaped process holds them.
-    let join = |handle: Option<std::thread::JoinHandle<(Vec<u8>, usize)>>| {
-        let handle = handle?;
-        let limit = crate::process::deadline_after(Duration::from_secs(1));
-        while !handle.is_finished() && Instant::now() < limit {
-            std::thread::sleep(Duration::from_millis(2));
-        }
-        handle.is_finished().then(|| handle.join().ok()).flatten()
-    };
-    let (stdout, stdout_len) = join(stdout).unwrap_or_default();
-    let (stderr, _) = join(stderr).unwrap_or_default();
-    let Some(status) = status else {
+    Ok(Answer {
+        status,
+        stdout: join_reader(stdout).unwrap_or_default(),
+        stderr: join_reader(stderr).unwrap_or_default().0,
+        escaped,
+    })
+}
+
+/// A pipe reader's result, waiting at most 1 s for it.
+fn join_reader(handle: Option<JoinHandle<(Vec<u8>, usize)>>) -> Option<(Vec<u8>, usize)> {
+    let handle = handle?;
+    let limit = crate::process::deadline_after(Duration::from_secs(1));
+    while !handle.is_finished() && Instant::now() < limit {
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    handle.is_finished().then(|| handle.join().ok()).flatten()
+}
+
+/// The capabilities event of a finished query, or what went wrong (the caller prefixes the
+/// peer and the command).
+fn interpret(answer: &Answer, timeout: Duration) -> Result<Capabilities, String> {
+    let Some(status) = answer.status else {
         return Err(format!(
-            "peer {peer_id}: `{shown}` did not finish within {}",
+            "did not finish within {}",
             rpcarena_model::duration::format(&timeout)
         ));
     };
-    if !escaped.is_empty() {
-        return Err(format!("peer {peer_id}: `{shown}`: {}", escaped.join("; ")));
-    }
-    let stderr = String::from_utf8_lossy(&stderr);
-    let stderr_tail: String = stderr.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
-    if !status.success() {
+    if !answer.escaped.is_empty() {
         return Err(format!(
-            "peer {peer_id}: `{shown}` failed ({}){}",
-            crate::process::describe_exit(status),
-            if stderr_tail.is_empty() {
-                String::new()
-            } else {
-                format!("; stderr: {stderr_tail}")
-            }
+            "left processes behind: {}",
+            answer.escaped.join("; ")
         ));
     }
+    if !status.success() {
+        let stderr = String::from_utf8_lossy(&answer.stderr);
+        let tail: String = stderr.lines().rev().take(5).collect::<Vec<_>>().join(" | ");
+        let tail = if tail.is_empty() {
+            String::new()
+        } else {
+            format!("; stderr: {tail}")
+        };
+        return Err(format!(
+            "failed ({}){tail}",
+            crate::process::describe_exit(status)
+        ));
+    }
+    let line = first_line(&answer.stdout.0, answer.stdout.1)?;
+    match parse_event(line) {
+        Ok(Event::Capabilities(c)) => Ok(c),
+        Ok(other) => Err(format!(
+            "printed a `{}` event instead of `capabilities`",
+            other.name()
+        )),
+        Err(e) => Err(format!("printed no valid capabilities event: {e}")),
+    }
+}
+
+/// The first non-blank line of stdout, within the protocol's line limit and UTF-8.
+fn first_line(stdout: &[u8], total: usize) -> Result<&str, String> {
     let Some(line) = stdout
         .split(|&b| b == b'\n')
         .find(|l| !l.trim_ascii().is_empty())
     else {
-        return Err(format!(
-            "peer {peer_id}: `{shown}` printed no capabilities event"
-        ));
+        return Err("printed no capabilities event".to_string());
     };
     if line.len() > crate::process::MAX_LINE {
         return Err(format!(
-            "peer {peer_id}: `{shown}` printed a line longer than {} bytes (1 MiB, the limit \
-             of docs/peer-protocol.md; {stdout_len} bytes in all)",
+            "printed a line longer than {} bytes (1 MiB, the limit of docs/peer-protocol.md; \
+             {total} bytes in all)",
             crate::process::MAX_LINE
         ));
     }
-    let line = std::str::from_utf8(line).map_err(|e| {
+    std::str::from_utf8(line).map_err(|e| {
         format!(
-            "peer {peer_id}: `{shown}` printed a line that is not UTF-8 (invalid byte at offset {})",
+            "printed a line that is not UTF-8 (invalid byte at offset {})",
             e.valid_up_to()
         )
-    })?;
-    match parse_event(line) {
-        Ok(Event::Capabilities(c)) => Ok(c),
-        Ok(other) => Err(format!(
-            "peer {peer_id}: `{shown}` printed a `{}` event instead of `capabilities`",
-            other.name()
-        )),
-        Err(e) => Err(format!(
-            "peer {peer_id}: `{shown}` printed no valid capabilities event: {e}"
-        )),
-    }
+    })
 }
 
 /// Every cell and workload value the named peers cannot run, with field paths.
@@ -222,27 +259,13 @@ mod tests {
 
     #[test]
     fn refuses_cells_a_peer_cannot_run() {
-        let text = r#"
-name = "t"
-seed = 1
-[[peers]]
-id = "p"
-command = ["x"]
-[[cells]]
-id = "ok"
-client = "p"
-server = "p"
-stack = "grpc"
-[[cells]]
-id = "bad"
-client = "p"
-server = "p"
-stack = "http3"
-[workload]
-concurrency = [1]
-shapes = ["unary", "bidi"]
-"#;
-        let campaign = Campaign::parse(text, "t").unwrap();
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .peer("p", &["x"])
+            .cell("ok", "p", "p", "grpc")
+            .cell("bad", "p", "p", "http3")
+            .section("[workload]\nconcurrency = [1]\nshapes = [\"unary\", \"bidi\"]")
+            .build();
+        let campaign = Campaign::parse(&text, "t").unwrap();
         let grpc = StackCapability {
             stack: "grpc".into(),
             shapes: vec!["unary".into()],

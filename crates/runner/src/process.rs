@@ -2,13 +2,14 @@
 //! thread (and copied verbatim to `raw/`), stderr written straight to `raw/`, the whole group
 //! killed and reaped on any anomaly.
 
+use crate::sample::machine::{Line, Message};
 use anyhow::{Context, Result};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 use rpcarena_model::files;
-use rpcarena_protocol::event::{Command, Event, Role, parse_event};
+use rpcarena_protocol::event::{Command, Role, parse_event};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -29,33 +30,6 @@ pub const RAW_LOG_LIMIT: u64 = 16 << 20;
 const QUOTED: usize = 200;
 /// How long the teardown waits for a reader thread once the peer's group is gone.
 const READER_JOIN: Duration = Duration::from_secs(2);
-
-/// One line of a peer's stdout, or its end.
-// A handful of lines per sample: boxing the large event would buy nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Line {
-    /// A valid v1 event.
-    Event(Event),
-    /// A line that is not one.
-    Malformed {
-        /// The line (its first 200 characters).
-        text: String,
-        /// Why it was refused.
-        error: String,
-    },
-    /// stdout closed: the peer exited (or closed it).
-    Closed,
-}
-
-/// A line and who printed it.
-#[derive(Debug, Clone)]
-pub struct Message {
-    /// Which peer.
-    pub role: Role,
-    /// What it printed.
-    pub line: Line,
-}
 
 /// Process groups alive right now, so that a signal handler can kill them all.
 static LIVE_GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
@@ -547,6 +521,7 @@ pub fn describe_exit(status: ExitStatus) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rpcarena_protocol::event::Event;
     use std::sync::mpsc::sync_channel;
 
     #[test]

@@ -89,32 +89,7 @@ pub fn run(
     let configs = matrix::expand(campaign);
     let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
     let dir = match &resumed {
-        Some(r) => {
-            if slots
-                .iter()
-                .all(|s| r.done.contains_key(&sample_id(s, &configs[s.config])))
-            {
-                anyhow::bail!(
-                    "--resume {}: nothing to resume, every one of its {} samples is recorded; `rpcarena report {}` regenerates its reports",
-                    out.display(),
-                    slots.len(),
-                    out.display()
-                );
-            }
-            // Refuse a changed campaign or peer before anything in the directory moves.
-            let identity = Manifest {
-                campaign: CampaignInfo {
-                    sha256: host::sha256_hex(prepared.source.text.as_bytes()),
-                    ..CampaignInfo::default()
-                },
-                peers: peer_infos(prepared),
-                only_cells: prepared.only_cells.clone(),
-                ..Manifest::default()
-            };
-            crate::resume::continue_manifest(&r.manifest, &identity, &r.done)?;
-            crate::resume::set_aside_certificates(&out)?;
-            r.dir.clone()
-        }
+        Some(r) => reopen(prepared, &out, r, &slots, &configs)?,
         None => RunDir::create(&out)?,
     };
     let ca = certs::Authority::create(&dir.certificates(), &dir.private(), &campaign.name)?;
@@ -135,73 +110,167 @@ pub fn run(
     };
     artifacts::write_manifest(&dir.root, &manifest)?;
     let done = resumed.map(|r| r.done).unwrap_or_default();
+    // A resumed run keeps what was recorded and runs the rest in their scheduled order.
+    let todo: Vec<Todo> = slots
+        .iter()
+        .map(|slot| {
+            (
+                *slot,
+                &configs[slot.config],
+                sample_id(slot, &configs[slot.config]),
+            )
+        })
+        .filter(|(_, _, id)| !done.contains_key(id))
+        .collect();
 
     let mut writer = SamplesWriter::open(&dir)?;
-    let remaining = slots
+    progress.begin(&dir.root, todo.len());
+    let context = Context {
+        prepared,
+        dir: &dir,
+        ca_cert: &ca.ca_cert,
+        pins: &pins,
+        fail_fast: options.fail_fast,
+    };
+    let end = run_samples(
+        &context,
+        &todo,
+        &mut net,
+        &mut writer,
+        &mut manifest,
+        progress,
+    );
+    finish(dir, manifest, end, progress)
+}
+
+/// A sample still to run: its slot, its configuration and its id.
+type Todo<'a> = (Slot, &'a SampleConfig, String);
+
+/// What every sample of the run shares.
+struct Context<'a> {
+    prepared: &'a Prepared,
+    dir: &'a RunDir,
+    ca_cert: &'a Path,
+    pins: &'a PinPlan,
+    fail_fast: bool,
+}
+
+/// Why the loop over the samples ended early, if it did.
+#[derive(Default)]
+struct LoopEnd {
+    /// A signal or `--fail-fast`.
+    interrupted: bool,
+    /// An artifact could not be written: what happened.
+    stopped_by: Option<String>,
+}
+
+/// The directory of an interrupted run, checked before anything in it moves: something is left
+/// to run, and neither the campaign nor a peer changed.
+fn reopen(
+    prepared: &Prepared,
+    out: &Path,
+    resumed: &crate::resume::Resumed,
+    slots: &[Slot],
+    configs: &[SampleConfig],
+) -> Result<RunDir> {
+    if slots
         .iter()
-        .filter(|s| !done.contains_key(&sample_id(s, &configs[s.config])))
-        .count();
-    progress.begin(&dir.root, remaining);
-    let mut interrupted = false;
-    let mut stopped_by = None;
-    let mut index = 0;
-    for slot in &slots {
+        .all(|s| resumed.done.contains_key(&sample_id(s, &configs[s.config])))
+    {
+        anyhow::bail!(
+            "--resume {}: nothing to resume, every one of its {} samples is recorded; `rpcarena report {}` regenerates its reports",
+            out.display(),
+            slots.len(),
+            out.display()
+        );
+    }
+    let identity = Manifest {
+        campaign: CampaignInfo {
+            sha256: host::sha256_hex(prepared.source.text.as_bytes()),
+            ..CampaignInfo::default()
+        },
+        peers: peer_infos(prepared),
+        only_cells: prepared.only_cells.clone(),
+        ..Manifest::default()
+    };
+    crate::resume::continue_manifest(&resumed.manifest, &identity, &resumed.done)?;
+    crate::resume::set_aside_certificates(out)?;
+    Ok(resumed.dir.clone())
+}
+
+/// Runs the samples still to run, in order: the load gate, the sample, its record appended.
+fn run_samples(
+    context: &Context,
+    todo: &[Todo],
+    net: &mut RunNetwork,
+    writer: &mut SamplesWriter,
+    manifest: &mut Manifest,
+    progress: &mut dyn Progress,
+) -> LoopEnd {
+    let interrupted = LoopEnd {
+        interrupted: true,
+        stopped_by: None,
+    };
+    let noise = &context.prepared.campaign.noise;
+    for (index, (slot, config, id)) in todo.iter().enumerate() {
         if stop::interrupted() {
-            interrupted = true;
-            break;
+            return interrupted;
         }
-        let config = &configs[slot.config];
-        let id = sample_id(slot, config);
-        // A resumed run keeps what was recorded and runs the rest in their scheduled order.
-        if done.contains_key(&id) {
-            continue;
+        // A signal while waiting at the load gate ends the run before anything starts.
+        let gate = sample::wait_at_gate(noise, noise::allowed_cpus().len());
+        if stop::interrupted() {
+            return interrupted;
         }
-        index += 1;
-        let index = index - 1;
-        let (raw_dir, raw_rel) = dir.raw(&id);
+        let (raw_dir, raw_rel) = context.dir.raw(id);
         let place = Place {
             slot: *slot,
             index,
-            id,
+            id: id.clone(),
             raw_rel,
         };
-        // This waits at the load gate; a signal there ends the run before anything starts.
-        let spec = sample_spec(prepared, config, place, &net, &ca.ca_cert, &pins);
-        if stop::interrupted() {
-            interrupted = true;
-            break;
-        }
+        let spec = sample_spec(context, config, place, net, gate);
         progress.sample_started(index, &spec.id, config);
         let record = sample::run_sample(
             spec,
             SampleIo {
                 raw_dir,
-                network: &mut net,
+                network: net,
                 warn: &mut |text| progress.warning(text),
             },
         );
         if let Err(e) = writer.append(&record) {
-            stopped_by = Some(format!("{e:#}"));
             progress.warning(&format!("{e:#}; the run stops here"));
-            break;
+            return LoopEnd {
+                interrupted: true,
+                stopped_by: Some(format!("{e:#}")),
+            };
         }
         match record.status {
             SampleStatus::Ok => manifest.samples.ok += 1,
             SampleStatus::Failed => manifest.samples.failed += 1,
         }
         progress.sample_finished(index, &record);
-        if record.status == SampleStatus::Failed && options.fail_fast {
-            interrupted = true;
-            break;
+        if record.status == SampleStatus::Failed && context.fail_fast {
+            return interrupted;
         }
     }
-    interrupted |= stop::interrupted() || stopped_by.is_some();
+    LoopEnd::default()
+}
+
+/// Writes the final manifest and says how the run ended.
+fn finish(
+    dir: RunDir,
+    mut manifest: Manifest,
+    end: LoopEnd,
+    progress: &mut dyn Progress,
+) -> Result<RunOutcome> {
+    let interrupted = end.interrupted || stop::interrupted();
     manifest.interrupted = interrupted;
     manifest.finished_at = Some(host::now_rfc3339());
     if let Err(e) = artifacts::write_manifest(&dir.root, &manifest) {
         // With the disk full the manifest may not fit either: the report then reads the counts
         // from samples.jsonl and says the run is incomplete.
-        match &stopped_by {
+        match &end.stopped_by {
             Some(_) => progress.warning(&format!("{e:#}")),
             None => return Err(e),
         }
@@ -210,7 +279,7 @@ pub fn run(
         dir: dir.root,
         counts: manifest.samples,
         interrupted,
-        stopped_by,
+        stopped_by: end.stopped_by,
     })
 }
 
@@ -286,15 +355,15 @@ struct Place {
 }
 
 /// Everything the sample of `config` at `place` needs: its peers, where they run, and the load
-/// gate's verdict (this waits at the gate).
+/// gate's verdict.
 fn sample_spec(
-    prepared: &Prepared,
+    context: &Context,
     config: &SampleConfig,
     place: Place,
     net: &RunNetwork,
-    ca_cert: &Path,
-    pins: &PinPlan,
+    gate: sample::Gate,
 ) -> SampleSpec {
+    let (prepared, pins) = (context.prepared, context.pins);
     let campaign = &prepared.campaign;
     let cpus = noise::allowed_cpus().len();
     let client = &prepared.peers[&config.client];
@@ -323,16 +392,26 @@ fn sample_spec(
         drift_threshold: campaign.noise.drift_threshold,
         emulated: campaign.network.backend == NetworkBackend::Emulated,
         started_at: host::now_rfc3339(),
-        gate: sample::wait_at_gate(&campaign.noise, cpus),
+        gate,
         server_argv,
         client: ClientLaunch {
             launcher: placement.client.with_cpus(&pins.client),
             command: client.command.clone(),
             server_name: placement.identity.name.clone(),
-            ca: ca_cert.to_path_buf(),
+            ca: context.ca_cert.to_path_buf(),
             seed: campaign.seed ^ ((place.index as u64) << 20),
         },
+        server_window: follows_revision(server.capabilities.revision.as_deref(), (1, 2)),
     }
+}
+
+/// Whether a peer's declared revision (`"1.2"`; absent means 1.0) is at least `wanted`.
+fn follows_revision(revision: Option<&str>, wanted: (u32, u32)) -> bool {
+    let parse = |r: &str| -> Option<(u32, u32)> {
+        let (major, minor) = r.split_once('.')?;
+        Some((major.parse().ok()?, minor.parse().ok()?))
+    };
+    revision.and_then(parse).is_some_and(|r| r >= wanted)
 }
 
 /// `r01-003-rust-grpc-unary-c4-256B-256B-zeros-closed`: round, position, configuration.
@@ -349,4 +428,18 @@ fn sample_id(slot: &Slot, config: &SampleConfig) -> String {
         config.payload,
         config.load
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::follows_revision;
+
+    #[test]
+    fn revisions_compare_as_numbers() {
+        assert!(follows_revision(Some("1.2"), (1, 2)));
+        assert!(follows_revision(Some("1.10"), (1, 2)));
+        assert!(!follows_revision(Some("1.1"), (1, 2)));
+        assert!(!follows_revision(None, (1, 2)));
+        assert!(!follows_revision(Some("one"), (1, 2)));
+    }
 }

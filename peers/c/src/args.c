@@ -195,6 +195,9 @@ static bool set_client(client_args *c, int id, const char *v, char *err, size_t 
         if (!copy_text(c->ca, sizeof c->ca, v)) ERR("--ca: expected a file path");
         return true;
     case A_SHAPE:
+        if (strcmp(v, "pingpong") == 0)
+            ERR("--shape pingpong: this client does not drive pingpong (its servers serve it); "
+                "expected unary, client_stream, server_stream or bidi");
         if ((k = find(SHAPES, 4, v)) < 0)
             ERR("--shape %s: expected unary, client_stream, server_stream or bidi", v);
         c->shape = (shape_kind)k;

@@ -35,6 +35,11 @@ static void strings(json_t *j, const char *key, const char *const *items, size_t
 #define ARR(a) a, sizeof a / sizeof a[0]
 
 static const char *const SHAPES[] = {"unary", "client_stream", "server_stream", "bidi"};
+/* Both servers answer each bidi request as soon as it is validated (grpc_server.c on_recv,
+ * quic_server.c on_message), which is all pingpong asks of a server (docs/peer-protocol.md
+ * "Shapes"); the clients do not drive it. */
+static const char *const SERVER_SHAPES[] = {"unary", "client_stream", "server_stream", "bidi",
+                                            "pingpong"};
 static const char *const MODELS[] = {"closed", "window", "backpressure", "send-saturation", "open"};
 static const char *const PAYLOADS[] = {"zeros", "structured"};
 static const char *const TLS13[] = {"1.3"};
@@ -128,9 +133,13 @@ static void settings(json_t *j, int stack, unsigned cpus) {
 static void stack_entry(json_t *j, int stack, int client, unsigned cpus) {
     json_open_obj(j, NULL);
     json_str(j, "stack", stack == 0 ? "grpc" : "quic");
-    strings(j, "shapes", ARR(SHAPES));
-    if (client) strings(j, "load_models", ARR(MODELS));
-    else strings(j, "load_models", NULL, 0);
+    if (client) {
+        strings(j, "shapes", ARR(SHAPES));
+        strings(j, "load_models", ARR(MODELS));
+    } else {
+        strings(j, "shapes", ARR(SERVER_SHAPES));
+        strings(j, "load_models", NULL, 0);
+    }
     strings(j, "payloads", ARR(PAYLOADS));
     libraries(j, stack);
     settings(j, stack, cpus);
@@ -148,7 +157,7 @@ char *capabilities_event(const char *exe, unsigned cpus) {
     json_str(&j, "peer", "rpcarena-peer-c");
     json_str(&j, "language", "c");
     json_str(&j, "version", PEER_VERSION);
-    json_str(&j, "revision", "1.1");
+    json_str(&j, "revision", "1.2");
     json_open_obj(&j, "build");
     json_str(&j, "toolchain", PEER_COMPILER);
     json_str(&j, "flags", PEER_BUILD_FLAGS);

@@ -61,7 +61,7 @@ static uint64_t connect_stack(const client_args *a, const workload_t *w, const c
 
     /* A client reads stdin from the moment it starts connecting. */
     control_set_phase(PH_CONNECT);
-    control_start(true);
+    control_start_client();
     uint64_t t_connect = now_ns();
     if (!s->connect(s->self, &f)) out_error_exit(PH_CONNECT, f.code, "%s", f.msg);
     return now_ns() - t_connect;

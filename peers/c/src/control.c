@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "json.h"
 
 static pthread_mutex_t out_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -15,7 +16,7 @@ static pthread_cond_t cmd_cv = PTHREAD_COND_INITIALIZER;
 static phase_id phase = PH_STARTUP;
 static ctl_cmd pending = CTL_NONE;
 static uint64_t pending_start_ns;
-static bool is_client;
+static counters_reader read_counters; /* set for a server */
 
 const char *phase_name(phase_id p) {
     static const char *const names[] = {"startup", "listen",  "serve",   "connect", "validate",
@@ -81,20 +82,16 @@ void out_error_exit(phase_id p, fail_code code, const char *fmt, ...) {
     error_locked(p, code, msg);
 }
 
-static _Noreturn void stopped_locked(const char *counters_json) {
-    char line[1024];
-    if (counters_json)
-        snprintf(line, sizeof line, "{\"protocol\":1,\"event\":\"stopped\",\"counters\":%s}",
-                 counters_json);
-    else
-        snprintf(line, sizeof line, "{\"protocol\":1,\"event\":\"stopped\"}");
-    write_locked(line);
+static _Noreturn void stopped_locked(const server_counters *counters) {
+    json_t j;
+    stopped_event(&j, counters);
+    write_locked(json_text(&j));
     _exit(0);
 }
 
-void out_stopped_exit(const char *counters_json) {
+void out_stopped_exit(const server_counters *counters) {
     pthread_mutex_lock(&out_mu);
-    stopped_locked(counters_json);
+    stopped_locked(counters);
 }
 
 void control_set_phase(phase_id p) {
@@ -119,21 +116,41 @@ ctl_cmd control_wait(uint64_t *start_ns) {
     return c;
 }
 
-/* One command line, in the current phase (called with out_mu held). */
-static void handle(const char *line, uint64_t t) {
-    bool start = strcmp(line, "START") == 0;
-    bool shutdown = strcmp(line, "SHUTDOWN") == 0;
-    char msg[300];
-    if (start) snprintf(msg, sizeof msg, "START is not expected while in phase %s",
-                        phase_name(phase));
-    else snprintf(msg, sizeof msg, "unknown command %.200s (expected START or SHUTDOWN)", line);
+/* Answers a window command at once with the counters read now (out_mu held). */
+static void window_locked(line_kind edge) {
+    server_counters c = {0};
+    read_counters(&c);
+    json_t j;
+    window_event(&j, edge, &c);
+    write_locked(json_text(&j));
+    json_free(&j);
+}
 
-    if (!is_client) {
-        /* server: stdin is read only once serving */
-        if (shutdown) hand_over(CTL_SHUTDOWN, t);
-        else error_locked(PH_SERVE, CODE_PROTOCOL, msg);
-        return;
+/* The server's table: stdin is read only once serving (out_mu held). */
+static void handle_server(line_kind kind, const char *line, uint64_t t) {
+    if (kind == LINE_SHUTDOWN) {
+        hand_over(CTL_SHUTDOWN, t);
+    } else if (kind == LINE_WINDOW_START || kind == LINE_WINDOW_END) {
+        window_locked(kind);
+    } else if (kind == LINE_START) {
+        error_locked(PH_SERVE, CODE_PROTOCOL,
+                     "START is a client command; a server takes SHUTDOWN, WINDOW START or WINDOW END");
+    } else {
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "unknown command %.200s (expected SHUTDOWN, WINDOW START or WINDOW END)", line);
+        error_locked(PH_SERVE, CODE_PROTOCOL, msg);
     }
+}
+
+/* The client's table, in the current phase (out_mu held). */
+static void handle_client(line_kind kind, const char *line, uint64_t t) {
+    bool start = kind == LINE_START, shutdown = kind == LINE_SHUTDOWN;
+    char msg[300];
+    if (start) snprintf(msg, sizeof msg, "START is not expected while in phase %s", phase_name(phase));
+    else if (kind == LINE_WINDOW_START || kind == LINE_WINDOW_END)
+        snprintf(msg, sizeof msg, "%s is a server command; a client takes START or SHUTDOWN", line);
+    else snprintf(msg, sizeof msg, "unknown command %.200s (expected START or SHUTDOWN)", line);
     switch (phase) {
     case PH_ARMED:
         if (start) {
@@ -157,6 +174,13 @@ static void handle(const char *line, uint64_t t) {
     }
 }
 
+static void handle(line_kind kind, const char *line, uint64_t t) {
+    pthread_mutex_lock(&out_mu);
+    if (read_counters) handle_server(kind, line, t);
+    else handle_client(kind, line, t);
+    pthread_mutex_unlock(&out_mu);
+}
+
 static void *stdin_thread(void *arg) {
     (void)arg;
     char *line = NULL;
@@ -165,34 +189,29 @@ static void *stdin_thread(void *arg) {
         ssize_t n = getline(&line, &cap, stdin);
         uint64_t t = now_ns();
         if (n < 0) break;
-        /* trim surrounding whitespace */
-        char *s = line;
-        while (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\n') s++;
-        char *e = s + strlen(s);
-        while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' || e[-1] == '\n')) e--;
-        *e = 0;
-        if (*s == 0) continue;
-        pthread_mutex_lock(&out_mu);
-        handle(s, t);
-        pthread_mutex_unlock(&out_mu);
+        char *s;
+        line_kind kind = classify_line(line, &s);
+        if (kind != LINE_BLANK) handle(kind, s, t);
     }
     /* End of stdin means SHUTDOWN, so a peer never outlives its controller. */
-    pthread_mutex_lock(&out_mu);
-    handle("SHUTDOWN", now_ns());
-    pthread_mutex_unlock(&out_mu);
+    handle(LINE_SHUTDOWN, "SHUTDOWN", now_ns());
     free(line);
     return NULL;
 }
 
-void control_start(bool client) {
-    is_client = client;
+static void start_reader(phase_id phase_on_failure) {
     pthread_t t;
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    if (pthread_create(&t, &attr, stdin_thread, NULL) != 0) {
-        out_error_exit(client ? PH_CONNECT : PH_SERVE, CODE_INTERNAL,
-                       "cannot start the stdin reader thread");
-    }
+    if (pthread_create(&t, &attr, stdin_thread, NULL) != 0)
+        out_error_exit(phase_on_failure, CODE_INTERNAL, "cannot start the stdin reader thread");
     pthread_attr_destroy(&attr);
+}
+
+void control_start_client(void) { start_reader(PH_CONNECT); }
+
+void control_start_server(counters_reader read) {
+    read_counters = read;
+    start_reader(PH_SERVE);
 }

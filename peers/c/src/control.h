@@ -1,12 +1,13 @@
 /* The peer's two channels to the controller: events on stdout (one line each, written whole
  * under one lock) and commands on stdin (read by a dedicated thread that enforces the lifecycle
- * tables of docs/peer-protocol.md "Lifecycle"). */
+ * tables of docs/peer-protocol.md "Lifecycle" and answers a server's window commands). */
 #ifndef RPCARENA_CONTROL_H
 #define RPCARENA_CONTROL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "commands.h"
 #include "util.h"
 
 typedef enum {
@@ -32,11 +33,15 @@ void out_event(const char *line);
 _Noreturn void out_error_exit(phase_id phase, fail_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Prints `stopped` (with a counters object when counters_json is not NULL) and exits 0. */
-_Noreturn void out_stopped_exit(const char *counters_json);
+/* Prints `stopped` (with the server's counters when counters is not NULL) and exits 0. */
+_Noreturn void out_stopped_exit(const server_counters *counters);
 
-/* Starts the stdin reader. Clients: reads from the moment they start connecting. */
-void control_start(bool client);
+/* Starts the stdin reader of a client, which reads from the moment it starts connecting. */
+void control_start_client(void);
+
+/* Starts the stdin reader of a server, once it serves. `read` gives the counters with which a
+ * WINDOW START or WINDOW END is answered at once, from the reader thread. */
+void control_start_server(counters_reader read);
 
 /* Sets the lifecycle state (read by the stdin thread under the output lock). */
 void control_set_phase(phase_id p);

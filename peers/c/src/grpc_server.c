@@ -62,11 +62,13 @@ typedef struct scall {
     uint64_t stream_next, stream_total;
     payload_kind kind;
     uint32_t response_size;
-    uint64_t requests, responses;
 } scall;
 
+/* A worker thread and what it counted so far (read by the stdin thread for the window events,
+ * so the counters are atomics bumped as each message goes, and each worker has its own cache
+ * line). */
 typedef struct sworker {
-    unsigned index;
+    _Alignas(64) unsigned index;
     grpc_completion_queue *cq;
     pthread_t thread;
     atomic_ullong rpcs, requests, responses, rejected;
@@ -78,6 +80,17 @@ static sworker *workers;
 static unsigned n_workers;
 
 static void request_call(sworker *wk, int method);
+
+/* The counters of every worker, summed (the window events and `stopped`). */
+static void read_counters(server_counters *out) {
+    *out = (server_counters){0};
+    for (unsigned i = 0; i < n_workers; i++) {
+        out->rpcs += atomic_load_explicit(&workers[i].rpcs, memory_order_relaxed);
+        out->requests += atomic_load_explicit(&workers[i].requests, memory_order_relaxed);
+        out->responses += atomic_load_explicit(&workers[i].responses, memory_order_relaxed);
+        out->rejected += atomic_load_explicit(&workers[i].rejected, memory_order_relaxed);
+    }
+}
 
 /* ------------------------------------------------------------------ batches */
 
@@ -150,6 +163,7 @@ static grpc_byte_buffer *response_buffer(scall *c, uint64_t seq) {
 static void reject(scall *c, grpc_status_code code, const char *why) {
     if (c->reject || c->status_sent) return;
     c->reject = true;
+    count_one(&c->wk->rejected);
     c->reject_code = code;
     snprintf(c->why, sizeof c->why, "%s", why);
     diag("rejected a call with status %d: %s", (int)code, why);
@@ -171,7 +185,7 @@ static void pump(scall *c) {
             reject(c, GRPC_STATUS_INTERNAL, "cannot build a response");
             return;
         }
-        c->responses++;
+        count_one(&c->wk->responses);
         bool last = c->end_seen && c->qhead == c->qtail &&
                     !(c->method == SHAPE_SERVER_STREAM && c->stream_next < c->stream_total);
         send_ops(c, b, last, GRPC_STATUS_OK, NULL);
@@ -216,7 +230,7 @@ static bool take(grpc_byte_buffer **buf, grpc_slice *out) {
 static bool accept_request(scall *c, grpc_byte_buffer **buf, pb_request **req) {
     grpc_slice s;
     char why[400];
-    c->requests++;
+    count_one(&c->wk->requests);
     if (!take(buf, &s)) {
         reject(c, GRPC_STATUS_INVALID_ARGUMENT, "unreadable request message");
         return false;
@@ -238,7 +252,7 @@ static void begin(scall *c) {
     o.op = GRPC_OP_RECV_CLOSE_ON_SERVER;
     o.data.recv_close_on_server.cancelled = &c->cancelled;
     batch(c, &o, 1, &c->tclose);
-    atomic_fetch_add(&c->wk->rpcs, 1);
+    count_one(&c->wk->rpcs);
     if (c->method == UNKNOWN_METHOD) {
         char path[256];
         slice_text(c->details.method, path, sizeof path);
@@ -287,7 +301,7 @@ static void on_recv(scall *c, bool ok) {
                 reject(c, GRPC_STATUS_INTERNAL, "cannot build the summary");
                 return;
             }
-            c->responses++;
+            count_one(&c->wk->responses);
             send_ops(c, packed(summary_size_of(&sum), pack_sum, &sum), true, GRPC_STATUS_OK, NULL);
             return;
         }
@@ -346,10 +360,6 @@ static scall *new_call(sworker *wk, int method) {
 }
 
 static void free_call(scall *c) {
-    sworker *wk = c->wk;
-    atomic_fetch_add(&wk->requests, c->requests);
-    atomic_fetch_add(&wk->responses, c->responses);
-    if (c->reject) atomic_fetch_add(&wk->rejected, 1);
     if (c->call) grpc_call_unref(c->call);
     if (c->payload) grpc_byte_buffer_destroy(c->payload);
     if (c->recv_buf) grpc_byte_buffer_destroy(c->recv_buf);
@@ -439,7 +449,9 @@ _Noreturn void grpc_server_main(const server_args *a, const char *cert_pem, cons
             payload ? GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER : GRPC_SRM_PAYLOAD_NONE, 0);
     }
     n_workers = worker_count();
-    workers = calloc(n_workers, sizeof *workers);
+    workers = aligned_alloc(_Alignof(sworker), n_workers * sizeof *workers);
+    if (!workers) out_error_exit(PH_LISTEN, CODE_INTERNAL, "out of memory for %u workers", n_workers);
+    memset(workers, 0, n_workers * sizeof *workers);
     for (unsigned i = 0; i < n_workers; i++) {
         workers[i].index = i;
         workers[i].cq = grpc_completion_queue_create_for_next(NULL);
@@ -456,7 +468,7 @@ _Noreturn void grpc_server_main(const server_args *a, const char *cert_pem, cons
     if (addr.ss.ss_family == AF_INET6) ((struct sockaddr_in6 *)&addr.ss)->sin6_port = htons((uint16_t)port);
     else ((struct sockaddr_in *)&addr.ss)->sin_port = htons((uint16_t)port);
     addr_format(&addr, text, sizeof text);
-    server_ready(text);
+    server_ready(text, read_counters);
 
     /* serve until SHUTDOWN (or end of stdin) */
     (void)control_wait(NULL);
@@ -465,12 +477,5 @@ _Noreturn void grpc_server_main(const server_args *a, const char *cert_pem, cons
     grpc_server_shutdown_and_notify(server, scq, &tag);
     grpc_server_cancel_all_calls(server);
     grpc_completion_queue_pluck(scq, &tag, gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_seconds(2, GPR_TIMESPAN)), NULL);
-    unsigned long long rpcs = 0, req = 0, resp = 0, rej = 0;
-    for (unsigned i = 0; i < n_workers; i++) {
-        rpcs += atomic_load(&workers[i].rpcs);
-        req += atomic_load(&workers[i].requests);
-        resp += atomic_load(&workers[i].responses);
-        rej += atomic_load(&workers[i].rejected);
-    }
-    server_stopped(rpcs, req, resp, rej);
+    server_stopped(read_counters);
 }

@@ -34,11 +34,19 @@ typedef struct {
 } scall;
 
 static qloop loop;
-static uint64_t c_rpcs, c_requests, c_responses, c_rejected;
+/* Bumped by the loop thread, read by the stdin thread for the window events. */
+static atomic_ullong c_rpcs, c_requests, c_responses, c_rejected;
 static atomic_bool stop_requested;
 static pthread_mutex_t done_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t done_cv;
 static bool loop_done;
+
+static void read_counters(server_counters *out) {
+    out->rpcs = atomic_load_explicit(&c_rpcs, memory_order_relaxed);
+    out->requests = atomic_load_explicit(&c_requests, memory_order_relaxed);
+    out->responses = atomic_load_explicit(&c_responses, memory_order_relaxed);
+    out->rejected = atomic_load_explicit(&c_rejected, memory_order_relaxed);
+}
 
 static void put_status(scall *c, uint32_t code, const char *message) {
     if (c->replied) return;
@@ -48,7 +56,7 @@ static void put_status(scall *c, uint32_t code, const char *message) {
     buf_free(&b);
     qs_finish(c->s);
     if (code != STATUS_OK) {
-        c_rejected++;
+        count_one(&c_rejected);
         diag("rejected a call with status %u: %s", code, message);
     }
 }
@@ -62,7 +70,7 @@ static bool put_response(scall *c, uint64_t seq) {
     frame_prefix(p, FT_MESSAGE, (uint32_t)n);
     pack_response(&r, p + FRAME_PREFIX);
     qs_commit(c->s, FRAME_PREFIX + n);
-    c_responses++;
+    count_one(&c_responses);
     return true;
 }
 
@@ -127,7 +135,7 @@ static void on_end(scall *c) {
         frame_prefix(p, FT_MESSAGE, (uint32_t)n);
         pack_summary(&sum, p + FRAME_PREFIX);
         qs_commit(c->s, FRAME_PREFIX + n);
-        c_responses++;
+        count_one(&c_responses);
         put_status(c, STATUS_OK, "");
         break;
     }
@@ -138,7 +146,7 @@ static void on_end(scall *c) {
 }
 
 static void on_message(scall *c, const frame_t *f) {
-    c_requests++;
+    count_one(&c_requests);
     if (c->rejected) return;
     if ((c->method == SHAPE_UNARY || c->method == SHAPE_SERVER_STREAM) && c->v.received >= 1) {
         char why[120];
@@ -223,7 +231,7 @@ static void *on_new_stream(qconn *conn, qstream *s) {
     if (!c) return NULL;
     c->s = s;
     c->method = -2;
-    c_rpcs++;
+    count_one(&c_rpcs);
     return c;
 }
 
@@ -272,7 +280,7 @@ void quic_server_main(const server_args *a, const char *cert_pem, const char *ke
     if (pthread_create(&t, NULL, loop_main, NULL) != 0)
         out_error_exit(PH_LISTEN, CODE_INTERNAL, "cannot start the QUIC loop thread");
     addr_format(&loop.local, text, sizeof text);
-    server_ready(text);
+    server_ready(text, read_counters);
 
     (void)control_wait(NULL); /* SHUTDOWN or end of stdin */
     atomic_store(&stop_requested, true);
@@ -283,5 +291,5 @@ void quic_server_main(const server_args *a, const char *cert_pem, const char *ke
     while (!loop_done && rc == 0) rc = cond_wait_until(&done_cv, &done_mu, deadline);
     pthread_mutex_unlock(&done_mu);
     /* calls still open count what they did so far (the loop has stopped, or is stuck) */
-    server_stopped(c_rpcs, c_requests, c_responses, c_rejected);
+    server_stopped(read_counters);
 }

@@ -27,7 +27,7 @@ bool check_server_credentials(const char *cert_pem, const char *key_pem, char *e
     return true;
 }
 
-void server_ready(const char *address) {
+void server_ready(const char *address, counters_reader read) {
     json_t j;
     json_init(&j);
     json_open(&j);
@@ -39,16 +39,13 @@ void server_ready(const char *address) {
     json_close(&j);
     out_event_then_phase(json_text(&j), PH_SERVE);
     json_free(&j);
-    control_start(false);
+    control_start_server(read);
 }
 
-void server_stopped(unsigned long long rpcs, unsigned long long requests,
-                    unsigned long long responses, unsigned long long rejected) {
-    char counters[256];
-    snprintf(counters, sizeof counters,
-             "{\"rpcs\":\"%llu\",\"requests\":\"%llu\",\"responses\":\"%llu\",\"rejected\":\"%llu\"}",
-             rpcs, requests, responses, rejected);
-    out_stopped_exit(counters);
+void server_stopped(counters_reader read) {
+    server_counters c = {0};
+    read(&c);
+    out_stopped_exit(&c);
 }
 
 void server_main(const server_args *a) {

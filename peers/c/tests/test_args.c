@@ -57,6 +57,9 @@ static void bad_arguments_are_refused_by_name(void) {
     CHECK(!parse_with(NULL, 0, "--window-ms", "0", &cmd, err));
     CHECK(!parse_with(NULL, 0, "--window-ms", "4294967296", &cmd, err));
     CHECK(!parse_with(NULL, 0, "--stack", "tcp", &cmd, err) && strstr(err, "--stack"));
+    /* pingpong (1.2) is served, not driven: refused by name, like any shape the client lacks */
+    CHECK(!parse_with(NULL, 0, "--shape", "pingpong", &cmd, err) && strstr(err, "--shape pingpong"));
+    CHECK(!parse_with(NULL, 0, "--shape", "lockstep", &cmd, err) && strstr(err, "--shape lockstep"));
     CHECK(!parse_with(NULL, 0, "--server", "localhost", &cmd, err));
     const char *dangling[] = {"--payload"};
     CHECK(!parse_with(dangling, 1, NULL, NULL, &cmd, err));

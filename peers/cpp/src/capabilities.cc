@@ -28,7 +28,14 @@ std::string executable_path() {
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("rpcarena-peer-cpp");
 }
 
-Json shapes() { return Json::array({"unary", "client_stream", "server_stream", "bidi"}); }
+// Both servers answer each bidi request as soon as it is validated (grpc_server.cc BidiReactor,
+// quic_server.cc ServerCall::on_message), which is all pingpong asks of a server
+// (docs/peer-protocol.md "Shapes"); the clients do not drive it.
+Json shapes(bool client) {
+  Json all = Json::array({"unary", "client_stream", "server_stream", "bidi"});
+  if (!client) all.push_back("pingpong");
+  return all;
+}
 Json models() {
   return Json::array({"closed", "window", "backpressure", "send-saturation", "open"});
 }
@@ -65,7 +72,7 @@ Json grpc_entry(bool client) {
                         " CPUs)";
   Json entry = Json::object();
   entry["stack"] = "grpc";
-  entry["shapes"] = shapes();
+  entry["shapes"] = shapes(client);
   entry["load_models"] = client ? models() : Json::array();
   entry["payloads"] = payloads();
   entry["libraries"] = libraries;
@@ -102,7 +109,7 @@ Json quic_entry(bool client) {
                                      "), SO_REUSEPORT sockets";
   Json entry = Json::object();
   entry["stack"] = "quic";
-  entry["shapes"] = shapes();
+  entry["shapes"] = shapes(client);
   entry["load_models"] = client ? models() : Json::array();
   entry["payloads"] = payloads();
   entry["libraries"] = libraries;
@@ -123,7 +130,7 @@ int run_capabilities() {
   fields["peer"] = "rpcarena-peer-cpp";
   fields["language"] = "cpp";
   fields["version"] = PEER_VERSION;
-  fields["revision"] = "1.1";
+  fields["revision"] = "1.2";
   fields["build"] = build;
   fields["files"] = Json::array({executable_path()});
   fields["roles"] = Json{{"client", Json::array({grpc_entry(true), quic_entry(true)})},

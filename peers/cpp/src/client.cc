@@ -165,7 +165,7 @@ void await_start(Client& c) {
     c.stack->close();
     stop_now();
   }
-  if (in.kind == Input::Kind::kUnknown) {
+  if (in.kind != Input::Kind::kStart) {  // window commands are a server's: unknown here
     throw Failure(phase::kArmed, code::kProtocol,
                   "unknown command \"" + one_line(in.line) + "\" while armed; expected START or SHUTDOWN");
   }

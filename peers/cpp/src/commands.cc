@@ -10,7 +10,15 @@ Input classify_line(const std::string& line) {
   std::string word = b == std::string::npos ? "" : line.substr(b, e - b + 1);
   if (word == "START") return {Input::Kind::kStart, line};
   if (word == "SHUTDOWN") return {Input::Kind::kShutdown, line};
+  if (word == "WINDOW START") return {Input::Kind::kWindowStart, line};
+  if (word == "WINDOW END") return {Input::Kind::kWindowEnd, line};
   return {Input::Kind::kUnknown, line};
+}
+
+const char* window_edge(Input::Kind kind) {
+  if (kind == Input::Kind::kWindowStart) return "start";
+  if (kind == Input::Kind::kWindowEnd) return "end";
+  return nullptr;
 }
 
 void Commands::start() {

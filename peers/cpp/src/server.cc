@@ -1,5 +1,6 @@
 // The server lifecycle (docs/peer-protocol.md "Lifecycle", server table): load the certificate
-// and key, bind --listen, `ready`, serve until SHUTDOWN or end of stdin, `stopped` with counters.
+// and key, bind --listen, `ready`, serve until SHUTDOWN or end of stdin (answering WINDOW START and
+// WINDOW END with a `window` event each), `stopped` with counters.
 #include <unistd.h>
 
 #include <cstdio>
@@ -44,6 +45,10 @@ int run_server(const ServerArgs& args) {
   Commands commands(wakeup);
   commands.start();
   Input in = commands.wait();
+  // 1.2: each window command is answered at once with the counters so far; any number, any order.
+  for (const char* edge; (edge = window_edge(in.kind)) != nullptr; in = commands.wait()) {
+    emit("window", Json{{"edge", edge}, {"counters", server->counters()}});
+  }
   if (in.kind == Input::Kind::kShutdown) {
     server->stop();
     emit("stopped", Json{{"counters", server->counters()}});
@@ -59,10 +64,12 @@ int run_server(const ServerArgs& args) {
   // left to the exit rather than joined here.
   server.release();
   if (in.kind == Input::Kind::kStart) {
-    throw Failure(phase::kServe, code::kProtocol, "START is a client command; a server only takes SHUTDOWN");
+    throw Failure(phase::kServe, code::kProtocol,
+                  "START is a client command; a server takes SHUTDOWN, WINDOW START or WINDOW END");
   }
   throw Failure(phase::kServe, code::kProtocol,
-                "unknown command \"" + one_line(in.line) + "\"; a server only takes SHUTDOWN");
+                "unknown command \"" + one_line(in.line) +
+                    "\"; a server takes SHUTDOWN, WINDOW START or WINDOW END");
 }
 
 }  // namespace rpcarena

@@ -14,8 +14,8 @@
 
 namespace rpcarena {
 
-// What a server counts (the `stopped` event's counters), per thread so that no cache line is
-// shared on the hot path; summed once at SHUTDOWN.
+// What a server counts (the counters of the `window` and `stopped` events), per thread so that no
+// cache line is shared on the hot path; summed when an event asks for them.
 class ServerCounters {
  public:
   void rpc() { slot().rpcs.fetch_add(1, std::memory_order_relaxed); }

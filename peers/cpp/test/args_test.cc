@@ -56,6 +56,9 @@ TEST(Args, RefusesUnknownMissingRepeatedAndOutOfRange) {
   EXPECT_NE(refusal(with(client(), "--request-size", "16777217")).find("--request-size"), std::string::npos);
   EXPECT_NE(refusal(with(client(), "--server", "nohost")).find("--server"), std::string::npos);
   EXPECT_NE(refusal(with(client(), "--stack", "tcp")).find("tcp"), std::string::npos);
+  // pingpong (1.2) is served, not driven: refused naming the shape, as any shape the client lacks
+  EXPECT_NE(refusal(with(client(), "--shape", "pingpong")).find("--shape pingpong"), std::string::npos);
+  EXPECT_NE(refusal(with(client(), "--shape", "lockstep")).find("--shape lockstep"), std::string::npos);
   EXPECT_NE(refusal(with(client(), "--server-name", "bad name!")).find("--server-name"), std::string::npos);
 }
 

@@ -7,14 +7,9 @@ set -euo pipefail
 peer=$1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"; [ -n "${pid:-}" ] && kill "$pid" 2>/dev/null || true' EXIT
+here=$(cd "$(dirname "$0")" && pwd)
 cd "$dir"
-openssl ecparam -name prime256v1 -genkey -noout -out ca.key
-openssl req -x509 -new -key ca.key -subj /CN=test-ca -days 2 -out ca.pem 2>/dev/null
-openssl ecparam -name prime256v1 -genkey -noout -out s.key
-openssl pkcs8 -topk8 -nocrypt -in s.key -out server.key
-openssl req -new -key server.key -subj /CN=localhost -out s.csr
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >ext
-openssl x509 -req -in s.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile ext -out server.pem 2>/dev/null
+. "$here/certs.sh"
 mkfifo in
 "$peer" server --stack grpc --listen 127.0.0.1:0 --cert server.pem --key server.key <in >out 2>err &
 pid=$!

@@ -2,7 +2,7 @@
 // an unknown, missing, repeated or out-of-range argument is refused with a message that names
 // it. Pure: returns a configuration or throws ArgError; reading files is the caller's job.
 import net from 'node:net';
-import { MAX_MESSAGES, MAX_PAYLOAD, PAYLOADS, SHAPES } from './workload.js';
+import { MAX_MESSAGES, MAX_PAYLOAD, PAYLOADS, SERVER_SHAPES, SHAPES } from './workload.js';
 
 export const STACKS = Object.freeze(['grpc', 'quic', 'tcp']);
 export const LOAD_MODELS = Object.freeze(['closed', 'window', 'backpressure', 'send-saturation', 'open']);
@@ -29,6 +29,14 @@ function oneOf(name, text, choices) {
     throw new ArgError(`${name} ${JSON.stringify(text)}: expected one of ${choices.join(', ')}`);
   }
   return text;
+}
+
+/** A client shape; the shapes only servers answer (pingpong) are refused with a reason. */
+function shape(name, text) {
+  if (SERVER_SHAPES.includes(text) && !SHAPES.includes(text)) {
+    throw new ArgError(`${name} ${text}: this client does not drive the ${text} shape (its servers answer it); expected one of ${SHAPES.join(', ')}`);
+  }
+  return oneOf(name, text, SHAPES);
 }
 
 function rate(name, text) {
@@ -87,7 +95,7 @@ const SPEC = {
   '--server': { roles: ['client'], parse: (n, t) => hostPort(n, t, 1) },
   '--server-name': { roles: ['client'], parse: serverName },
   '--ca': { roles: ['client'], parse: nonEmpty },
-  '--shape': { roles: ['client'], parse: (n, t) => oneOf(n, t, SHAPES) },
+  '--shape': { roles: ['client'], parse: shape },
   '--concurrency': { roles: ['client'], parse: (n, t) => integer(n, t, 1, 10_000) },
   '--request-size': { roles: ['client'], parse: (n, t) => integer(n, t, 0, MAX_PAYLOAD) },
   '--response-size': { roles: ['client'], parse: (n, t) => integer(n, t, 0, MAX_PAYLOAD) },

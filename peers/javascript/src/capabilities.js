@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { REVISION } from './protocol.js';
 import { DESCRIPTOR } from './proto.js';
 import { LOAD_MODELS } from './args.js';
-import { MAX_MESSAGE_BYTES, PAYLOADS, SHAPES } from './workload.js';
+import { MAX_MESSAGE_BYTES, PAYLOADS, SERVER_SHAPES, SHAPES } from './workload.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -120,7 +120,7 @@ export const STACKS_OFFERED = ['grpc', 'quic', 'tcp'];
 function entry(stack, role) {
   return {
     stack,
-    shapes: [...SHAPES],
+    shapes: role === 'client' ? [...SHAPES] : [...SERVER_SHAPES],
     load_models: role === 'client' ? [...LOAD_MODELS] : [],
     payloads: [...PAYLOADS],
     libraries: libraries(stack),
@@ -129,7 +129,11 @@ function entry(stack, role) {
   };
 }
 
-/** The capabilities event. */
+/**
+ * The capabilities event. It declares no `allocations` (revision 1.2): V8 counts no allocations
+ * and no cumulative allocated bytes (v8.getHeapStatistics() and process.memoryUsage() give only
+ * the heap's current size), so no event carries `allocations` or `allocated_bytes`.
+ */
 export function capabilities() {
   return {
     event: 'capabilities',

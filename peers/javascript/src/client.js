@@ -4,7 +4,7 @@
 // connecting: SHUTDOWN or its end stops the client at once in every state, a misplaced START or
 // an unknown line is a protocol error of the current phase.
 import { nowNs } from './clock.js';
-import { readCommands } from './commands.js';
+import { describeCommand, readCommands, windowEdge } from './commands.js';
 import { lanesOf } from './args.js';
 import { Failure, code, emit, phase, setPhase, warn } from './protocol.js';
 import { runBackpressure, runLanes } from './engine/lanes.js';
@@ -122,7 +122,10 @@ class ClientLifecycle {
     setPhase(name);
   }
 
-  /** A stdin command: SHUTDOWN stops at once, START after armed starts, anything else fails. */
+  /**
+   * A stdin command: SHUTDOWN stops at once, START after armed starts, anything else (a window
+   * command too: a client answers it as an unknown line) fails.
+   */
   command(command, at) {
     const state = this.state;
     if (command === 'SHUTDOWN') {
@@ -137,9 +140,12 @@ class ClientLifecycle {
       this.onStart?.();
       return;
     }
-    const what = command === 'START'
-      ? (state === 'sampled' ? 'a second START (one sample per client)' : `START before armed (in ${state})`)
-      : `unknown command ${JSON.stringify(command.unknown)}`;
+    let what = describeCommand(command);
+    if (command === 'START') {
+      what = state === 'sampled' ? 'a second START (one sample per client)' : `START before armed (in ${state})`;
+    } else if (windowEdge(command) !== undefined) {
+      what = `${command} sent to a client (window commands go to servers)`;
+    }
     emit({ event: 'error', phase: where, code: code.PROTOCOL, message: what });
     process.exit(1);
   }

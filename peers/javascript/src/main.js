@@ -1,4 +1,4 @@
-// rpcarena-peer-javascript: an rpcarena peer (docs/peer-protocol.md, revision 1.1) on Node.js.
+// rpcarena-peer-javascript: an rpcarena peer (docs/peer-protocol.md, revision 1.2) on Node.js.
 //
 //   rpcarena-peer-javascript capabilities
 //   rpcarena-peer-javascript server --stack S --listen HOST:PORT --cert FILE --key FILE

@@ -1,7 +1,9 @@
 // The server role (docs/peer-protocol.md "Lifecycle"): load --cert and --key, bind exactly
 // --listen, print `ready`, serve until SHUTDOWN or the end of stdin, then print `stopped` with
-// the server's counters. START or any other line while serving is a protocol error.
-import { readCommands } from './commands.js';
+// the server's counters. WINDOW START and WINDOW END (revision 1.2) are answered at once with a
+// `window` event carrying the counters so far; START or any other line while serving is a
+// protocol error.
+import { describeCommand, readCommands, windowEdge } from './commands.js';
 import { Failure, code, emit, phase, setPhase } from './protocol.js';
 import { ServerCounters } from './stacks/native.js';
 import { readPem } from './tls.js';
@@ -28,22 +30,34 @@ export async function runServer(config) {
   emit({ event: 'ready', role: 'server', address: server.address, pid: process.pid });
   setPhase(phase.SERVE);
   await new Promise((resolve, reject) => {
-    let stopping = false;
-    readCommands((command) => {
-      if (stopping) return;
-      if (command === 'SHUTDOWN') {
-        stopping = true;
-        Promise.race([server.close(), new Promise((r) => setTimeout(r, 1000).unref())])
-          .catch(() => {})
-          .then(() => {
-            emit({ event: 'stopped', counters: counters.toEvent() });
-            resolve();
-          });
-      } else {
-        stopping = true;
-        const what = command === 'START' ? 'START sent to a server' : `unknown command ${JSON.stringify(command.unknown)}`;
-        reject(new Failure(phase.SERVE, code.PROTOCOL, `${what}: a server takes only SHUTDOWN`));
-      }
-    });
+    readCommands(serveCommands(server, counters, resolve, reject));
   });
+}
+
+/**
+ * The serve state's answer to each stdin line: a window command prints a `window` event at once
+ * and serving goes on; SHUTDOWN closes the server (within 1 s), prints `stopped` and resolves;
+ * START or any other line rejects with a protocol error. Lines after SHUTDOWN are ignored.
+ */
+export function serveCommands(server, counters, resolve, reject) {
+  let stopping = false;
+  return (command) => {
+    if (stopping) return;
+    const edge = windowEdge(command);
+    if (edge !== undefined) {
+      emit({ event: 'window', edge, counters: counters.toEvent() });
+    } else if (command === 'SHUTDOWN') {
+      stopping = true;
+      Promise.race([server.close(), new Promise((r) => setTimeout(r, 1000).unref())])
+        .catch(() => {})
+        .then(() => {
+          emit({ event: 'stopped', counters: counters.toEvent() });
+          resolve();
+        });
+    } else {
+      stopping = true;
+      const what = command === 'START' ? 'START sent to a server' : describeCommand(command);
+      reject(new Failure(phase.SERVE, code.PROTOCOL, `${what}: a server takes only SHUTDOWN, WINDOW START and WINDOW END`));
+    }
+  };
 }

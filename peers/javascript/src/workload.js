@@ -4,7 +4,14 @@
 // Pure: no I/O, no clock. Checks return an error message (a string) or null, so that the hot
 // path never throws.
 
+/** The shapes this peer drives as a client. */
 export const SHAPES = Object.freeze(['unary', 'client_stream', 'server_stream', 'bidi']);
+/**
+ * The shapes its servers answer: pingpong (revision 1.2, docs/peer-protocol.md "Shapes") is the
+ * Bidi RPC driven in lock-step, which every server here serves because its bidi handler answers
+ * each request as soon as it has validated it (test/native.test.js, test/grpc.test.js).
+ */
+export const SERVER_SHAPES = Object.freeze([...SHAPES, 'pingpong']);
 export const PAYLOADS = Object.freeze(['zeros', 'structured']);
 /** Largest payload in either direction: 16 MiB. */
 export const MAX_PAYLOAD = 16 * 1024 * 1024;

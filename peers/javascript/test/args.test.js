@@ -37,6 +37,8 @@ test('unknown, missing, repeated and out-of-range arguments are refused by name'
   refused(withArg('--request-size', '16777217'), /--request-size/);
   refused(withArg('--window-ms', '0'), /--window-ms 0 is out of range/);
   refused(withArg('--stack', 'http3'), /--stack "http3"/);
+  refused(withArg('--shape', 'pingpong'), /--shape pingpong: this client does not drive the pingpong shape/);
+  refused(withArg('--shape', 'ping'), /--shape "ping": expected one of unary, client_stream, server_stream, bidi$/);
   refused(withArg('--server', 'localhost'), /--server "localhost": expected HOST:PORT/);
   refused([...CLIENT, '--concurrency'].slice(0, -1).concat(['--payload']), /--payload needs a value/);
 });

@@ -10,13 +10,19 @@ import { KIND, request, responseTo } from '../src/workload.js';
 
 const fixture = (name) => fs.readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
 
-test('the grpc server refuses malformed calls with INVALID_ARGUMENT and serves on', async () => {
+/** This peer's grpc server on a free loopback port, and a connected client of it doing `work`. */
+async function serverAndClient(work) {
   const counters = new ServerCounters();
   const server = await startGrpcServer({ listen: { host: '127.0.0.1', port: 0 }, certPem: fixture('ip.pem'), keyPem: fixture('ip.key'), counters });
   const port = Number(server.address.split(':')[1]);
+  const client = new GrpcClient({ server: { host: '127.0.0.1', port }, serverName: '127.0.0.1', caPem: fixture('ca.pem'), work });
+  await client.connect();
+  return { counters, server, client };
+}
+
+test('the grpc server refuses malformed calls with INVALID_ARGUMENT and serves on', async () => {
   const work = { shape: 'unary', kind: KIND.zeros, requestSize: 8, responseSize: 8, messages: 3 };
-  const good = new GrpcClient({ server: { host: '127.0.0.1', port }, serverName: '127.0.0.1', caPem: fixture('ca.pem'), work });
-  await good.connect();
+  const { counters, server, client: good } = await serverAndClient(work);
   const raw = good.client;
   const unary = (message) => new Promise((resolve) => raw.Unary(message, (err) => resolve(err)));
   const stream = (method, messages) => new Promise((resolve) => {
@@ -84,5 +90,37 @@ test('a grpc unary call answered with two responses fails with invalid (it does 
   } finally {
     await client.close();
     server.forceShutdown();
+  }
+});
+
+test('pingpong: the grpc bidi handler answers each request before the next one is sent', async () => {
+  const work = { shape: 'bidi', kind: KIND.structured, requestSize: 64, responseSize: 80, messages: 8 };
+  const { counters, server, client } = await serverAndClient(work);
+  try {
+    const call = client.client.Bidi();
+    const responses = [];
+    let arrived;
+    call.on('data', (r) => {
+      responses.push(r);
+      arrived?.();
+    });
+    const status = new Promise((resolve) => call.on('status', resolve));
+    call.on('error', () => {});
+    for (let i = 0; i < work.messages; i++) {
+      const next = new Promise((resolve) => {
+        arrived = resolve;
+      });
+      call.write(request(KIND.structured, i, 64, 80, 0));
+      const late = new Promise((resolve) => setTimeout(() => resolve('late'), 2000));
+      assert.notEqual(await Promise.race([next, late]), 'late', `no response ${i} within 2 s of request ${i}`);
+      assert.equal(responses.length, i + 1);
+      assert.equal(Number(responses[i].seq), i);
+    }
+    call.end();
+    assert.equal((await status).code, grpc.status.OK);
+    assert.deepEqual([counters.requests, counters.responses, counters.rejected], [8, 8, 0]);
+  } finally {
+    await client.close();
+    await server.close();
   }
 });

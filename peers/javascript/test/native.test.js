@@ -189,3 +189,35 @@ test('with io.end the last bytes and the end of the send side go together, never
     assert.ok(!log.some((e) => /end 0$/.test(e)), `${shape}: an empty end: ${log.join(', ')}`);
   }
 });
+
+/** `promise`, or a rejection naming `what` after `ms` (a server that reads ahead never answers). */
+function within(promise, ms, what) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+test('pingpong: the bidi handler answers each request before the next one is sent', async () => {
+  for (const kind of [KIND.zeros, KIND.structured]) {
+    const counters = new ServerCounters();
+    const { reader, up } = connection(counters);
+    const n = 8;
+    for (let i = 0; i < n; i++) {
+      const batch = new FrameBatch();
+      if (i === 0) batch.add(...header('bidi'));
+      batch.add(...message(request(kind, i, 64, 80, 0)));
+      await up.write(batch.take());
+      const frame = await within(reader.next(), 2000, `response ${i} of a lock-step bidi stream`);
+      assert.equal(frame.type, FRAME.MESSAGE);
+      const response = Response.decode(frame.body);
+      assert.equal(Number(response.seq), i);
+    }
+    const end = new FrameBatch();
+    end.add(...END);
+    await up.write(end.take());
+    assert.equal(statusOf([await within(reader.next(), 2000, 'STATUS')]).code, 0);
+    assert.deepEqual([counters.rpcs, counters.requests, counters.responses, counters.rejected], [1, n, n, 0]);
+  }
+});

@@ -70,19 +70,22 @@ async function expectError(peer, phase, code, exit) {
   return event;
 }
 
-test('capabilities: one line, revision 1.1, every stack declared in both roles', async () => {
+test('capabilities: one line, revision 1.2, every stack declared in both roles', async () => {
   const peer = new Peer(['capabilities']);
   const caps = await peer.next();
   assert.equal(await peer.exited, 0);
   assert.equal(caps.event, 'capabilities');
-  assert.equal(caps.revision, '1.1');
+  assert.equal(caps.revision, '1.2');
   assert.equal(caps.language, 'javascript');
+  assert.equal(caps.allocations, undefined, 'V8 counts no allocations');
   for (const role of ['client', 'server']) {
     assert.deepEqual(caps.roles[role].map((e) => e.stack), ['grpc', 'quic', 'tcp']);
     for (const entry of caps.roles[role]) {
       assert.deepEqual(entry.payloads, ['zeros', 'structured']);
       assert.ok(Array.isArray(entry.deviations) && typeof entry.settings.runtime === 'string');
       assert.equal(entry.load_models.length, role === 'client' ? 5 : 0);
+      const shapes = ['unary', 'client_stream', 'server_stream', 'bidi'];
+      assert.deepEqual(entry.shapes, role === 'client' ? shapes : [...shapes, 'pingpong']);
     }
   }
   assert.equal(peer.lines.length, 0);
@@ -120,7 +123,7 @@ test('a server refuses START and unknown lines, and stops at the end of stdin', 
 });
 
 for (const stack of ['grpc', 'quic', 'tcp']) {
-  test(`${stack}: a whole sample between two JavaScript peers, and a second START`, async () => {
+  test(`${stack}: a whole sample between two JavaScript peers, the server's window, and a second START`, async () => {
     const s = server(stack);
     const ready = await s.next();
     assert.equal(ready.event, 'ready');
@@ -131,10 +134,19 @@ for (const stack of ['grpc', 'quic', 'tcp']) {
     assert.equal(armed.lanes, 2);
     assert.equal(armed.connections, stack === 'tcp' ? 2 : 1);
     c.send('START');
+    s.send('WINDOW START');
+    const start = await s.next();
     const sample = await c.next();
     assert.equal(sample.event, 'sample');
+    s.send('WINDOW END');
+    const end = await s.next();
+    assert.deepEqual([start.event, start.edge, end.event, end.edge], ['window', 'start', 'window', 'end']);
     assert.equal(sample.failed, '0');
     const completed = Number(sample.completed);
+    assert.ok(Number(end.counters.rpcs) - Number(start.counters.rpcs) >= completed, `${JSON.stringify(start)} ${JSON.stringify(end)}`);
+    for (const k of ['rpcs', 'requests', 'responses', 'rejected']) {
+      assert.ok(Number(end.counters[k]) >= Number(start.counters[k]), k);
+    }
     assert.ok(completed > 0);
     assert.equal(sample.requests, String(completed * 4));
     assert.equal(sample.response_bytes, String(completed * 4 * 64));
@@ -160,6 +172,7 @@ for (const stack of ['grpc', 'quic', 'tcp']) {
     assert.equal(stopped.event, 'stopped');
     assert.equal(stopped.counters.rejected, '0');
     assert.ok(Number(stopped.counters.rpcs) >= completed + 1);
+    assert.ok(Number(stopped.counters.rpcs) >= Number(end.counters.rpcs));
     assert.equal(await s.exited, 0);
   });
 
@@ -174,7 +187,7 @@ for (const stack of ['grpc', 'quic', 'tcp']) {
   });
 }
 
-test('client lifecycle: START before armed is a protocol error; SHUTDOWN while armed stops', async () => {
+test('client lifecycle: START before armed and WINDOW START while armed are protocol errors; SHUTDOWN while armed stops', async () => {
   const s = server('grpc');
   const ready = await s.next();
   const early = client('grpc', ready.address, { '--warmup-ms': '3000' });
@@ -184,6 +197,11 @@ test('client lifecycle: START before armed is a protocol error; SHUTDOWN while a
   assert.equal(error.code, 'protocol');
   assert.ok(['connect', 'validate', 'warmup'].includes(error.phase), error.phase);
   assert.equal(await early.exited, 1);
+  const windowed = client('grpc', ready.address);
+  assert.equal((await windowed.next()).event, 'armed');
+  windowed.send('WINDOW START');
+  const refused = await expectError(windowed, 'armed', 'protocol', 1);
+  assert.match(refused.message, /WINDOW START sent to a client/);
   const armed = client('grpc', ready.address);
   assert.equal((await armed.next()).event, 'armed');
   armed.send('SHUTDOWN');

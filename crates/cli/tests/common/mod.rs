@@ -2,6 +2,7 @@
 //! of a test's processes are still alive.
 #![allow(dead_code)] // each test binary uses its own subset
 
+use rpcarena_fixtures::CampaignText;
 use rpcarena_model::record::SampleRecord;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -27,18 +28,11 @@ pub fn rpcarena_ok<S: AsRef<OsStr>>(args: &[S]) -> Output {
     out
 }
 
-/// The `[[peers]]` entry of the Rust peer and one same-language cell per stack (`rust-grpc`,
-/// `rust-quic`, `rust-tcp`), as campaign text.
-pub fn rust_peer_on_every_stack() -> (String, String) {
-    let peers = format!(
-        "[[peers]]\nid = \"rust\"\ncommand = [{:?}]\n",
-        peer().display().to_string()
-    );
-    let cells = ["grpc", "quic", "tcp"]
-        .iter()
-        .map(|s| format!("[[cells]]\nid = \"rust-{s}\"\nclient = \"rust\"\nserver = \"rust\"\nstack = \"{s}\"\n"))
-        .collect();
-    (peers, cells)
+/// `text` with the Rust peer and one same-language cell per stack (`rust-grpc`, `rust-quic`,
+/// `rust-tcp`).
+pub fn rust_peer_on_every_stack(text: CampaignText) -> CampaignText {
+    text.peer("rust", &[&peer().display().to_string()])
+        .cells("rust", &["grpc", "quic", "tcp"])
 }
 
 /// The Rust peer, built next to the controller by `cargo test --workspace`.

@@ -26,7 +26,7 @@
 use super::outcome::{self, Context};
 use crate::launcher::Launcher;
 use crate::noise::PinPlan;
-use crate::process::{Line, Message, describe_exit};
+use crate::process::describe_exit;
 use crate::procstat::WindowUsage;
 use rpcarena_model::campaign::{Timeouts, Timing};
 use rpcarena_model::duration;
@@ -35,12 +35,17 @@ use rpcarena_model::load::LoadSpec;
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{Noise, SampleRecord, SampleStatus, ServerResult};
 use rpcarena_model::schedule::Slot;
-use rpcarena_netem_core::SampleCheck;
+use rpcarena_netem_core::LinkStats;
 use rpcarena_protocol::event::{Armed, Command, Event, Role, SampleReport};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Duration;
+
+mod input;
+mod window;
+pub(crate) use input::Input;
+pub use input::{Line, Message};
 
 /// Nanoseconds on the shell's clock, from the start of the sample (the load gate included).
 pub(crate) type Nanos = u64;
@@ -137,44 +142,8 @@ pub(crate) struct SampleSpec {
     pub server_argv: Vec<String>,
     /// How to start the client.
     pub client: ClientLaunch,
-}
-
-/// What happened, as the shell saw it.
-#[derive(Debug)]
-pub(crate) enum Input {
-    /// A peer process started.
-    Spawned(Role),
-    /// A peer process could not be started.
-    SpawnFailed {
-        /// Which.
-        role: Role,
-        /// Why.
-        error: String,
-    },
-    /// A line of a peer's stdout, or its end.
-    Line(Message),
-    /// A command could not be written to a peer's stdin.
-    SendFailed {
-        /// Which.
-        role: Role,
-        /// Why.
-        error: String,
-    },
-    /// The answer to [`Action::AwaitExit`]: the leader's exit status, `None` if still running.
-    Exit {
-        /// Which.
-        role: Role,
-        /// How it ended.
-        status: Option<ExitStatus>,
-    },
-    /// The answer to [`Action::StopSampler`].
-    Usage(Result<WindowUsage, String>),
-    /// The answer to [`Action::KillGroups`]: processes that survived.
-    TornDown(Vec<String>),
-    /// The answer to [`Action::CheckNetwork`]: the counters, or why the sample is invalid.
-    Network(Result<Option<SampleCheck>, String>),
-    /// A stop signal arrived (the peers are being killed).
-    Interrupted,
+    /// The server follows revision 1.2: it is told the window (`WINDOW START`, `WINDOW END`).
+    pub server_window: bool,
 }
 
 /// What the shell must do.
@@ -204,9 +173,10 @@ pub(crate) enum Action {
         /// How long at most.
         within: Duration,
     },
-    /// Start the /proc sampler on both groups (client first).
+    /// Start the /proc sampler on both groups (client first) and read the emulator's
+    /// counters; answer [`Input::SamplerStarted`].
     StartSampler,
-    /// Stop it; answer [`Input::Usage`].
+    /// Stop it and read the emulator's counters again; answer [`Input::Readings`].
     StopSampler,
     /// Kill both groups, reap, check nothing survived; answer [`Input::TornDown`].
     KillGroups,
@@ -226,12 +196,14 @@ enum Wait {
     Sample,
     Stopped(Role),
     EndOfOutput(Role),
+    /// The server's answer to `WINDOW END` (revision 1.2).
+    WindowEnd,
 }
 
 impl Wait {
     fn role(self) -> Role {
         match self {
-            Wait::Ready => Role::Server,
+            Wait::Ready | Wait::WindowEnd => Role::Server,
             Wait::Armed | Wait::Sample => Role::Client,
             Wait::Stopped(role) | Wait::EndOfOutput(role) => role,
         }
@@ -245,6 +217,7 @@ impl Wait {
             Wait::Sample => "sample",
             Wait::Stopped(_) => "stopped",
             Wait::EndOfOutput(_) => "end of output",
+            Wait::WindowEnd => "window",
         }
     }
 
@@ -255,6 +228,7 @@ impl Wait {
             Wait::Armed => "armed",
             Wait::Sample => "sample",
             Wait::Stopped(_) | Wait::EndOfOutput(_) => "shutdown",
+            Wait::WindowEnd => "window",
         }
     }
 
@@ -264,6 +238,7 @@ impl Wait {
             Wait::Armed => "connect and warmup",
             Wait::Sample => "measure",
             Wait::Stopped(_) | Wait::EndOfOutput(_) => "shutdown",
+            Wait::WindowEnd => "the window's end (after WINDOW END)",
         }
     }
 
@@ -276,6 +251,7 @@ impl Wait {
                 .saturating_add(timing.drain)
                 .saturating_add(timeouts.sample),
             Wait::Stopped(_) | Wait::EndOfOutput(_) => timeouts.shutdown,
+            Wait::WindowEnd => timeouts.window,
         }
     }
 }
@@ -322,6 +298,10 @@ pub(crate) struct SampleMachine {
     armed: Option<Armed>,
     report: Option<SampleReport>,
     sampler_running: bool,
+    /// The emulator's counters when the window opened (from [`Input::SamplerStarted`]).
+    link_at_start: Option<LinkStats>,
+    /// The server's `window` answers (revision 1.2), and its figures over the window.
+    window: window::Answers,
     interrupted: bool,
     /// Problems past [`MAX_PROBLEMS`], counted, not kept.
     untold: usize,
@@ -370,6 +350,8 @@ impl SampleMachine {
             armed: None,
             report: None,
             sampler_running: false,
+            link_at_start: None,
+            window: window::Answers::default(),
             interrupted: false,
             untold: 0,
         }
@@ -451,7 +433,8 @@ impl SampleMachine {
                 }
             }
             Input::Exit { role, status } => self.on_exit(now, role, status),
-            Input::Usage(usage) => self.on_usage(now, usage),
+            Input::SamplerStarted(link) => self.link_at_start = link,
+            Input::Readings { usage, link } => self.on_readings(now, usage, link),
             Input::TornDown(survivors) => {
                 if self.stage == Stage::Teardown {
                     for problem in survivors {
@@ -539,6 +522,9 @@ impl SampleMachine {
             Line::Event(event) if from == awaited && event.name() == wait.kind() => {
                 self.on_event(now, event);
             }
+            Line::Event(Event::Window(answer)) if from == Role::Server && self.window.expected() => {
+                self.on_window(now, answer);
+            }
             Line::Closed if from == awaited && wait == Wait::EndOfOutput(awaited) => {
                 self.stage = Stage::Exiting(awaited);
                 self.deadline = None;
@@ -607,13 +593,16 @@ impl SampleMachine {
                     role: Role::Client,
                     command: Command::Start,
                 });
+                self.tell_server_window(Command::WindowStart);
             }
             Event::Sample(report) => {
                 self.report = Some(report);
                 self.stage = Stage::Readings;
                 self.deadline = None;
+                self.tell_server_window(Command::WindowEnd);
                 self.stop_sampler();
             }
+            Event::Window(answer) => self.on_window(now, answer),
             Event::Stopped(stopped) => {
                 let Stage::Waiting(Wait::Stopped(role)) = self.stage else {
                     return;
@@ -626,17 +615,27 @@ impl SampleMachine {
                     self.checks.extend(problems);
                     (self.record.server_counters, self.record.server) =
                         ServerResult::from_stopped(stopped);
+                    self.window.keep(&mut self.record);
                 }
                 self.actions.push_back(Action::CloseStdin(role));
                 // After `stopped` the peer closes stdout and exits; nothing else may come first.
                 self.wait(now, Wait::EndOfOutput(role));
             }
-            // Event::Window (revision 1.2): not awaited yet (the integrator's window commands)
-            Event::Capabilities(_) | Event::Error(_) | Event::Window(_) => {}
+            Event::Capabilities(_) | Event::Error(_) => {}
         }
     }
 
-    fn on_usage(&mut self, now: Nanos, usage: Result<WindowUsage, String>) {
+    fn on_readings(
+        &mut self,
+        now: Nanos,
+        usage: Result<WindowUsage, String>,
+        link: Option<LinkStats>,
+    ) {
+        // The window's emulator counters go with the /proc readings: both cover START to the
+        // client's `sample` event.
+        if let (Some(start), Some(end)) = (self.link_at_start.take(), link) {
+            self.record.network_window = Some(end.since(&start));
+        }
         if self.stage != Stage::Readings {
             return; // the sampler of a failed sample: its readings are not used
         }
@@ -658,7 +657,7 @@ impl SampleMachine {
         let (checks, warnings) = outcome::apply(&mut self.record, armed, report, usage, &context);
         self.checks = checks;
         self.actions.extend(warnings.into_iter().map(Action::Warn));
-        self.shut_down(now, Role::Client);
+        self.after_readings(now);
     }
 
     fn shut_down(&mut self, now: Nanos, role: Role) {

@@ -14,7 +14,6 @@ use machine::{Action, Input, Nanos, SampleMachine};
 pub(crate) use machine::{ClientLaunch, Gate, SampleSpec};
 use rpcarena_model::campaign::NoiseControls;
 use rpcarena_model::record::SampleRecord;
-use rpcarena_netem_core::{LinkStats, LinkWindow};
 use rpcarena_protocol::event::Role;
 use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, sync_channel};
@@ -43,13 +42,10 @@ pub(crate) struct SampleIo<'a> {
 struct Shell<'a> {
     io: SampleIo<'a>,
     epoch: Instant,
-    tx: SyncSender<crate::process::Message>,
+    tx: SyncSender<machine::Message>,
     server: Option<PeerProcess>,
     client: Option<PeerProcess>,
     sampler: Option<Sampler>,
-    /// The emulator's counters when the window opened, and what happened in it.
-    link_at_start: Option<LinkStats>,
-    network_window: Option<LinkWindow>,
 }
 
 /// Waits at the load gate before a sample (see `noise::load_gate`); a stop signal ends the wait.
@@ -75,8 +71,6 @@ pub(crate) fn run_sample(spec: SampleSpec, io: SampleIo<'_>) -> SampleRecord {
         server: None,
         client: None,
         sampler: None,
-        link_at_start: None,
-        network_window: None,
     };
     let mut machine = SampleMachine::new(spec);
     machine.start();
@@ -88,13 +82,12 @@ pub(crate) fn run_sample(spec: SampleSpec, io: SampleIo<'_>) -> SampleRecord {
 fn drive(
     machine: &mut SampleMachine,
     shell: &mut Shell<'_>,
-    rx: &Receiver<crate::process::Message>,
+    rx: &Receiver<machine::Message>,
 ) -> SampleRecord {
     let mut told_stop = false;
     loop {
         while let Some(action) = machine.poll_action() {
-            if let Action::Record(mut record) = action {
-                record.network_window = shell.network_window.take();
+            if let Action::Record(record) = action {
                 return *record;
             }
             if let Some(input) = shell.execute(action) {
@@ -163,22 +156,15 @@ impl Shell<'_> {
                 let pid = |p: &Option<PeerProcess>| p.as_ref().map_or(0, |p| p.pid as i32);
                 let groups = vec![pid(&self.client), pid(&self.server)];
                 self.sampler = Some(Sampler::start(groups, SAMPLER_INTERVAL));
-                self.link_at_start = self.io.network.link_stats();
-                None
+                Some(Input::SamplerStarted(self.io.network.link_stats()))
             }
-            Action::StopSampler => {
-                // The window's emulator counters go with the /proc readings: both cover START
-                // to the client's `sample` event.
-                if let (Some(start), Some(end)) =
-                    (self.link_at_start.take(), self.io.network.link_stats())
-                {
-                    self.network_window = Some(end.since(&start));
-                }
-                Some(Input::Usage(match self.sampler.take() {
+            Action::StopSampler => Some(Input::Readings {
+                link: self.io.network.link_stats(),
+                usage: match self.sampler.take() {
                     Some(sampler) => sampler.stop(),
                     None => Err("the /proc sampler was not running".to_string()),
-                }))
-            }
+                },
+            }),
             Action::KillGroups => Some(Input::TornDown(self.teardown())),
             Action::CheckNetwork => Some(Input::Network(self.io.network.after_sample())),
             Action::Warn(text) => {

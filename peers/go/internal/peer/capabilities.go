@@ -69,7 +69,7 @@ func Capabilities() protocol.Capabilities {
 	}
 	capabilities := protocol.Capabilities{
 		Peer: Name, Language: "go", Version: Version, Revision: protocol.Revision,
-		Build: build, Files: files,
+		Build: build, Files: files, Allocations: &protocol.GoAllocations,
 	}
 	for _, s := range []args.Stack{args.Grpc, args.Quic, args.Tcp} {
 		libraries := map[string]string{"crypto/tls": runtime.Version()}

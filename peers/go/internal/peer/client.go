@@ -249,7 +249,7 @@ func awaitStart(inputs <-chan protocol.Input) *clientEnd {
 	switch input := <-inputs; input.Command {
 	case protocol.Shutdown:
 		return &clientEnd{}
-	case protocol.Unknown:
+	case protocol.Unknown, protocol.Window:
 		return &clientEnd{failure: misplaced(protocol.PhaseArmed, input)}
 	}
 	return nil
@@ -259,6 +259,7 @@ func awaitStart(inputs <-chan protocol.Input) *clientEnd {
 // stdin, with the transport statistics read at START, polled through the window and read after
 // the drain, and returns the `sample` event.
 func measure(ctx context.Context, cancel context.CancelFunc, a *args.Client, client stack.Client, clock engine.MonoClock, inputs <-chan protocol.Input) (protocol.Sample, *clientEnd) {
+	allocated := protocol.ReadAllocations()
 	poller := transport.Start(client.TransportProbe())
 	defer poller.Stop()
 	w := engine.NewWindow(clock.Now(), engine.Nanos(a.WindowMs)*1e6, engine.Nanos(a.DrainMs)*1e6)
@@ -276,12 +277,14 @@ func measure(ctx context.Context, cancel context.CancelFunc, a *args.Client, cli
 		return protocol.Sample{}, interrupted(protocol.PhaseMeasure, input, cancel,
 			"SHUTDOWN (or end of stdin) during the window; stopping without a sample")
 	}
+	allocations := protocol.ReadAllocations().Since(allocated)
 	stats := poller.Finish()
 	sample, err := totals.Report(w)
 	if err != nil {
 		return protocol.Sample{}, &clientEnd{failure: fail(protocol.PhaseMeasure, protocol.CodeInternal, "%v", err)}
 	}
 	sample.Transport = stats
+	sample.Allocations, sample.AllocatedBytes = &allocations.Count, &allocations.Bytes
 	return sample, nil
 }
 
@@ -301,6 +304,9 @@ func misplaced(phase string, input protocol.Input) *Failure {
 			return fail(phase, protocol.CodeProtocol, "a second START: one sample per client")
 		}
 		return fail(phase, protocol.CodeProtocol, "START arrived during %s; it is only valid once, after `armed`", phase)
+	}
+	if input.Command == protocol.Window {
+		return fail(phase, protocol.CodeProtocol, "%q sent to a client; window commands go to servers, a client expects START or SHUTDOWN", input.Line)
 	}
 	return fail(phase, protocol.CodeProtocol, "unknown command %q on stdin; expected START or SHUTDOWN", input.Line)
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,9 +98,18 @@ func TestASampleEndToEndOnEveryStack(t *testing.T) {
 			t.Fatalf("%s: %v", stack, armed)
 		}
 		client.inputs <- protocol.Input{Command: protocol.Start}
+		opened := window(t, server, protocol.EdgeStart)
 		sample := client.next(t, "sample")
 		if sample["failed"] != "0" || sample["completed"] == "0" || sample["window_ns"] != "1200000000" || len(sample["intervals"].([]any)) != 2 {
 			t.Fatalf("%s: %v", stack, sample)
+		}
+		if count(t, sample, "allocations") < count(t, sample, "completed") || count(t, sample, "allocated_bytes") < 32*count(t, sample, "completed") {
+			t.Fatalf("%s: the client's allocations cannot be below one per operation: %v", stack, sample)
+		}
+		closed := window(t, server, protocol.EdgeEnd)
+		served := count(t, closed["counters"].(map[string]any), "rpcs") - count(t, opened["counters"].(map[string]any), "rpcs")
+		if served < count(t, sample, "completed") || count(t, closed, "allocations") <= count(t, opened, "allocations") {
+			t.Fatalf("%s: the server's window %v to %v does not cover the sample %v", stack, opened, closed, sample)
 		}
 		client.inputs <- protocol.Input{Command: protocol.Start}
 		failure := client.next(t, "error")
@@ -110,11 +120,33 @@ func TestASampleEndToEndOnEveryStack(t *testing.T) {
 		close(server.inputs) // end of stdin is SHUTDOWN
 		stopped := server.next(t, "stopped")
 		counters := stopped["counters"].(map[string]any)
-		if counters["rpcs"] == "0" || counters["rejected"] != "0" {
+		if counters["rpcs"] == "0" || counters["rejected"] != "0" || count(t, stopped, "allocated_bytes") < count(t, closed, "allocated_bytes") {
 			t.Fatalf("%s: %v", stack, stopped)
 		}
 		server.exited(t, 0)
 	}
+}
+
+// window sends a server a window command and returns its answer, checked for its edge.
+func window(t *testing.T, server *role, edge string) map[string]any {
+	t.Helper()
+	server.inputs <- protocol.Input{Command: protocol.Window, Line: "WINDOW " + strings.ToUpper(edge), Edge: edge}
+	answer := server.next(t, "window")
+	if answer["edge"] != edge {
+		t.Fatalf("answered WINDOW %s with %v", strings.ToUpper(edge), answer)
+	}
+	return answer
+}
+
+// count reads a counter field (a decimal string) of an event.
+func count(t *testing.T, event map[string]any, field string) uint64 {
+	t.Helper()
+	text, ok := event[field].(string)
+	value, err := strconv.ParseUint(text, 10, 64)
+	if !ok || err != nil {
+		t.Fatalf("%s is not a decimal string in %v", field, event)
+	}
+	return value
 }
 
 func TestShutdownAndUnknownCommandsInEveryClientState(t *testing.T) {
@@ -147,6 +179,14 @@ func TestShutdownAndUnknownCommandsInEveryClientState(t *testing.T) {
 	failure = client.next(t, "error")
 	if failure["phase"] != "armed" || !strings.Contains(failure["message"].(string), `"GO"`) {
 		t.Fatalf("%v", failure)
+	}
+	client.exited(t, 1)
+	client = runClient(t, clientArgs(args.Quic, address, pki.CA))
+	client.next(t, "armed")
+	client.inputs <- protocol.Input{Command: protocol.Window, Line: "WINDOW START", Edge: protocol.EdgeStart}
+	failure = client.next(t, "error")
+	if failure["phase"] != "armed" || failure["code"] != "protocol" || !strings.Contains(failure["message"].(string), `"WINDOW START"`) {
+		t.Fatalf("a window command sent to a client: %v", failure)
 	}
 	client.exited(t, 1)
 	client = runClient(t, clientArgs(args.Quic, address, pki.CA))
@@ -227,11 +267,15 @@ func TestCapabilitiesDeclareEveryStackAndItsSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	var capabilities struct {
-		Revision string
-		Roles    struct{ Client, Server []protocol.StackOffer }
+		Revision    string
+		Allocations protocol.AllocationSource
+		Roles       struct{ Client, Server []protocol.StackOffer }
 	}
-	if err := json.Unmarshal(line, &capabilities); err != nil || capabilities.Revision != "1.1" {
+	if err := json.Unmarshal(line, &capabilities); err != nil || capabilities.Revision != "1.2" {
 		t.Fatal(err, capabilities.Revision)
+	}
+	if capabilities.Allocations != protocol.GoAllocations || !capabilities.Allocations.Counts || !capabilities.Allocations.Bytes {
+		t.Fatalf("allocations: %+v", capabilities.Allocations)
 	}
 	if len(capabilities.Roles.Client) != 3 || len(capabilities.Roles.Server) != 3 || strings.Contains(string(line), "null") {
 		t.Fatalf("%s", line)

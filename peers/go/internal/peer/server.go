@@ -35,14 +35,18 @@ func RunServer(a *args.Server, inputs <-chan protocol.Input, out *protocol.Outpu
 	for {
 		select {
 		case input := <-inputs:
-			if input.Command == protocol.Shutdown {
+			switch input.Command {
+			case protocol.Window:
+				life := protocol.ReadAllocations()
+				out.Emit("window", protocol.WindowEvent{Edge: input.Edge, Counters: counterMap(counters),
+					Allocations: life.Count, AllocatedBytes: life.Bytes})
+				continue
+			case protocol.Shutdown:
 				server.Stop()
-				return stopped(out, map[string]protocol.Counter{
-					"rpcs":      protocol.Counter(counters.RPCs.Load()),
-					"requests":  protocol.Counter(counters.Requests.Load()),
-					"responses": protocol.Counter(counters.Responses.Load()),
-					"rejected":  protocol.Counter(counters.Rejected.Load()),
-				})
+				life := protocol.ReadAllocations()
+				out.Emit("stopped", protocol.Stopped{Counters: counterMap(counters),
+					Allocations: &life.Count, AllocatedBytes: &life.Bytes})
+				return 0
 			}
 			server.Stop()
 			if input.Command == protocol.Start {
@@ -53,6 +57,16 @@ func RunServer(a *args.Server, inputs <-chan protocol.Input, out *protocol.Outpu
 			server.Stop()
 			return finish(out, fail(protocol.PhaseServe, protocol.CodeInternal, "%v", err))
 		}
+	}
+}
+
+// counterMap is the server's counters so far, as `window` and `stopped` print them.
+func counterMap(counters *stack.Counters) map[string]protocol.Counter {
+	return map[string]protocol.Counter{
+		"rpcs":      protocol.Counter(counters.RPCs.Load()),
+		"requests":  protocol.Counter(counters.Requests.Load()),
+		"responses": protocol.Counter(counters.Responses.Load()),
+		"rejected":  protocol.Counter(counters.Rejected.Load()),
 	}
 }
 

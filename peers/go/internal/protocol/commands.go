@@ -14,13 +14,22 @@ type Command int
 const (
 	Shutdown Command = iota
 	Start
+	// Window is `WINDOW START` or `WINDOW END` (1.2, servers only); Edge says which.
+	Window
 	Unknown
 )
 
-// Input is a command and, for Unknown, the line as read.
+// Window edges, as the `window` event spells them.
+const (
+	EdgeStart = "start"
+	EdgeEnd   = "end"
+)
+
+// Input is a command, the line as read (for Unknown and Window) and, for Window, its edge.
 type Input struct {
 	Command Command
 	Line    string
+	Edge    string
 }
 
 // maxCommandLine bounds what is kept of one stdin line.
@@ -43,6 +52,10 @@ func ReadCommands(r io.Reader) <-chan Input {
 				inputs <- Input{Command: Start}
 			case "SHUTDOWN":
 				inputs <- Input{Command: Shutdown}
+			case "WINDOW START":
+				inputs <- Input{Command: Window, Line: line, Edge: EdgeStart}
+			case "WINDOW END":
+				inputs <- Input{Command: Window, Line: line, Edge: EdgeEnd}
 			default:
 				inputs <- Input{Command: Unknown, Line: line}
 			}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 )
@@ -16,7 +17,7 @@ import (
 const Version = 1
 
 // Revision is the revision of docs/peer-protocol.md this peer follows.
-const Revision = "1.1"
+const Revision = "1.2"
 
 // Error codes (docs/peer-protocol.md, "Error codes").
 const (
@@ -100,6 +101,8 @@ type Sample struct {
 	Sent                 *Counter           `json:"sent,omitempty"`
 	Received             *Counter           `json:"received,omitempty"`
 	Transport            *Transport         `json:"transport,omitempty"`
+	Allocations          *Counter           `json:"allocations,omitempty"`
+	AllocatedBytes       *Counter           `json:"allocated_bytes,omitempty"`
 }
 
 // Transport is the sample's optional `transport` object (docs/peer-protocol.md, "Transport
@@ -135,10 +138,51 @@ type Error struct {
 	Message string `json:"message"`
 }
 
-// Stopped is the `stopped` event.
+// Stopped is the `stopped` event; a server adds its lifetime allocations (1.2).
 type Stopped struct {
-	Counters map[string]Counter `json:"counters,omitempty"`
+	Counters       map[string]Counter `json:"counters,omitempty"`
+	Allocations    *Counter           `json:"allocations,omitempty"`
+	AllocatedBytes *Counter           `json:"allocated_bytes,omitempty"`
 }
+
+// WindowEvent is the server's answer to `WINDOW START` and `WINDOW END` (1.2): its counters and
+// allocations so far.
+type WindowEvent struct {
+	Edge           string             `json:"edge"`
+	Counters       map[string]Counter `json:"counters"`
+	Allocations    Counter            `json:"allocations"`
+	AllocatedBytes Counter            `json:"allocated_bytes"`
+}
+
+// AllocationSource is the `allocations` object of `capabilities` (1.2).
+type AllocationSource struct {
+	Counts bool   `json:"counts"`
+	Bytes  bool   `json:"bytes"`
+	Source string `json:"source"`
+}
+
+// Allocations is a reading of the process's heap allocation counters.
+type Allocations struct {
+	Count Counter
+	Bytes Counter
+}
+
+// ReadAllocations reads runtime.ReadMemStats' Mallocs and TotalAlloc, exactly what
+// `go test -benchmem` reads (tiny allocations included). It stops the world briefly, so it is
+// read only at a window's edges.
+func ReadAllocations() Allocations {
+	var stats runtime.MemStats
+	runtime.ReadMemStats(&stats)
+	return Allocations{Count: Counter(stats.Mallocs), Bytes: Counter(stats.TotalAlloc)}
+}
+
+// Since is the allocations from start to a.
+func (a Allocations) Since(start Allocations) Allocations {
+	return Allocations{Count: a.Count - start.Count, Bytes: a.Bytes - start.Bytes}
+}
+
+// GoAllocations is what this peer declares it counts.
+var GoAllocations = AllocationSource{Counts: true, Bytes: true, Source: "runtime.ReadMemStats Mallocs and TotalAlloc"}
 
 // Capabilities is the answer to `capabilities`.
 type Capabilities struct {
@@ -148,7 +192,9 @@ type Capabilities struct {
 	Revision string            `json:"revision"`
 	Build    map[string]string `json:"build"`
 	Files    []string          `json:"files"`
-	Roles    Roles             `json:"roles"`
+	// Allocations (1.2) declares the allocation counters this peer prints.
+	Allocations *AllocationSource `json:"allocations,omitempty"`
+	Roles       Roles             `json:"roles"`
 }
 
 // Roles lists the stacks offered per role.
@@ -164,8 +210,10 @@ type StackOffer struct {
 	LoadModels []string          `json:"load_models"`
 	Payloads   []string          `json:"payloads"`
 	Libraries  map[string]string `json:"libraries"`
-	Settings   map[string]any    `json:"settings"`
-	Deviations []string          `json:"deviations"`
+	// ConformanceFaults (1.2) says this role of this stack implements the conformance faults.
+	ConformanceFaults bool           `json:"conformance_faults,omitempty"`
+	Settings          map[string]any `json:"settings"`
+	Deviations        []string       `json:"deviations"`
 }
 
 // Line renders one event as its JSON line (without the newline): the common fields first.

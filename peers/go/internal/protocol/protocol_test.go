@@ -70,12 +70,14 @@ func TestEventsAreOneLineWithCountersAsStringsAndNoNulls(t *testing.T) {
 }
 
 func TestCommandsEndOfStdinIsShutdown(t *testing.T) {
-	inputs := ReadCommands(strings.NewReader(" START \n\nfoo\nSHUTDOWN\n"))
+	inputs := ReadCommands(strings.NewReader(" START \n\nfoo\n WINDOW START\nWINDOW END \nWINDOW  END\nSHUTDOWN\n"))
 	var got []Input
 	for input := range inputs {
 		got = append(got, input)
 	}
-	want := []Input{{Command: Start}, {Command: Unknown, Line: "foo"}, {Command: Shutdown}, {Command: Shutdown}}
+	want := []Input{{Command: Start}, {Command: Unknown, Line: "foo"},
+		{Command: Window, Line: "WINDOW START", Edge: EdgeStart}, {Command: Window, Line: "WINDOW END", Edge: EdgeEnd},
+		{Command: Unknown, Line: "WINDOW  END"}, {Command: Shutdown}, {Command: Shutdown}}
 	if len(got) != len(want) {
 		t.Fatalf("%v", got)
 	}

@@ -3,8 +3,12 @@
 //! something unexpected or malformed, exits, will not shut down or survives SIGKILL; checks that
 //! fail; a sampler or network check that fails; a stop signal).
 
+// Tests may exceed the length guard: a step-by-step scenario reads best as one function.
+#![allow(clippy::too_many_lines)]
+
 use super::*;
 use crate::procstat::GroupUsage;
+use rpcarena_netem_core::SampleCheck;
 use rpcarena_protocol::event::{PeerError, Ready, Stopped, TransportStats};
 use rpcarena_protocol::histogram;
 use rpcarena_protocol::workload::Shape;
@@ -45,6 +49,7 @@ fn spec() -> SampleSpec {
             ca: "/run/ca.pem".into(),
             seed: 5,
         },
+        server_window: false,
     }
 }
 
@@ -179,7 +184,10 @@ impl Run {
     fn measured(&mut self, report: SampleReport) -> &mut Run {
         self.armed()
             .event(Role::Client, Event::Sample(report))
-            .feed(Input::Usage(Ok(usage())))
+            .feed(Input::Readings {
+                usage: Ok(usage()),
+                link: None,
+            })
     }
 
     /// One peer's clean shutdown after SHUTDOWN was sent.
@@ -314,7 +322,10 @@ fn the_happy_path_step_by_step() {
 
     run.at(8 * S).event(Role::Client, Event::Sample(report()));
     assert_eq!(run.said(), ["stop sampler"]);
-    run.feed(Input::Usage(Ok(usage())));
+    run.feed(Input::Readings {
+        usage: Ok(usage()),
+        link: None,
+    });
     assert_eq!(run.said(), ["send SHUTDOWN client"]);
     assert_eq!(run.machine.deadline(), Some(13 * S), "timeouts.shutdown");
 
@@ -542,7 +553,10 @@ fn a_start_that_cannot_be_sent_stops_the_sampler_and_fails() {
         error: "sending START to the client peer: Broken pipe (os error 32)".into(),
     });
     assert_eq!(run.said(), ["stop sampler"]);
-    run.feed(Input::Usage(Ok(usage())));
+    run.feed(Input::Readings {
+        usage: Ok(usage()),
+        link: None,
+    });
     assert_eq!(
         run.reason(),
         "sending START to the client peer: Broken pipe (os error 32)"
@@ -555,7 +569,10 @@ fn a_sample_that_never_comes_times_out_and_its_readings_are_dropped() {
     run.armed().actions();
     run.at(20 * S).timeout();
     assert_eq!(run.said(), ["stop sampler"]);
-    run.feed(Input::Usage(Ok(usage())));
+    run.feed(Input::Readings {
+        usage: Ok(usage()),
+        link: None,
+    });
     let record = run.record();
     assert_eq!(
         record.reason.as_deref(),
@@ -799,9 +816,10 @@ fn a_sampler_without_readings_warns_and_keeps_the_sample() {
     run.armed().actions();
     run.event(Role::Client, Event::Sample(report()));
     assert_eq!(run.said(), ["stop sampler"]);
-    run.feed(Input::Usage(
-        Err("the /proc sampler thread panicked".into()),
-    ));
+    run.feed(Input::Readings {
+        usage: Err("the /proc sampler thread panicked".into()),
+        link: None,
+    });
     assert_eq!(
         run.said(),
         [
@@ -826,7 +844,10 @@ fn inputs_that_do_not_fit_the_stage_change_nothing() {
             role: Role::Server,
             status: exit(0),
         })
-        .feed(Input::Usage(Ok(usage())))
+        .feed(Input::Readings {
+            usage: Ok(usage()),
+            link: None,
+        })
         .feed(Input::TornDown(Vec::new()))
         .feed(Input::Network(Ok(None)));
     assert!(run.said().is_empty());
@@ -837,4 +858,154 @@ fn inputs_that_do_not_fit_the_stage_change_nothing() {
     );
     run.feed(Input::Spawned(Role::Server)).ready();
     assert_eq!(run.said(), ["spawn client"]);
+}
+
+/// The emulator's counters at the window's two edges, as the shell reads them.
+fn link(arrived: u64) -> rpcarena_netem_core::LinkStats {
+    let direction = |arrived| rpcarena_netem_core::DirectionStats {
+        counters: rpcarena_netem_core::Counters {
+            arrived,
+            released: arrived,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    rpcarena_netem_core::LinkStats {
+        client_to_server: direction(arrived),
+        server_to_client: direction(2 * arrived),
+    }
+}
+
+#[test]
+fn the_machine_records_the_link_counters_of_the_window() {
+    let mut run = Run::new();
+    run.armed();
+    assert!(
+        run.said()
+            .ends_with(&["start sampler".into(), "send START client".into()])
+    );
+    run.feed(Input::SamplerStarted(Some(link(100))))
+        .event(Role::Client, Event::Sample(report()))
+        .feed(Input::Readings {
+            usage: Ok(usage()),
+            link: Some(link(350)),
+        });
+    run.stops(Role::Client).stops(Role::Server);
+    let record = run.record();
+    assert_eq!(record.status, SampleStatus::Ok, "{:?}", record.reason);
+    let window = record.network_window.expect("the window's link counters");
+    assert_eq!(window.client_to_server.arrived, 250);
+    assert_eq!(window.client_to_server.released, 250);
+    assert_eq!(window.server_to_client.arrived, 500);
+}
+
+#[test]
+fn no_link_counters_without_both_edges() {
+    let mut run = Run::new();
+    run.armed();
+    run.actions();
+    run.feed(Input::SamplerStarted(None))
+        .event(Role::Client, Event::Sample(report()))
+        .feed(Input::Readings {
+            usage: Ok(usage()),
+            link: Some(link(350)),
+        });
+    run.stops(Role::Client).stops(Role::Server);
+    assert_eq!(run.record().network_window, None);
+}
+
+/// A server that follows revision 1.2.
+fn windowed() -> Run {
+    Run::with(SampleSpec {
+        server_window: true,
+        ..spec()
+    })
+}
+
+fn window_answer(edge: rpcarena_protocol::event::Edge, rpcs: u64, allocations: u64) -> Event {
+    Event::Window(rpcarena_protocol::event::WindowReport {
+        edge,
+        counters: BTreeMap::from([("rpcs".to_string(), rpcs)]),
+        allocations: Some(allocations),
+        allocated_bytes: Some(allocations * 100),
+    })
+}
+
+#[test]
+fn a_server_of_revision_1_2_is_told_the_window_and_its_figures_are_kept() {
+    use rpcarena_protocol::event::Edge;
+    let mut run = windowed();
+    run.armed();
+    assert!(run.said().ends_with(&[
+        "start sampler".into(),
+        "send START client".into(),
+        "send WINDOW START server".into()
+    ]));
+    run.event(Role::Server, window_answer(Edge::Start, 20, 1000))
+        .at(6 * S)
+        .event(Role::Client, Event::Sample(report()));
+    assert_eq!(run.said(), ["send WINDOW END server", "stop sampler"]);
+    run.feed(Input::Readings {
+        usage: Ok(usage()),
+        link: None,
+    });
+    assert_eq!(
+        run.said(),
+        Vec::<String>::new(),
+        "the client waits for WINDOW END's answer"
+    );
+    assert_eq!(
+        run.machine.deadline(),
+        Some(6 * S + 5 * S),
+        "timeouts.window"
+    );
+    run.event(Role::Server, window_answer(Edge::End, 121, 3020));
+    assert_eq!(run.said(), ["send SHUTDOWN client"]);
+    run.stops(Role::Client).stops(Role::Server);
+    let record = run.record();
+    assert_eq!(record.status, SampleStatus::Ok, "{:?}", record.reason);
+    let window = record.server.and_then(|s| s.window).expect("server.window");
+    assert_eq!(window.counters["rpcs"], 101);
+    assert_eq!(window.allocations, Some(2020));
+    assert_eq!(window.allocated_bytes, Some(202_000));
+}
+
+#[test]
+fn a_window_answer_that_never_comes_fails_the_sample_on_its_timeout() {
+    use rpcarena_protocol::event::Edge;
+    let mut run = windowed();
+    run.armed()
+        .event(Role::Server, window_answer(Edge::Start, 20, 1000))
+        .at(6 * S)
+        .event(Role::Client, Event::Sample(report()))
+        .feed(Input::Readings {
+            usage: Ok(usage()),
+            link: None,
+        });
+    run.at(11 * S).timeout();
+    let reason = run.reason();
+    assert!(
+        reason.contains("server did not print `window` within 5s (timeouts.window)"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn allocations_that_go_backwards_fail_the_sample_naming_the_field() {
+    use rpcarena_protocol::event::Edge;
+    let mut run = windowed();
+    run.armed()
+        .event(Role::Server, window_answer(Edge::Start, 20, 9000))
+        .event(Role::Client, Event::Sample(report()))
+        .feed(Input::Readings {
+            usage: Ok(usage()),
+            link: None,
+        })
+        .event(Role::Server, window_answer(Edge::End, 30, 8000));
+    run.stops(Role::Client).stops(Role::Server);
+    let reason = run.reason();
+    assert!(
+        reason.contains("server allocations went backwards over the window: 9000 at WINDOW START, 8000 at WINDOW END"),
+        "{reason}"
+    );
 }

@@ -8,7 +8,14 @@ class ArgError(message: String) : Exception(message)
 
 val STACKS = listOf("grpc", "quic")
 val ALL_STACKS = listOf("grpc", "quic", "tcp")
+/** The shapes this peer drives as a client. */
 val SHAPES = listOf("unary", "client_stream", "server_stream", "bidi")
+
+/**
+ * The shapes its servers answer: pingpong (revision 1.2) is the Bidi RPC in lock-step, which both
+ * servers serve because their bidi handlers answer each request as soon as it is validated.
+ */
+val SERVER_SHAPES = SHAPES + "pingpong"
 val LOAD_MODELS = listOf("closed", "window", "backpressure", "send-saturation", "open")
 val PAYLOADS = listOf("zeros", "structured")
 const val MAX_PAYLOAD = 16_777_216
@@ -69,6 +76,14 @@ private fun integer(name: String, text: String, min: Long, max: Long): Long {
 private fun oneOf(name: String, text: String, choices: List<String>): String {
     if (text !in choices) throw ArgError("$name \"$text\": expected one of ${choices.joinToString(", ")}")
     return text
+}
+
+/** A client shape; a shape only the servers answer (pingpong) is refused with the reason. */
+private fun clientShape(name: String, text: String): String {
+    if (text in SERVER_SHAPES && text !in SHAPES) {
+        throw ArgError("$name $text: this client does not drive the $text shape (its servers answer it); expected one of ${SHAPES.joinToString(", ")}")
+    }
+    return oneOf(name, text, SHAPES)
 }
 
 private fun rate(name: String, text: String): Double {
@@ -170,7 +185,7 @@ fun parseClient(argv: List<String>): ClientConfig {
         server = hostPort("--server", v["--server"]!!, 1),
         serverName = nonEmpty("--server-name", v["--server-name"]!!),
         ca = nonEmpty("--ca", v["--ca"]!!),
-        shape = oneOf("--shape", v["--shape"]!!, SHAPES),
+        shape = clientShape("--shape", v["--shape"]!!),
         concurrency = integer("--concurrency", v["--concurrency"]!!, 1, 10_000).toInt(),
         requestSize = integer("--request-size", v["--request-size"]!!, 0, MAX_PAYLOAD.toLong()).toInt(),
         responseSize = integer("--response-size", v["--response-size"]!!, 0, MAX_PAYLOAD.toLong()).toInt(),

@@ -80,7 +80,7 @@ object Capabilities {
 
     private fun entry(stack: String, client: Boolean): Map<String, Any> = linkedMapOf(
         "stack" to stack,
-        "shapes" to SHAPES,
+        "shapes" to if (client) SHAPES else SERVER_SHAPES,
         "load_models" to if (client) LOAD_MODELS else emptyList(),
         "payloads" to PAYLOADS,
         "libraries" to libraries(stack),
@@ -100,13 +100,14 @@ object Capabilities {
             "peer" to "rpcarena-peer-kotlin",
             "language" to "kotlin",
             "version" to v("version"),
-            "revision" to "1.1",
+            "revision" to "1.2",
             "build" to linkedMapOf(
                 "toolchain" to "kotlin ${v("kotlin")} (kotlin-maven-plugin), JVM target 17",
                 "runtime" to "${System.getProperty("java.vm.name")} ${System.getProperty("java.runtime.version")}",
                 "jvm_flags" to jvmFlags.joinToString(" "),
             ),
             "files" to files,
+            "allocations" to Allocations.capability,
             "roles" to linkedMapOf(
                 "client" to STACKS.map { entry(it, true) },
                 "server" to STACKS.map { entry(it, false) },

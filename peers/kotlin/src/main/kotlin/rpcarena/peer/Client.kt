@@ -20,13 +20,19 @@ object ClientRole {
             "armed" -> false
             "sampled" -> {
                 if (cmd == Cmd.SHUTDOWN) Exit.stopped()
-                Exit.error("shutdown", "protocol", "${describe(cmd, text)} after the sample (one sample per client)")
+                Exit.error("shutdown", "protocol", misplaced(cmd, text, "after the sample (one sample per client)"))
             }
             else -> {
                 if (cmd == Cmd.SHUTDOWN) Exit.stopped()
-                Exit.error(phase, "protocol", "${describe(cmd, text)} during $phase")
+                Exit.error(phase, "protocol", misplaced(cmd, text, "during $phase"))
             }
         }
+    }
+
+    /** A protocol error's message: a window command is a server's, so a client answers it as an unknown line. */
+    private fun misplaced(cmd: Cmd, text: String, where: String) = when (cmd) {
+        Cmd.WINDOW_START, Cmd.WINDOW_END -> "$text sent to a client (window commands go to servers) $where"
+        else -> "${describe(cmd, text)} $where"
     }
 
     private fun enter(p: String) = synchronized(lock) { phase = p }
@@ -120,7 +126,7 @@ object ClientRole {
                 stack.close()
                 Exit.stopped()
             }
-            Cmd.OTHER -> Exit.error("armed", "protocol", "${describe(cmd, text)} while armed")
+            Cmd.WINDOW_START, Cmd.WINDOW_END, Cmd.OTHER -> Exit.error("armed", "protocol", misplaced(cmd, text, "while armed"))
         }
     }
 
@@ -130,12 +136,19 @@ object ClientRole {
         // Transport statistics: the reading when START arrives, polls through the window, the
         // reading after the drain (docs/peer-protocol.md "Transport statistics").
         val poller = stack.transportProbe()?.let { TransportPoller.start(it) }
+        // Bytes allocated from START to the end of the drain (read before t0: a reading takes
+        // microseconds, which should not come out of the window).
+        val allocatedAtStart = Allocations.bytes()
         val t0 = System.nanoTime()
         val windowNs = cfg.windowMs * 1_000_000L
         val drainNs = cfg.drainMs * 1_000_000L
         val r = runBlocking(Dispatchers.Default) { engine.run(t0, windowNs, drainNs) }
+        val allocatedAtEnd = Allocations.bytes()
         val sample = sampleFields(cfg, r, windowNs, drainNs, t0)
         poller?.finish()?.let { sample["transport"] = it }
+        if (allocatedAtStart != null && allocatedAtEnd != null) {
+            sample["allocated_bytes"] = Counter(allocatedAtEnd - allocatedAtStart)
+        }
         synchronized(lock) {
             Events.emit("sample", sample)
             phase = "sampled"

@@ -20,13 +20,31 @@ object Exit {
         now(if (phase == "startup" && code == "config") 2 else 1)
     }
 
-    fun stopped(counters: Map<String, Any>? = null): Nothing {
-        Events.emit("stopped", if (counters != null) mapOf("counters" to counters) else emptyMap())
+    /** Prints `stopped` with [fields] (a server's counters and allocated bytes; none for a client). */
+    fun stopped(fields: Map<String, Any> = emptyMap()): Nothing {
+        Events.emit("stopped", fields)
         now(0)
     }
 }
 
-enum class Cmd { START, SHUTDOWN, OTHER }
+/** The commands of stdin; the window commands (revision 1.2) go to servers only. */
+enum class Cmd { START, SHUTDOWN, WINDOW_START, WINDOW_END, OTHER }
+
+/**
+ * One line of stdin, surrounding whitespace ignored, the two words of a window command separated
+ * by one space; null (the end of stdin) means SHUTDOWN. The text is what [describe] names.
+ */
+fun parseCommand(line: String?): Pair<Cmd, String> {
+    val text = line?.trim() ?: return Pair(Cmd.SHUTDOWN, "end of stdin")
+    val cmd = when (text) {
+        "START" -> Cmd.START
+        "SHUTDOWN" -> Cmd.SHUTDOWN
+        "WINDOW START" -> Cmd.WINDOW_START
+        "WINDOW END" -> Cmd.WINDOW_END
+        else -> Cmd.OTHER
+    }
+    return Pair(cmd, text)
+}
 
 /**
  * Reads stdin on its own thread. [onLine] decides what a command means in the current phase;
@@ -40,12 +58,7 @@ class Stdin(private val onLine: (Cmd, String) -> Boolean) {
             val r = BufferedReader(InputStreamReader(System.`in`, Charsets.UTF_8))
             while (true) {
                 val line = try { r.readLine() } catch (e: Exception) { null }
-                val item = when {
-                    line == null -> Pair(Cmd.SHUTDOWN, "end of stdin")
-                    line.trim() == "START" -> Pair(Cmd.START, "START")
-                    line.trim() == "SHUTDOWN" -> Pair(Cmd.SHUTDOWN, "SHUTDOWN")
-                    else -> Pair(Cmd.OTHER, line.trim())
-                }
+                val item = parseCommand(line)
                 if (!onLine(item.first, item.second)) queue.put(item)
                 if (line == null) break
             }
@@ -58,7 +71,6 @@ class Stdin(private val onLine: (Cmd, String) -> Boolean) {
 }
 
 fun describe(cmd: Cmd, text: String) = when (cmd) {
-    Cmd.START -> "START"
-    Cmd.SHUTDOWN -> text
+    Cmd.START, Cmd.SHUTDOWN, Cmd.WINDOW_START, Cmd.WINDOW_END -> text
     Cmd.OTHER -> "unknown command \"${text.take(200)}\""
 }

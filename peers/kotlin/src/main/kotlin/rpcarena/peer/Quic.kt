@@ -425,7 +425,7 @@ fun quicReading(id: Long, s: io.netty.handler.codec.quic.QuicConnectionStats, p:
     )
 
 /** One server call on one stream: frames in, checks, responses and STATUS out. */
-private class ServerCall : ChannelInboundHandlerAdapter() {
+internal class ServerCall : ChannelInboundHandlerAdapter() {
     private var method: String? = null
     private var unknownMethod: String? = null
     private var rejected: String? = null

@@ -4,7 +4,8 @@ import java.net.BindException
 import java.net.InetSocketAddress
 
 // The server role: load the certificate and key, bind --listen, print ready, serve until SHUTDOWN
-// or the end of stdin.
+// or the end of stdin. WINDOW START and WINDOW END (revision 1.2) are answered at once, on the
+// stdin thread, with a `window` event; serving goes on.
 
 object ServerRole {
     fun run(cfg: ServerConfig) {
@@ -34,11 +35,20 @@ object ServerRole {
         val address = if (host.contains(':')) "[$host]:${bound.port}" else "$host:${bound.port}"
         Events.emit("ready", mapOf("role" to "server", "address" to address, "pid" to ProcessHandle.current().pid()))
         val stdin = Stdin { cmd, text ->
-            if (cmd == Cmd.SHUTDOWN) {
-                stop()
-                Exit.stopped(ServerCounters.asMap())
+            when (cmd) {
+                Cmd.WINDOW_START -> Events.emit("window", windowFields("start"))
+                Cmd.WINDOW_END -> Events.emit("window", windowFields("end"))
+                Cmd.SHUTDOWN -> {
+                    stop()
+                    Exit.stopped(counterFields())
+                }
+                Cmd.START, Cmd.OTHER -> Exit.error(
+                    "serve",
+                    "protocol",
+                    "${describe(cmd, text)} sent to a server (it takes SHUTDOWN, WINDOW START and WINDOW END)",
+                )
             }
-            Exit.error("serve", "protocol", "${describe(cmd, text)} sent to a server")
+            true
         }
         stdin.start()
         while (true) Thread.sleep(60_000)
@@ -46,3 +56,9 @@ object ServerRole {
 }
 
 class ListenFailure(cause: Throwable) : Exception(cause)
+
+/** The server's counters so far and, when the JVM counts them, the bytes allocated so far. */
+fun counterFields(): Map<String, Any> = linkedMapOf<String, Any>("counters" to ServerCounters.asMap()) + Allocations.sinceStart()
+
+/** A `window` event's fields (revision 1.2): the edge answered and the figures so far. */
+fun windowFields(edge: String): Map<String, Any> = linkedMapOf<String, Any>("edge" to edge) + counterFields()
