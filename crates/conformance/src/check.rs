@@ -1,7 +1,10 @@
 //! Pure check definitions: what each check expects and how a transcript (the events a peer
 //! printed and how it exited) is judged. No process is started here.
 
-use rpcarena_protocol::event::{Capabilities, Event, StackCapability, code, load};
+use rpcarena_protocol::event::{
+    AllocationCounters, Capabilities, Edge, Event, StackCapability, WindowReport, code, load,
+};
+use rpcarena_protocol::workload::Shape;
 use serde::Serialize;
 
 /// The verdict of one row.
@@ -197,8 +200,98 @@ pub fn expect_stopped(t: &Transcript, sample: bool) -> Result<String, String> {
     }
 }
 
-/// The capabilities event: revision 1.1, every field typed (parsing did that), every name one
-/// the page knows, each stack once per role, and the 1.1 declarations present.
+/// Judges a server's answers to `WINDOW START` (`start`) and `WINDOW END` (`end`), each `None`
+/// when none came in time: the edge of each, counters (and allocation figures) that do not go
+/// backwards, the allocation fields present exactly as `declared` in `capabilities`.
+pub fn window_answers(
+    start: Option<&WindowReport>,
+    end: Option<&WindowReport>,
+    declared: Option<&AllocationCounters>,
+) -> Result<String, String> {
+    let mut problems = Vec::new();
+    for (want, got) in [(Edge::Start, start), (Edge::End, end)] {
+        let command = want.command().as_str();
+        match got {
+            None => problems.push(format!("no window event within 2 s of {command}")),
+            Some(w) if w.edge != want => problems.push(format!(
+                "{command} answered with edge {:?}, {:?} expected",
+                w.edge.as_str(),
+                want.as_str()
+            )),
+            Some(w) => problems.extend(allocation_fields(&format!("window ({want})"), w, declared)),
+        }
+    }
+    let (Some(start), Some(end)) = (start, end) else {
+        return Err(problems.join("; "));
+    };
+    let mut figures: Vec<(String, Option<u64>, Option<u64>)> = start
+        .counters
+        .iter()
+        .map(|(k, v)| {
+            (
+                format!("counter {k}"),
+                Some(*v),
+                end.counters.get(k).copied(),
+            )
+        })
+        .collect();
+    figures.push(("allocations".into(), start.allocations, end.allocations));
+    figures.push((
+        "allocated_bytes".into(),
+        start.allocated_bytes,
+        end.allocated_bytes,
+    ));
+    for (field, at_start, at_end) in &figures {
+        match (at_start, at_end) {
+            (Some(s), Some(e)) if e < s => problems.push(format!(
+                "{field} went backwards over the window: {s} at WINDOW START, {e} at WINDOW END"
+            )),
+            (Some(s), None) if field.starts_with("counter") => problems.push(format!(
+                "{field} is {s} at WINDOW START but missing at WINDOW END"
+            )),
+            _ => {}
+        }
+    }
+    if problems.is_empty() {
+        let shown: Vec<String> = figures
+            .iter()
+            .filter_map(|(f, s, e)| Some(format!("{f} {} -> {}", (*s)?, (*e)?)))
+            .collect();
+        Ok(format!("start and end answered; {}", shown.join(", ")))
+    } else {
+        Err(problems.join("; "))
+    }
+}
+
+/// The allocation fields of a `window` answer against the declaration: each present exactly
+/// when declared.
+fn allocation_fields(
+    event: &str,
+    w: &WindowReport,
+    declared: Option<&AllocationCounters>,
+) -> Vec<String> {
+    let (counts, bytes) = declared.map_or((false, false), |d| (d.counts, d.bytes));
+    let mut problems = Vec::new();
+    for (field, wanted, present) in [
+        ("allocations", counts, w.allocations.is_some()),
+        ("allocated_bytes", bytes, w.allocated_bytes.is_some()),
+    ] {
+        if wanted && !present {
+            problems.push(format!(
+                "`{event}` has no {field}, which capabilities declares"
+            ));
+        } else if present && !wanted {
+            problems.push(format!(
+                "`{event}` has {field}, which capabilities does not declare"
+            ));
+        }
+    }
+    problems
+}
+
+/// The capabilities event: revision 1.2, every field typed (parsing did that), every name one
+/// the page knows, each stack once per role, the 1.1 declarations present, and the allocation
+/// counters (1.2) declared with their source.
 pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
     let mut rows = Vec::new();
     let row = |name: &str, expected: &str, got: Result<String, String>| {
@@ -208,7 +301,7 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
         "revision",
         "\"1.2\"",
         match caps.revision.as_deref() {
-            Some("1.2") => Ok("\"1.2\"".into()),
+            Some(REVISION) => Ok(format!("{REVISION:?}")),
             Some(other) => Err(format!("{other:?}")),
             None => Err("absent (1.0)".into()),
         },
@@ -241,6 +334,11 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
         "absolute paths that exist",
         files(&caps.files),
     ));
+    rows.push(row(
+        "allocations",
+        "absent (no counters), or counts and bytes declared with a non-empty source (1.2)",
+        allocations(caps.allocations.as_ref()),
+    ));
     for (role, list) in [
         ("client", &caps.roles.client),
         ("server", &caps.roles.server),
@@ -261,6 +359,30 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
         ));
     }
     rows
+}
+
+/// The revision of docs/peer-protocol.md the kit checks.
+pub const REVISION: &str = "1.2";
+
+/// Whether the peer follows revision 1.2 (window commands, allocation counters).
+pub fn follows_1_2(caps: &Capabilities) -> bool {
+    caps.revision.as_deref() == Some(REVISION)
+}
+
+fn allocations(declared: Option<&AllocationCounters>) -> Result<String, String> {
+    let Some(a) = declared else {
+        return Ok("none declared".to_string());
+    };
+    if a.source.trim().is_empty() {
+        return Err(format!(
+            "counts {}, bytes {}, but an empty source: name the counter (e.g. \"runtime.ReadMemStats Mallocs and TotalAlloc\")",
+            a.counts, a.bytes
+        ));
+    }
+    Ok(format!(
+        "counts {}, bytes {}: {}",
+        a.counts, a.bytes, a.source
+    ))
 }
 
 fn files(files: &[String]) -> Result<String, String> {
@@ -300,15 +422,7 @@ fn stack_entry(
         problems.push("listed more than once".to_string());
     }
     for shape in &entry.shapes {
-        if ![
-            "unary",
-            "client_stream",
-            "server_stream",
-            "bidi",
-            "pingpong",
-        ]
-        .contains(&shape.as_str())
-        {
+        if !Shape::EVERY.iter().any(|s| s.as_str() == shape) {
             problems.push(format!("unknown shape {shape:?}"));
         }
     }
@@ -660,5 +774,127 @@ mod tests {
         let json = serde_json::to_string(&rows[1]).unwrap();
         assert!(json.contains("\"status\":\"not checked\""), "{json}");
         assert!(Counts::of(&rows[..1]).summary().ends_with("; done."));
+    }
+
+    fn report(edge: Edge, rpcs: u64, allocations: Option<u64>) -> WindowReport {
+        WindowReport {
+            edge,
+            counters: [("rpcs".to_string(), rpcs), ("rejected".to_string(), 0)].into(),
+            allocations,
+            allocated_bytes: None,
+        }
+    }
+
+    fn counts_only() -> AllocationCounters {
+        AllocationCounters {
+            counts: true,
+            bytes: false,
+            source: "ThreadMXBean".into(),
+        }
+    }
+
+    #[test]
+    fn window_answers_need_their_edge_counters_that_grow_and_the_declared_fields() {
+        let declared = counts_only();
+        let start = report(Edge::Start, 3, Some(100));
+        let end = report(Edge::End, 5, Some(140));
+        let ok = window_answers(Some(&start), Some(&end), Some(&declared)).unwrap();
+        assert!(ok.contains("counter rpcs 3 -> 5"), "{ok}");
+        assert!(ok.contains("allocations 100 -> 140"), "{ok}");
+        // no answer to WINDOW END
+        let err = window_answers(Some(&start), None, Some(&declared)).unwrap_err();
+        assert_eq!(err, "no window event within 2 s of WINDOW END");
+        // the wrong edge
+        let err = window_answers(Some(&start), Some(&start), Some(&declared)).unwrap_err();
+        assert!(
+            err.contains("WINDOW END answered with edge \"start\", \"end\" expected"),
+            "{err}"
+        );
+        // counters going backwards, named with both figures
+        let back = report(Edge::End, 2, Some(90));
+        let err = window_answers(Some(&start), Some(&back), Some(&declared)).unwrap_err();
+        assert!(
+            err.contains(
+                "counter rpcs went backwards over the window: 3 at WINDOW START, 2 at WINDOW END"
+            ),
+            "{err}"
+        );
+        assert!(
+            err.contains(
+                "allocations went backwards over the window: 100 at WINDOW START, 90 at WINDOW END"
+            ),
+            "{err}"
+        );
+        // a counter that disappears
+        let mut gone = end.clone();
+        gone.counters.remove("rejected");
+        let err = window_answers(Some(&start), Some(&gone), Some(&declared)).unwrap_err();
+        assert!(
+            err.contains("counter rejected is 0 at WINDOW START but missing"),
+            "{err}"
+        );
+        // fields exactly as declared: missing when declared, present when not
+        let bare = report(Edge::End, 5, None);
+        let err = window_answers(Some(&start), Some(&bare), Some(&declared)).unwrap_err();
+        assert!(
+            err.contains("`window (end)` has no allocations, which capabilities declares"),
+            "{err}"
+        );
+        let err = window_answers(Some(&start), Some(&end), None).unwrap_err();
+        assert!(
+            err.contains("`window (start)` has allocations, which capabilities does not declare"),
+            "{err}"
+        );
+        let plain = (report(Edge::Start, 0, None), report(Edge::End, 0, None));
+        assert!(window_answers(Some(&plain.0), Some(&plain.1), None).is_ok());
+    }
+
+    #[test]
+    fn revision_1_2_and_the_allocation_declaration_are_checked() {
+        let mut caps = Capabilities {
+            revision: Some("1.2".into()),
+            allocations: Some(counts_only()),
+            ..Capabilities::default()
+        };
+        let verdict = |caps: &Capabilities, name: &str| {
+            let rows = capabilities(caps);
+            rows.into_iter().find(|r| r.name == name).unwrap()
+        };
+        assert!(verdict(&caps, "revision").passed());
+        assert!(follows_1_2(&caps));
+        let allocations = verdict(&caps, "allocations");
+        assert_eq!(
+            allocations.received,
+            "counts true, bytes false: ThreadMXBean"
+        );
+        caps.allocations = Some(AllocationCounters {
+            source: " ".into(),
+            ..counts_only()
+        });
+        let empty = verdict(&caps, "allocations");
+        assert!(
+            !empty.passed() && empty.received.contains("an empty source"),
+            "{empty:?}"
+        );
+        caps.allocations = None;
+        assert_eq!(verdict(&caps, "allocations").received, "none declared");
+        caps.revision = Some("1.1".into());
+        let old = verdict(&caps, "revision");
+        assert_eq!((old.passed(), old.received.as_str()), (false, "\"1.1\""));
+        assert!(!follows_1_2(&caps));
+        // pingpong is a shape the page knows (1.2); a made-up one is not
+        let mut entry = StackCapability {
+            stack: "tcp".into(),
+            shapes: vec!["pingpong".into()],
+            load_models: vec!["closed".into()],
+            libraries: [("l".to_string(), "1".to_string())].into(),
+            settings: [("s".to_string(), true.into())].into(),
+            deviations: Some(vec![]),
+            ..StackCapability::default()
+        };
+        assert!(stack_entry("client", &entry, &[]).is_ok());
+        entry.shapes.push("ping".into());
+        let err = stack_entry("client", &entry, &[]).unwrap_err();
+        assert_eq!(err, "unknown shape \"ping\"");
     }
 }

@@ -6,7 +6,9 @@ use crate::check::{
 };
 use crate::partners::Candidate;
 use crate::shell::{Bench, ClientSpec, Proc, SERVER_NAME};
-use rpcarena_protocol::event::{Capabilities, Command, Event, Role, code, phase};
+use rpcarena_protocol::event::{
+    AllocationCounters, Capabilities, Command, Event, Role, WindowReport, code, phase,
+};
 use rpcarena_protocol::workload::{Payload, Shape};
 use std::path::Path;
 use std::time::Duration;
@@ -228,10 +230,24 @@ const CLIENT_CASES: [(&str, Poke, Outcome); 9] = [
     ),
 ];
 
-/// Client lifecycle against `server`, a server of `stack`.
-pub(crate) fn client_lifecycle(bench: &Bench, stack: &str, server: &Candidate) -> Vec<CheckResult> {
+/// The client lifecycle case of revision 1.2: a window command is not the client's.
+const CLIENT_WINDOW_CASE: (&str, Poke, Outcome) = (
+    "WINDOW START while armed",
+    Poke::Armed(Some("WINDOW START")),
+    Outcome::Refuses(&[phase::ARMED]),
+);
+
+/// Client lifecycle against `server`, a server of `stack`; with `window` (a 1.2 client), the
+/// window command while armed too.
+pub(crate) fn client_lifecycle(
+    bench: &Bench,
+    stack: &str,
+    server: &Candidate,
+    window: bool,
+) -> Vec<CheckResult> {
     let mut rows = Vec::new();
-    for (what, poke, outcome) in CLIENT_CASES {
+    let window = window.then_some(CLIENT_WINDOW_CASE);
+    for (what, poke, outcome) in CLIENT_CASES.into_iter().chain(window) {
         let name = format!("client {stack} vs {}: {what}", server.id);
         let received = match client_poke(bench, stack, server, poke, outcome.bound(), &name) {
             Err(t) => Err(format!(
@@ -404,6 +420,51 @@ pub(crate) fn server_lifecycle(bench: &Bench, stack: &str) -> Vec<CheckResult> {
         rows.push(CheckResult::new("lifecycle", name, expected, received));
     }
     rows
+}
+
+/// The server's window commands (revision 1.2): `WINDOW START`, then `WINDOW END`, each answered
+/// by a `window` event with that edge within 2 s, counters that do not go backwards, the
+/// allocation fields exactly as `declared`; then SHUTDOWN: `stopped`, exit 0.
+pub(crate) fn server_window(
+    bench: &Bench,
+    stack: &str,
+    declared: Option<&AllocationCounters>,
+) -> CheckResult {
+    let name = format!("server {stack}: WINDOW START, WINDOW END, then SHUTDOWN");
+    let raw = bench.raw(&name);
+    let received = match bench.start_server(&bench.peer, stack, &[], &raw) {
+        Err(t) => Err(format!("no ready: {}", t.describe())),
+        Ok((mut server, _)) => {
+            let start = window_answer(&mut server, Command::WindowStart);
+            let end = window_answer(&mut server, Command::WindowEnd);
+            server.send(Command::Shutdown);
+            let t = without_ready(server.finish(AT_ONCE));
+            let window = check::window_answers(start.as_ref(), end.as_ref(), declared);
+            match (window, expect_stopped(&t, false)) {
+                (Ok(w), Ok(_)) => Ok(format!("{w}; then stopped, exit 0")),
+                (w, stop) => Err(format!(
+                    "{}{}",
+                    w.err().map_or(String::new(), |p| format!("{p}; ")),
+                    stop.unwrap_or_else(|t| t)
+                )),
+            }
+        }
+    };
+    CheckResult::new(
+        "lifecycle",
+        name,
+        "each answered by a window event with its edge within 2 s, counters not going backwards, allocation fields as capabilities declares; then stopped, exit 0",
+        received,
+    )
+}
+
+/// Sends a window command and waits up to 2 s for a `window` event (any edge; the judge checks).
+fn window_answer(server: &mut Proc, command: Command) -> Option<WindowReport> {
+    server.send(command);
+    match server.until(AT_ONCE, |e| matches!(e, Event::Window(_))) {
+        Some(Event::Window(w)) => Some(w),
+        _ => None,
+    }
 }
 
 fn without_ready(mut t: Transcript) -> Transcript {

@@ -240,15 +240,7 @@ impl Kit<'_> {
         }
         if self.options.wants("lifecycle") {
             log(&format!("{stack}: lifecycle"));
-            if client {
-                match self.partner("lifecycle", Role::Client, stack, Need::Offers) {
-                    Ok(p) => rows.extend(kit::client_lifecycle(&self.bench, stack, p)),
-                    Err(row) => rows.push(row),
-                }
-            }
-            if server {
-                rows.extend(kit::server_lifecycle(&self.bench, stack));
-            }
+            rows.extend(self.lifecycle(stack, (client, server)));
         }
         if self.options.wants("tls") && client {
             log(&format!("{stack}: tls"));
@@ -261,6 +253,27 @@ impl Kit<'_> {
             rows.extend(self.validation(stack, role, log));
         }
         Ok(rows)
+    }
+
+    /// The lifecycle group: the client against a server partner, the server alone; a 1.2 peer
+    /// also on the window commands (a 1.1 peer fails the revision row and skips them).
+    fn lifecycle(&self, stack: &str, (client, server): (bool, bool)) -> Vec<CheckResult> {
+        let mut rows = Vec::new();
+        let window = check::follows_1_2(&self.peer.caps);
+        if client {
+            match self.partner("lifecycle", Role::Client, stack, Need::Offers) {
+                Ok(p) => rows.extend(kit::client_lifecycle(&self.bench, stack, p, window)),
+                Err(row) => rows.push(row),
+            }
+        }
+        if server {
+            rows.extend(kit::server_lifecycle(&self.bench, stack));
+            if window {
+                let declared = self.peer.caps.allocations.as_ref();
+                rows.push(kit::server_window(&self.bench, stack, declared));
+            }
+        }
+        rows
     }
 
     /// The sample group: the peer as client against the chosen server, as server against the
@@ -308,9 +321,11 @@ impl Kit<'_> {
         let theirs = partners::entry(partner, partners::opposite(role), stack);
         let offered =
             |e: Option<&StackCapability>, x: &String| e.is_some_and(|e| e.shapes.contains(x));
+        // pingpong's validation is bidi's (the same Bidi RPC and faults): the bidi rows check it
         let (shapes, missing): (Vec<String>, Vec<String>) = ours
             .shapes
             .iter()
+            .filter(|s| s.as_str() != "pingpong")
             .cloned()
             .partition(|s| offered(theirs, s));
         let structured = [Some(ours), theirs]

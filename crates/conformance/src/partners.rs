@@ -40,15 +40,10 @@ pub fn role_name(role: Role) -> &'static str {
     }
 }
 
-/// Whether `candidate`'s entry for this role and stack declares docs/stacks.md's conformance
-/// faults.
-///
-/// STEP A STAND-IN, to be replaced by reading the entry's `conformance_faults` flag (protocol
-/// revision 1.2) once the protocol types carry it: until then only the Rust peer's `grpc`,
-/// `quic` and `tcp` count as having them, whatever the entry says.
-pub fn declares_faults(candidate: &Candidate, entry: &StackCapability) -> bool {
-    candidate.caps.peer == "rpcarena-peer-rust"
-        && ["grpc", "quic", "tcp"].contains(&entry.stack.as_str())
+/// Whether this stack entry declares docs/stacks.md's conformance faults (revision 1.2,
+/// `conformance_faults`; absent means `false`).
+pub fn declares_faults(entry: &StackCapability) -> bool {
+    entry.conformance_faults
 }
 
 /// The entry `candidate` offers in `role` for `stack` that meets `need`.
@@ -62,7 +57,7 @@ fn offers<'a>(
         .caps
         .roles
         .stack(role, stack)
-        .filter(|entry| need == Need::Offers || declares_faults(candidate, entry))
+        .filter(|entry| need == Need::Offers || declares_faults(entry))
 }
 
 /// The order of preference: the first candidate (the Rust peer, the reference), then the peer
@@ -128,9 +123,11 @@ mod tests {
     use super::*;
     use rpcarena_protocol::event::Roles;
 
+    /// An entry for `stack`; a trailing `!` declares conformance faults (`tcp!`).
     fn entry(stack: &str) -> StackCapability {
         StackCapability {
-            stack: stack.into(),
+            stack: stack.trim_end_matches('!').into(),
+            conformance_faults: stack.ends_with('!'),
             shapes: vec!["unary".into()],
             ..StackCapability::default()
         }
@@ -156,8 +153,8 @@ mod tests {
         candidate(
             "rust",
             "rpcarena-peer-rust",
-            &["grpc", "quic", "tcp"],
-            &["grpc", "quic", "tcp"],
+            &["grpc!", "quic!", "tcp!"],
+            &["grpc!", "quic!", "tcp!"],
         )
     }
 
@@ -225,26 +222,45 @@ mod tests {
     fn the_validation_groups_need_a_partner_with_faults() {
         let go = go();
         let candidates = [rust()];
-        // Rust's tcp has faults; go's own grpc does not count (step A: only the Rust peer's)
+        // Rust's tcp declares faults: it comes first
         assert_eq!(
             chosen(&go, &candidates, Role::Client, "tcp", Need::Faults),
             Ok("rust".into())
         );
+        // go's netrpc-gob server has none: not checked, naming who was asked
         let err = chosen(&go, &candidates, Role::Server, "netrpc-gob", Need::Faults).unwrap_err();
         assert_eq!(
             err,
             "no server of netrpc-gob with conformance faults among rust, the peer itself (go)"
         );
-        // the Rust peer's name on a stack it does not have (a renaming wrapper): no faults
-        let renamed = candidate("renamed", "rpcarena-peer-rust", &[], &["tcp-renamed"]);
-        let err = chosen(
-            &renamed,
-            &candidates,
-            Role::Server,
-            "tcp-renamed",
-            Need::Faults,
+        // once go declares them, go is its own misbehaving partner
+        let faulty_go = candidate("go", "rpcarena-peer-go", &["netrpc-gob!"], &["netrpc-gob!"]);
+        assert_eq!(
+            chosen(
+                &faulty_go,
+                &candidates,
+                Role::Server,
+                "netrpc-gob",
+                Need::Faults
+            ),
+            Ok("go".into())
         );
-        assert!(err.is_err(), "{err:?}");
+        // another peer with faults is taken when neither Rust nor the peer has them
+        let kotlin = candidate("kotlin", "rpcarena-peer-kotlin", &["netrpc-gob!"], &[]);
+        let candidates = [rust(), kotlin];
+        assert_eq!(
+            chosen(&go, &candidates, Role::Client, "netrpc-gob", Need::Faults),
+            Ok("kotlin".into())
+        );
+        // a partner that offers the stack without faults is enough for the other groups
+        let plain = candidate("plain", "rpcarena-peer-plain", &[], &["grpc"]);
+        let js = candidate("js", "rpcarena-peer-js", &["grpc"], &[]);
+        let candidates = [plain];
+        assert_eq!(
+            chosen(&js, &candidates, Role::Server, "grpc", Need::Offers),
+            Ok("plain".into())
+        );
+        assert!(chosen(&js, &candidates, Role::Server, "grpc", Need::Faults).is_err());
         // no candidates at all: only the peer itself is asked
         assert_eq!(
             chosen(&go, &[], Role::Server, "quic", Need::Offers).unwrap_err(),

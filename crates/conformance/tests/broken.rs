@@ -199,3 +199,29 @@ fn a_stack_without_a_partner_with_faults_is_not_checked_and_pairs_the_peer_with_
         "{table}"
     );
 }
+
+#[test]
+fn a_server_that_ignores_the_window_commands_fails_the_window_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let peer = wrapper(
+        dir.path(),
+        "ignores-window",
+        // the peer is the wrapper's own process (exec), so it ends when the peer does
+        r#"exec "$PEER" "$@" < <(grep --line-buffered -v '^WINDOW ')"#,
+    );
+    let rows = check(peer, &["lifecycle"]);
+    let r = row(&rows, "server tcp: WINDOW START, WINDOW END, then SHUTDOWN");
+    assert!(!r.passed(), "{r:?}");
+    assert!(
+        r.received.starts_with(
+            "no window event within 2 s of WINDOW START; no window event within 2 s of WINDOW END; "
+        ),
+        "{r:?}"
+    );
+    // the client never sees the command either, so it does not refuse it: caught too
+    let r = row(&rows, "client tcp vs rust: WINDOW START while armed");
+    assert!(!r.passed(), "{r:?}");
+    // everything else is the Rust peer's and passes
+    let failed = rows.iter().filter(|r| !r.passed()).count();
+    assert_eq!(failed, 2, "{rows:#?}");
+}
