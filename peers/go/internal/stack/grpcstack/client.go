@@ -116,7 +116,7 @@ func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engi
 	}
 	client := &Client{conn: conn, client: pb.NewBenchServiceClient(conn), workload: settings.Workload, sockets: sockets}
 	for range settings.Lanes {
-		client.lanes = append(client.lanes, &lane{client: client.client, workload: settings.Workload})
+		client.lanes = append(client.lanes, &lane{conn: conn, client: client.client, workload: settings.Workload})
 	}
 	return client, nil
 }
@@ -187,6 +187,7 @@ func invalid(err error) *engine.OpError { return engine.Errorf("invalid", "%v", 
 
 // lane runs calls through the generated client on the shared channel.
 type lane struct {
+	conn     *grpc.ClientConn
 	client   pb.BenchServiceClient
 	workload workload.Workload
 }
