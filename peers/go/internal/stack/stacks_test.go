@@ -12,6 +12,7 @@ import (
 
 	"rpcarena/peers/go/internal/args"
 	"rpcarena/peers/go/internal/engine"
+	"rpcarena/peers/go/internal/fault"
 	"rpcarena/peers/go/internal/stack"
 	"rpcarena/peers/go/internal/stack/grpcstack"
 	"rpcarena/peers/go/internal/stack/httpstack"
@@ -23,13 +24,13 @@ import (
 	"rpcarena/peers/go/internal/workload"
 )
 
-type serveFunc func(address string, config *tls.Config, counters *stack.Counters) (stack.Server, error)
+type serveFunc func(address string, config *tls.Config, counters *stack.Counters, f fault.Server) (stack.Server, error)
 type connectFunc func(ctx context.Context, settings stack.ClientSettings) (stack.Client, *engine.OpError)
 
 // server and client keep a typed nil pointer out of the interfaces.
-func server[S stack.Server](serve func(string, *tls.Config, *stack.Counters) (S, error)) serveFunc {
-	return func(address string, config *tls.Config, counters *stack.Counters) (stack.Server, error) {
-		s, err := serve(address, config, counters)
+func server[S stack.Server](serve func(string, *tls.Config, *stack.Counters, fault.Server) (S, error)) serveFunc {
+	return func(address string, config *tls.Config, counters *stack.Counters, f fault.Server) (stack.Server, error) {
+		s, err := serve(address, config, counters, f)
 		if err != nil {
 			return nil, err
 		}
@@ -53,56 +54,60 @@ type stackUnderTest struct {
 	connect connectFunc
 }
 
-// stacks lists each stack's server and client constructors (measuring, no conformance fault).
+// stacks lists each stack's server (in a conformance fault mode, where the stack has them) and
+// client constructors.
 var stacks = map[args.Stack]stackUnderTest{
-	args.Grpc: {stack.ALPNH2,
-		server(func(a string, c *tls.Config, n *stack.Counters) (*grpcstack.Server, error) { return grpcstack.Serve(a, c, n, "") }),
-		client(grpcstack.Connect)},
-	args.GrpcServeHTTP: {stack.ALPNH2,
-		server(func(a string, c *tls.Config, n *stack.Counters) (*stack.HTTPServer, error) {
-			return grpcstack.ServeHTTP(a, c, n, "")
+	args.Grpc:          {stack.ALPNH2, server(grpcstack.Serve), client(grpcstack.Connect)},
+	args.GrpcServeHTTP: {stack.ALPNH2, server(grpcstack.ServeHTTP), client(grpcstack.Connect)},
+	args.Quic: {stack.ALPNNative,
+		server(func(a string, c *tls.Config, n *stack.Counters, _ fault.Server) (*quicstack.Server, error) {
+			return quicstack.Serve(a, c, n)
 		}),
-		client(grpcstack.Connect)},
-	args.Quic: {stack.ALPNNative, server(quicstack.Serve), client(quicstack.Connect)},
-	args.Tcp:  {stack.ALPNNative, server(tcpstack.Serve), client(tcpstack.Connect)},
+		client(quicstack.Connect)},
+	args.Tcp: {stack.ALPNNative,
+		server(func(a string, c *tls.Config, n *stack.Counters, _ fault.Server) (*tcpstack.Server, error) {
+			return tcpstack.Serve(a, c, n)
+		}),
+		client(tcpstack.Connect)},
 	args.NetrpcGob: {netrpcstack.ALPNGob,
-		server(func(a string, c *tls.Config, n *stack.Counters) (*netrpcstack.Server, error) {
-			return netrpcstack.Serve(a, c, n, netrpcstack.Gob, "")
+		server(func(a string, c *tls.Config, n *stack.Counters, f fault.Server) (*netrpcstack.Server, error) {
+			return netrpcstack.Serve(a, c, n, netrpcstack.Gob, f)
 		}),
 		client(func(ctx context.Context, s stack.ClientSettings) (*netrpcstack.Client, *engine.OpError) {
 			return netrpcstack.Connect(ctx, s, netrpcstack.Gob)
 		})},
 	args.NetrpcProto: {netrpcstack.ALPNProto,
-		server(func(a string, c *tls.Config, n *stack.Counters) (*netrpcstack.Server, error) {
-			return netrpcstack.Serve(a, c, n, netrpcstack.Proto, "")
+		server(func(a string, c *tls.Config, n *stack.Counters, f fault.Server) (*netrpcstack.Server, error) {
+			return netrpcstack.Serve(a, c, n, netrpcstack.Proto, f)
 		}),
 		client(func(ctx context.Context, s stack.ClientSettings) (*netrpcstack.Client, *engine.OpError) {
 			return netrpcstack.Connect(ctx, s, netrpcstack.Proto)
 		})},
 	args.HTTP1Proto: {httpstack.ALPNHTTP1,
-		server(func(a string, c *tls.Config, n *stack.Counters) (*stack.HTTPServer, error) {
-			return httpstack.Serve(a, c, n, false, "")
+		server(func(a string, c *tls.Config, n *stack.Counters, f fault.Server) (*stack.HTTPServer, error) {
+			return httpstack.Serve(a, c, n, false, f)
 		}),
 		client(func(ctx context.Context, s stack.ClientSettings) (*httpstack.Client, *engine.OpError) {
 			return httpstack.Connect(ctx, s, false)
 		})},
 	args.HTTP2Proto: {httpstack.ALPNHTTP2,
-		server(func(a string, c *tls.Config, n *stack.Counters) (*stack.HTTPServer, error) {
-			return httpstack.Serve(a, c, n, true, "")
+		server(func(a string, c *tls.Config, n *stack.Counters, f fault.Server) (*stack.HTTPServer, error) {
+			return httpstack.Serve(a, c, n, true, f)
 		}),
 		client(func(ctx context.Context, s stack.ClientSettings) (*httpstack.Client, *engine.OpError) {
 			return httpstack.Connect(ctx, s, true)
 		})},
 }
 
-// start serves stack s on loopback with the test certificate.
-func (s stackUnderTest) start(t *testing.T, pki testpki.Files, counters *stack.Counters) stack.Server {
+// start serves stack s on loopback with the test certificate, in conformance fault mode f when
+// it is set.
+func (s stackUnderTest) start(t *testing.T, pki testpki.Files, counters *stack.Counters, f fault.Server) stack.Server {
 	t.Helper()
 	config, err := stack.ServerTLS(pki.Cert, pki.Key, s.alpn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	server, err := s.serve("127.0.0.1:0", config, counters)
+	server, err := s.serve("127.0.0.1:0", config, counters, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +126,7 @@ func TestEveryStackServesEveryShapeAndPayload(t *testing.T) {
 	pki := testpki.Write(t)
 	for name, s := range stacks {
 		counters := &stack.Counters{}
-		server := s.start(t, pki, counters)
+		server := s.start(t, pki, counters, "")
 		for _, kind := range []workload.Kind{workload.Zeros, workload.Structured} {
 			for _, shape := range args.Carried(name).Shapes {
 				wl := workload.Workload{Shape: shape, RequestSize: 64, ResponseSize: 3000, Messages: 8, Kind: kind}
@@ -155,7 +160,7 @@ func TestEveryStackReportsWhatItsConnectionsSent(t *testing.T) {
 		if !slices.Contains(args.Carried(name).Shapes, wl.Shape) {
 			wl.Shape, wl.RequestSize = workload.Unary, 128*1024
 		}
-		server := s.start(t, pki, &stack.Counters{})
+		server := s.start(t, pki, &stack.Counters{}, "")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		client, opErr := s.connect(ctx, settings(t, server.Addr().String(), pki.CA, "127.0.0.1", s.alpn, wl))
 		if opErr != nil {
@@ -191,7 +196,7 @@ func TestAWrongCAOrNameFailsAsTLS(t *testing.T) {
 	pki := testpki.Write(t)
 	wl := workload.Workload{Shape: workload.Unary, Messages: 1}
 	for name, s := range stacks {
-		server := s.start(t, pki, &stack.Counters{})
+		server := s.start(t, pki, &stack.Counters{}, "")
 		for what, c := range map[string][2]string{"wrong CA": {pki.OtherCA, "localhost"}, "wrong name": {pki.CA, "example.org"}} {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			client, opErr := s.connect(ctx, settings(t, server.Addr().String(), c[0], c[1], s.alpn, wl))
