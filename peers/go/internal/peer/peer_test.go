@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"rpcarena/peers/go/internal/args"
+	"rpcarena/peers/go/internal/fault"
 	"rpcarena/peers/go/internal/protocol"
 	"rpcarena/peers/go/internal/testpki"
 	"rpcarena/peers/go/internal/workload"
@@ -298,5 +299,36 @@ func TestCapabilitiesDeclareEveryStackAndItsSettings(t *testing.T) {
 	}
 	if !strings.Contains(string(line), `"stack":"http2-proto","shapes":["unary"],"load_models":["closed","window","open"]`) {
 		t.Errorf("http2-proto's offer: %s", line)
+	}
+}
+
+// A --conformance-fault client against a validating server prints `stopped` and exits 0 without
+// `armed`; against a server that skips validation it fails its validation phase with `invalid`.
+func TestAConformanceFaultClientProbesInsteadOfMeasuring(t *testing.T) {
+	pki := testpki.Write(t)
+	for _, serverFault := range []fault.Server{"", fault.SkipValidation} {
+		server := start(t, func(inputs <-chan protocol.Input, out *protocol.Output) int {
+			return RunServer(&args.Server{Stack: args.NetrpcProto, Listen: "127.0.0.1:0", Cert: pki.Cert, Key: pki.Key, Fault: serverFault}, inputs, out)
+		})
+		address := server.next(t, "ready")["address"].(string)
+		a := clientArgs(args.NetrpcProto, address, pki.CA)
+		a.Fault = fault.ResponseSizeTooLarge
+		client := runClient(t, a)
+		if serverFault == "" {
+			client.next(t, "stopped")
+			client.exited(t, 0)
+		} else {
+			failure := client.next(t, "error")
+			if failure["phase"] != "validate" || failure["code"] != "invalid" || !strings.Contains(failure["message"].(string), "response-size-too-large") {
+				t.Fatalf("%v", failure)
+			}
+			client.exited(t, 1)
+		}
+		close(server.inputs)
+		stopped := server.next(t, "stopped")
+		if rejected := stopped["counters"].(map[string]any)["rejected"]; (serverFault == "") != (rejected == "1") {
+			t.Fatalf("server in mode %q: %v", serverFault, stopped)
+		}
+		server.exited(t, 0)
 	}
 }
