@@ -2,7 +2,6 @@ package grpcstack
 
 import (
 	"errors"
-	"io"
 	"strings"
 
 	"google.golang.org/grpc"
@@ -50,11 +49,19 @@ func (s *faultService) serve(shape workload.Shape, stream grpc.ServerStream) err
 }
 
 func (s *faultService) answer(shape workload.Shape, stream grpc.ServerStream, tally *stack.CallTally) error {
-	if shape == workload.Bidi {
-		return s.bidi(stream, tally)
+	check := workload.NewCallCheck(shape)
+	if !s.fault.Validates() {
+		check = nil
 	}
-	requests, err := s.receive(shape, stream, tally)
-	if err != nil {
+	if shape == workload.Bidi {
+		return s.bidi(stream, check, tally)
+	}
+	// the whole call first (one request for unary and server streams)
+	var requests []*pb.Request
+	if err := receive(stream, check, tally, func(request *pb.Request) error {
+		requests = append(requests, request)
+		return nil
+	}); err != nil {
 		return err
 	}
 	if shape == workload.ClientStream {
@@ -63,56 +70,19 @@ func (s *faultService) answer(shape workload.Shape, stream grpc.ServerStream, ta
 	return send(stream, fault.Responses(s.fault, shape, requests), tally)
 }
 
-// receive reads the whole call (one request for unary and server streams) and checks it,
-// unless the mode skips validation.
-func (s *faultService) receive(shape workload.Shape, stream grpc.ServerStream, tally *stack.CallTally) ([]*pb.Request, error) {
-	check := workload.NewCallCheck(shape)
-	var requests []*pb.Request
-	for len(requests) == 0 || shape.StreamsRequests() {
-		request := &pb.Request{}
-		err := stream.RecvMsg(request)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		tally.Requests++
-		if s.fault.Validates() {
-			if err := check.Add(request); err != nil {
-				return nil, status.Error(codes.InvalidArgument, err.Error())
-			}
-		}
-		requests = append(requests, request)
-	}
-	if len(requests) == 0 && s.fault.Validates() {
-		return nil, status.Error(codes.InvalidArgument, workload.EmptyStream)
-	}
-	return requests, nil
-}
+// errEndOK ends a bidi call with status OK before its first response.
+var errEndOK = errors.New("status OK at the first request")
 
 // bidi answers each request as it arrives: the per-message modes change each response; the
 // modes that end a call early end it at the first request (fault.FirstRequestEnding); an extra
 // message follows the last response.
-func (s *faultService) bidi(stream grpc.ServerStream, tally *stack.CallTally) error {
-	check := workload.NewCallCheck(workload.Bidi)
+func (s *faultService) bidi(stream grpc.ServerStream, check *workload.CallCheck, tally *stack.CallTally) error {
 	var last *pb.Request
-	for {
-		request := &pb.Request{}
-		err := stream.RecvMsg(request)
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return err
-		}
-		tally.Requests++
-		if s.fault.Validates() {
-			if err := check.Add(request); err != nil {
-				return status.Error(codes.InvalidArgument, err.Error())
-			}
-		}
+	err := receive(stream, check, tally, func(request *pb.Request) error {
 		if ending, ends := fault.FirstRequestEnding(s.fault); ends {
+			if ending.Code == fault.OK {
+				return errEndOK
+			}
 			return endWith(ending)
 		}
 		response := fault.ResponseTo(request, request.Seq)
@@ -122,10 +92,13 @@ func (s *faultService) bidi(stream grpc.ServerStream, tally *stack.CallTally) er
 		}
 		tally.Responses++
 		last = request
-	}
+		return nil
+	})
 	switch {
-	case last == nil && s.fault.Validates():
-		return status.Error(codes.InvalidArgument, workload.EmptyStream)
+	case errors.Is(err, errEndOK):
+		return nil
+	case err != nil:
+		return err
 	case last != nil && s.fault == fault.ExtraMessage:
 		tally.Responses++
 		return stream.SendMsg(fault.ResponseTo(last, last.Seq+1))

@@ -169,14 +169,11 @@ func pingpong(c Conn, wl workload.Workload) (uint64, *engine.OpError) {
 		default:
 			return bytes, unexpected(kind)
 		}
-		proto.Reset(response)
-		if err := proto.Unmarshal(body, response); err != nil {
-			return bytes, invalid(fmt.Sprintf("undecodable response message: %v", err))
+		length, err := checked(body, response, wl, i)
+		if err != nil {
+			return bytes, err
 		}
-		if err := workload.CheckResponse(response, wl.Kind, i, wl.ResponseSize); err != nil {
-			return bytes, invalid(err.Error())
-		}
-		bytes += workload.PayloadLen(response.Payload, response.Body)
+		bytes += length
 	}
 	if err := endRequests(c); err != nil {
 		return bytes, err
@@ -286,14 +283,11 @@ func readResponses(r *Reader, wl workload.Workload) (uint64, *engine.OpError) {
 			if received == n {
 				return bytes, invalid(fmt.Sprintf("the server sent more than the %d responses asked for", n))
 			}
-			proto.Reset(response)
-			if err := proto.Unmarshal(body, response); err != nil {
-				return bytes, invalid(fmt.Sprintf("undecodable response message: %v", err))
+			length, err := checked(body, response, wl, received)
+			if err != nil {
+				return bytes, err
 			}
-			if err := workload.CheckResponse(response, wl.Kind, received, wl.ResponseSize); err != nil {
-				return bytes, invalid(err.Error())
-			}
-			bytes += workload.PayloadLen(response.Payload, response.Body)
+			bytes += length
 			received++
 		case Status:
 			if err := checkStatus(body); err != nil {
@@ -307,6 +301,19 @@ func readResponses(r *Reader, wl workload.Workload) (uint64, *engine.OpError) {
 			return bytes, unexpected(kind)
 		}
 	}
+}
+
+// checked decodes a MESSAGE body into response and checks it as response seq of wl; it returns
+// its payload length.
+func checked(body []byte, response *pb.Response, wl workload.Workload, seq uint64) (uint64, *engine.OpError) {
+	proto.Reset(response)
+	if err := proto.Unmarshal(body, response); err != nil {
+		return 0, invalid(fmt.Sprintf("undecodable response message: %v", err))
+	}
+	if err := workload.CheckResponse(response, wl.Kind, seq, wl.ResponseSize); err != nil {
+		return 0, invalid(err.Error())
+	}
+	return workload.PayloadLen(response.Payload, response.Body), nil
 }
 
 // expectEnd: after STATUS a one-call stream must end (no data after STATUS).
