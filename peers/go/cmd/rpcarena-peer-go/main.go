@@ -1,7 +1,11 @@
-// Command rpcarena-peer-go is the Go peer of rpcarena (docs/peer-protocol.md, revision 1.1):
+// Command rpcarena-peer-go is the Go peer of rpcarena (docs/peer-protocol.md, revision 1.2):
 //
 //	rpcarena-peer-go capabilities
-//	rpcarena-peer-go server --stack grpc|quic|tcp --listen HOST:PORT --cert FILE --key FILE
+//	rpcarena-peer-go server --stack S --listen HOST:PORT --cert FILE --key FILE
+//
+// where S is grpc, quic, tcp, grpc-servehttp, netrpc-gob, netrpc-proto, http1-proto or
+// http2-proto, and:
+//
 //	rpcarena-peer-go client --stack S --server HOST:PORT --server-name NAME --ca FILE --shape SHAPE
 //	    --concurrency N --request-size B --response-size B --messages-per-stream N --load MODEL
 //	    [MODEL ARGUMENTS] [--payload zeros|structured] --warmup-ms MS --window-ms MS --drain-ms MS

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"rpcarena/peers/go/internal/fault"
 	"rpcarena/peers/go/internal/workload"
 )
 
@@ -28,7 +29,7 @@ const (
 // Stack is a transport stack.
 type Stack string
 
-// The stacks (docs/stacks.md).
+// The stacks every peer may offer (docs/stacks.md); stacks.go lists the others.
 const (
 	Grpc Stack = "grpc"
 	Quic Stack = "quic"
@@ -56,6 +57,8 @@ type Server struct {
 	Listen string
 	Cert   string
 	Key    string
+	// Fault is the hidden --conformance-fault mode ("" when measuring).
+	Fault fault.Server
 }
 
 // Client holds the `client` arguments.
@@ -77,6 +80,8 @@ type Client struct {
 	WarmupMs    uint64
 	WindowMs    uint64
 	DrainMs     uint64
+	// Fault is the hidden --conformance-fault mode ("" when measuring).
+	Fault fault.Client
 }
 
 // Lanes is the number of lanes the model runs: --in-flight for window, --streams for
@@ -221,11 +226,21 @@ func (r *reader) rest(command string) {
 func parseServer(values map[string]string) (*Server, error) {
 	r := &reader{values: values}
 	server := &Server{
-		Stack: Stack(r.oneOf("--stack", r.required("--stack"), "grpc", "quic", "tcp")),
+		Stack: Stack(r.oneOf("--stack", r.required("--stack"), stackNames()...)),
 	}
 	server.Listen = r.hostPort("--listen", r.required("--listen"))
 	server.Cert = r.required("--cert")
 	server.Key = r.required("--key")
+	if text, ok := r.take("--conformance-fault"); ok && r.err == nil {
+		mode, err := fault.ParseServer(text)
+		if err == nil {
+			err = checkFaultStack(server.Stack)
+		}
+		if err != nil {
+			r.fail("%v", err)
+		}
+		server.Fault = mode
+	}
 	r.rest("server")
 	return server, r.err
 }
@@ -235,7 +250,7 @@ var decimal = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
 func parseClient(values map[string]string) (*Client, error) {
 	r := &reader{values: values}
 	c := &Client{}
-	c.Stack = Stack(r.oneOf("--stack", r.required("--stack"), "grpc", "quic", "tcp"))
+	c.Stack = Stack(r.oneOf("--stack", r.required("--stack"), stackNames()...))
 	c.Server = r.hostPort("--server", r.required("--server"))
 	c.ServerName = r.required("--server-name")
 	if r.err == nil && (c.ServerName == "" || strings.ContainsAny(c.ServerName, " /\t")) {
@@ -264,6 +279,7 @@ func parseClient(values map[string]string) (*Client, error) {
 	c.WindowMs = r.requiredNumber("--window-ms", 1, maxMillis)
 	c.DrainMs = r.requiredNumber("--drain-ms", 0, maxMillis)
 	modelArguments(r, c)
+	faultText, faulty := r.take("--conformance-fault")
 	r.rest("client")
 	if r.err != nil {
 		return nil, r.err
@@ -276,7 +292,32 @@ func parseClient(values map[string]string) (*Client, error) {
 	if c.Load == SendSaturation && c.Workload.Shape != workload.ClientStream {
 		return nil, fmt.Errorf("--load send-saturation runs client streams only, not --shape %s", c.Workload.Shape)
 	}
+	if err := checkCarried(c); err != nil {
+		return nil, err
+	}
+	if faulty {
+		if err := clientFault(c, faultText); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// clientFault reads --conformance-fault for the client: a client mode that applies to the
+// workload, on a stack that implements the modes.
+func clientFault(c *Client, text string) error {
+	mode, err := fault.ParseClient(text)
+	if err != nil {
+		return err
+	}
+	if err := mode.Check(c.Workload); err != nil {
+		return err
+	}
+	if err := checkFaultStack(c.Stack); err != nil {
+		return err
+	}
+	c.Fault = mode
+	return nil
 }
 
 // modelArguments reads each model's own arguments: required by that model (--arrival and --seed

@@ -38,6 +38,29 @@ func TestTheServerLineParses(t *testing.T) {
 	}
 }
 
+func TestTheNewStacksAndConformanceFaultsParse(t *testing.T) {
+	command, err := Parse(replace(replace(client("--load", "open", "--rate", "5", "--conformance-fault", "response-size-too-large"), "--stack", "http1-proto"), "--shape", "unary"))
+	if err != nil || command.Client.Stack != HTTP1Proto || command.Client.Fault != "response-size-too-large" {
+		t.Fatalf("%v %+v", err, command.Client)
+	}
+	command, err = Parse(replace(client("--load", "closed"), "--shape", "pingpong"))
+	if err != nil || command.Client.Workload.Shape != workload.Pingpong {
+		t.Fatalf("%v %+v", err, command.Client)
+	}
+	for _, s := range Stacks {
+		command, err := Parse([]string{"server", "--stack", string(s), "--listen", "127.0.0.1:0", "--cert", "c", "--key", "k", "--conformance-fault", "early-status"})
+		switch {
+		case Carried(s).Faults && (err != nil || command.Server.Fault != "early-status"):
+			t.Errorf("%s: %v %+v", s, err, command.Server)
+		case !Carried(s).Faults && (err == nil || !strings.Contains(err.Error(), "not implemented for --stack "+string(s))):
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+	if _, err := Parse([]string{"server", "--stack", "grpc", "--listen", "127.0.0.1:0", "--cert", "c", "--key", "k", "--conformance-fault", "seq-order"}); err == nil || !strings.Contains(err.Error(), "not a server mode") {
+		t.Errorf("a client mode given to a server: %v", err)
+	}
+}
+
 func TestBadArgumentsAreRefusedNamingTheArgument(t *testing.T) {
 	cases := map[string]struct {
 		argv []string
@@ -60,6 +83,11 @@ func TestBadArgumentsAreRefusedNamingTheArgument(t *testing.T) {
 		"stack":                {replace(client("--load", "closed"), "--stack", "h3"), "--stack"},
 		"server address":       {replace(client("--load", "closed"), "--server", "localhost"), "--server"},
 		"no value":             {append(client("--load", "closed"), "--payload"), "--payload needs a value"},
+		"stack shape":          {replace(client("--load", "closed"), "--stack", "netrpc-gob"), "--shape bidi: the netrpc-gob stack carries only unary: net/rpc carries one request and one reply per call"},
+		"stack load":           {replace(replace(client("--load", "backpressure", "--max-in-flight", "8"), "--stack", "http2-proto"), "--shape", "unary"), "--load backpressure: the http2-proto stack runs only closed, window, open"},
+		"fault mode":           {client("--load", "closed", "--conformance-fault", "wrong-seq"), `--conformance-fault "wrong-seq" is not a client mode`},
+		"fault shape":          {replace(client("--load", "closed", "--conformance-fault", "seq-order"), "--shape", "unary"), "--conformance-fault seq-order applies to --shape"},
+		"fault stack":          {client("--load", "closed", "--conformance-fault", "nonzero-byte"), "--conformance-fault is not implemented for --stack quic"},
 		"command":              {[]string{"serve"}, "unknown command"},
 		"nothing":              {nil, "no command"},
 	}

@@ -25,33 +25,32 @@ const (
 
 // modules lists the modules that implement each stack, for `libraries`.
 var modules = map[args.Stack][]string{
-	args.Grpc: {"google.golang.org/grpc", "golang.org/x/net", "google.golang.org/protobuf"},
-	args.Quic: {"github.com/quic-go/quic-go", "google.golang.org/protobuf"},
-	args.Tcp:  {"google.golang.org/protobuf"},
+	args.Grpc:          {"google.golang.org/grpc", "golang.org/x/net", "google.golang.org/protobuf"},
+	args.GrpcServeHTTP: {"google.golang.org/grpc", "golang.org/x/net", "google.golang.org/protobuf"},
+	args.Quic:          {"github.com/quic-go/quic-go", "google.golang.org/protobuf"},
+	args.Tcp:           {"google.golang.org/protobuf"},
+	args.NetrpcGob:     {"google.golang.org/protobuf"}, // the generated message types
+	args.NetrpcProto:   {"google.golang.org/protobuf"},
+	args.HTTP1Proto:    {"google.golang.org/protobuf"},
+	args.HTTP2Proto:    {"google.golang.org/protobuf"},
 }
 
-// Capabilities describes the peer: both roles offer every stack, shape and payload kind; the
-// client runs every load model. It opens no socket: what it declares about the host (the
-// congestion control a TCP socket gets, the UDP buffers a socket gets) comes from privileges and
-// /proc/sys.
+// standard lists the packages of Go's standard library that implement each stack beside
+// crypto/tls (their version is the toolchain's).
+var standard = map[args.Stack][]string{
+	args.GrpcServeHTTP: {"net/http"},
+	args.NetrpcGob:     {"net/rpc", "encoding/gob"},
+	args.NetrpcProto:   {"net/rpc"},
+	args.HTTP1Proto:    {"net/http"},
+	args.HTTP2Proto:    {"net/http"},
+}
+
+// Capabilities describes the peer: both roles offer every stack with the shapes it can carry
+// and both payload kinds; the client runs the load models the stack can carry (args.Carried).
+// It opens no socket: what it declares about the host (the congestion control a TCP socket
+// gets, the UDP buffers a socket gets) comes from privileges and /proc/sys.
 func Capabilities() protocol.Capabilities {
-	info, _ := debug.ReadBuildInfo()
-	versions := map[string]string{}
-	build := map[string]string{"toolchain": runtime.Version(), "runtime": fmt.Sprintf("goroutines, GOMAXPROCS=%d", runtime.GOMAXPROCS(0))}
-	if info != nil {
-		for _, dep := range info.Deps {
-			versions[dep.Path] = dep.Version
-		}
-		var flags []string
-		for _, setting := range info.Settings {
-			switch setting.Key {
-			case "-trimpath", "-ldflags", "-gcflags", "-tags", "CGO_ENABLED", "GOAMD64", "-buildmode":
-				flags = append(flags, setting.Key+"="+setting.Value)
-			}
-		}
-		build["flags"] = strings.Join(flags, " ")
-		build["module_go"] = info.GoVersion
-	}
+	build, versions := buildInfo()
 	var files []string
 	if executable, err := os.Executable(); err == nil {
 		if resolved, err := filepath.EvalSymlinks(executable); err == nil {
@@ -59,33 +58,67 @@ func Capabilities() protocol.Capabilities {
 		}
 		files = append(files, executable)
 	}
-	var shapes []string
-	for _, shape := range workload.Shapes {
-		shapes = append(shapes, shape.String())
-	}
-	var models []string
-	for _, model := range args.LoadModels {
-		models = append(models, string(model))
-	}
 	capabilities := protocol.Capabilities{
 		Peer: Name, Language: "go", Version: Version, Revision: protocol.Revision,
 		Build: build, Files: files, Allocations: &protocol.GoAllocations,
 	}
-	for _, s := range []args.Stack{args.Grpc, args.Quic, args.Tcp} {
-		libraries := map[string]string{"crypto/tls": runtime.Version()}
-		for _, module := range modules[s] {
-			libraries[module] = versions[module]
-		}
-		offer := func(models []string) protocol.StackOffer {
-			return protocol.StackOffer{
-				Stack: string(s), Shapes: shapes, LoadModels: models, Payloads: []string{"zeros", "structured"},
-				Libraries: libraries, Settings: Settings(s), Deviations: Deviations(s),
-			}
-		}
-		capabilities.Roles.Client = append(capabilities.Roles.Client, offer(models))
-		capabilities.Roles.Server = append(capabilities.Roles.Server, offer([]string{}))
+	for _, s := range args.Stacks {
+		client, server := offers(s, versions)
+		capabilities.Roles.Client = append(capabilities.Roles.Client, client)
+		capabilities.Roles.Server = append(capabilities.Roles.Server, server)
 	}
 	return capabilities
+}
+
+// buildInfo is the toolchain, flags and runtime the binary was built with, and the versions of
+// the modules linked in.
+func buildInfo() (map[string]string, map[string]string) {
+	info, _ := debug.ReadBuildInfo()
+	versions := map[string]string{}
+	build := map[string]string{"toolchain": runtime.Version(), "runtime": fmt.Sprintf("goroutines, GOMAXPROCS=%d", runtime.GOMAXPROCS(0))}
+	if info == nil {
+		return build, versions
+	}
+	for _, dep := range info.Deps {
+		versions[dep.Path] = dep.Version
+	}
+	var flags []string
+	for _, setting := range info.Settings {
+		switch setting.Key {
+		case "-trimpath", "-ldflags", "-gcflags", "-tags", "CGO_ENABLED", "GOAMD64", "-buildmode":
+			flags = append(flags, setting.Key+"="+setting.Value)
+		}
+	}
+	build["flags"] = strings.Join(flags, " ")
+	build["module_go"] = info.GoVersion
+	return build, versions
+}
+
+// offers is stack s's entry in each role.
+func offers(s args.Stack, versions map[string]string) (protocol.StackOffer, protocol.StackOffer) {
+	carried := args.Carried(s)
+	libraries := map[string]string{"crypto/tls": runtime.Version()}
+	for _, module := range modules[s] {
+		libraries[module] = versions[module]
+	}
+	for _, pkg := range standard[s] {
+		libraries[pkg] = runtime.Version()
+	}
+	shapes := make([]string, len(carried.Shapes))
+	for i, shape := range carried.Shapes {
+		shapes[i] = shape.String()
+	}
+	models := make([]string, len(carried.Loads))
+	for i, model := range carried.Loads {
+		models[i] = string(model)
+	}
+	offer := protocol.StackOffer{
+		Stack: string(s), Shapes: shapes, LoadModels: models, Payloads: []string{"zeros", "structured"},
+		Libraries: libraries, ConformanceFaults: carried.Faults, Settings: Settings(s), Deviations: Deviations(s),
+	}
+	server := offer
+	server.LoadModels = []string{}
+	return offer, server
 }
 
 // Go's TLS 1.3 suites in its preference order on hardware with AES support (crypto/tls does not
@@ -105,13 +138,11 @@ func Settings(s args.Stack) map[string]any {
 		"runtime":           fmt.Sprintf("goroutines, GOMAXPROCS=%d", runtime.GOMAXPROCS(0)),
 	}
 	switch s {
-	case args.Grpc:
+	case args.Grpc, args.GrpcServeHTTP, args.HTTP2Proto:
 		settings["stream_window"] = stack.FlowWindow
 		settings["connection_window"] = stack.FlowWindow
 		settings["bdp_probing"] = false
 		settings["max_concurrent_streams"] = stack.MaxConcurrentStreams
-		settings["tcp_nodelay"] = true
-		settings["congestion_control"] = tcpCongestion()
 		settings["connections"] = 1
 	case args.Quic:
 		settings["stream_window"] = stack.FlowWindow
@@ -122,12 +153,34 @@ func Settings(s args.Stack) map[string]any {
 		settings["idle_timeout_ms"] = quicstack.IdleTimeout.Milliseconds()
 		settings["keep_alive_ms"] = quicstack.KeepAlive.Milliseconds()
 		settings["connections"] = 1
-	case args.Tcp:
+	case args.Tcp, args.HTTP1Proto:
+		settings["connections"] = "1 per lane"
+	case args.NetrpcGob, args.NetrpcProto:
+		settings["connections"] = 1
+	}
+	if s != args.Quic {
 		settings["tcp_nodelay"] = true
 		settings["congestion_control"] = tcpCongestion()
-		settings["connections"] = "1 per lane"
+	}
+	for key, value := range stackNotes[s] {
+		settings[key] = value
 	}
 	return settings
+}
+
+// stackNotes are the settings that say how the stacks beside grpc, quic and tcp are built.
+var stackNotes = map[args.Stack]map[string]any{
+	args.GrpcServeHTTP: {
+		"server": "(*grpc.Server).ServeHTTP as the handler of net/http's HTTP/2 server (bundled golang.org/x/net/http2), windows and stream limit set by http.HTTP2Config",
+		"client": "grpc-go's own HTTP/2 client, as the grpc stack",
+	},
+	args.NetrpcGob: {
+		"codec":             "encoding/gob (net/rpc's own)",
+		"max_message_bytes": 8 << 30, // encoding/gob's limit on 64-bit platforms
+	},
+	args.NetrpcProto: {"codec": "protobuf bodies in native frames, header by hand (docs/stacks.md)"},
+	args.HTTP1Proto:  {"http_version": "1.1", "keep_alive": true},
+	args.HTTP2Proto:  {"http_version": "2", "client": "net/http Transport with ForceAttemptHTTP2, as rpc-bench"},
 }
 
 // Deviations names, one sentence each, every "should match" setting of docs/stacks.md this
@@ -144,7 +197,7 @@ func Deviations(s args.Stack) []string {
 		if buffers := udpBuffers(); buffers < stack.UDPBuffer {
 			deviations = append(deviations, fmt.Sprintf("UDP socket buffers: %d required; this unprivileged process gets %d (net.core.rmem_max/wmem_max)", stack.UDPBuffer, buffers))
 		}
-	case args.Grpc, args.Tcp:
+	default:
 		if congestion := tcpCongestion(); congestion != stack.Congestion {
 			deviations = append(deviations, "TCP congestion control: cubic required; the kernel refuses it to this unprivileged process, so the host default is used")
 		}

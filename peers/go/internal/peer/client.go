@@ -12,9 +12,12 @@ import (
 
 	"rpcarena/peers/go/internal/args"
 	"rpcarena/peers/go/internal/engine"
+	"rpcarena/peers/go/internal/fault"
 	"rpcarena/peers/go/internal/protocol"
 	"rpcarena/peers/go/internal/stack"
 	"rpcarena/peers/go/internal/stack/grpcstack"
+	"rpcarena/peers/go/internal/stack/httpstack"
+	"rpcarena/peers/go/internal/stack/netrpcstack"
 	"rpcarena/peers/go/internal/stack/quicstack"
 	"rpcarena/peers/go/internal/stack/tcpstack"
 	"rpcarena/peers/go/internal/transport"
@@ -54,20 +57,37 @@ func logf(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "rpcarena-peer-go: "+format+"\n", a...)
 }
 
-// ALPN is the stack's protocol identifier.
+// ALPN is the stack's protocol identifier (docs/stacks.md).
 func ALPN(s args.Stack) string {
-	if s == args.Grpc {
+	switch s {
+	case args.Grpc, args.GrpcServeHTTP, args.HTTP2Proto:
 		return stack.ALPNH2
+	case args.HTTP1Proto:
+		return httpstack.ALPNHTTP1
+	case args.NetrpcGob:
+		return netrpcstack.ALPNGob
+	case args.NetrpcProto:
+		return netrpcstack.ALPNProto
 	}
 	return stack.ALPNNative
 }
 
+// connect opens the stack's connections (grpc-servehttp's client is the grpc client: the
+// difference is the server's).
 func connect(ctx context.Context, a *args.Client, settings stack.ClientSettings) (stack.Client, *engine.OpError) {
 	switch a.Stack {
-	case args.Grpc:
+	case args.Grpc, args.GrpcServeHTTP:
 		return orNil(grpcstack.Connect(ctx, settings))
 	case args.Quic:
 		return orNil(quicstack.Connect(ctx, settings))
+	case args.NetrpcGob:
+		return orNil(netrpcstack.Connect(ctx, settings, netrpcstack.Gob))
+	case args.NetrpcProto:
+		return orNil(netrpcstack.Connect(ctx, settings, netrpcstack.Proto))
+	case args.HTTP1Proto:
+		return orNil(httpstack.Connect(ctx, settings, false))
+	case args.HTTP2Proto:
+		return orNil(httpstack.Connect(ctx, settings, true))
 	}
 	return orNil(tcpstack.Connect(ctx, settings))
 }
@@ -122,6 +142,10 @@ func prepare(ctx context.Context, a *args.Client, settings stack.ClientSettings,
 	}
 	opened <- client
 	result := &prepared{client: client, connectNs: clock.Now() - began}
+	if a.Fault != "" {
+		phase.Store(protocol.PhaseValidate)
+		return result, probe(ctx, a, client)
+	}
 
 	phase.Store(protocol.PhaseValidate)
 	validateCtx, cancel := context.WithTimeout(ctx, ValidateBound)
@@ -143,6 +167,31 @@ func prepare(ctx context.Context, a *args.Client, settings stack.ClientSettings,
 	return result, nil
 }
 
+// probe is a conformance fault client (package fault): the malformed call on the first lane must
+// be refused with INVALID_ARGUMENT, then a well-formed call on the same lane must succeed.
+func probe(ctx context.Context, a *args.Client, client stack.Client) *Failure {
+	logf("CONFORMANCE FAULT %s: sending %s instead of measuring", a.Fault, a.Fault.Describe())
+	lane := client.Lanes()[0]
+	raw, ok := lane.(stack.RawCaller)
+	if !ok {
+		return fail(protocol.PhaseValidate, protocol.CodeInternal, "--stack %s cannot send a malformed call", a.Stack)
+	}
+	ctx, cancel := context.WithTimeout(ctx, ValidateBound)
+	defer cancel()
+	verdict, err := raw.RawCall(ctx, a.Workload.Shape, a.Fault.Requests(a.Workload))
+	if err == nil {
+		err = fault.Judge(a.Fault, verdict)
+	}
+	if err != nil {
+		return opFailure(protocol.PhaseValidate, err)
+	}
+	logf("the server refused the malformed call with INVALID_ARGUMENT: %s", verdict.Message)
+	if _, err := lane.Call(ctx, 0); err != nil {
+		return fail(protocol.PhaseValidate, err.Code, "the server refused the malformed call but then failed a well-formed one: %s", err.Message)
+	}
+	return nil
+}
+
 // RunClient runs the client through one sample and returns its exit code: prepared (connect,
 // validate, warmup) while watching stdin, armed, started, measured, sampled, shut down.
 func RunClient(a *args.Client, inputs <-chan protocol.Input, out *protocol.Output) int {
@@ -160,6 +209,10 @@ func RunClient(a *args.Client, inputs <-chan protocol.Input, out *protocol.Outpu
 		return end.report(out)
 	}
 	client := ready.client
+	if a.Fault != "" {
+		client.Close()
+		return stopped(out, nil)
+	}
 	emitArmed(out, a, ready)
 	if end := awaitStart(inputs); end != nil {
 		client.Close()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"rpcarena/peers/go/internal/args"
+	"rpcarena/peers/go/internal/fault"
 	"rpcarena/peers/go/internal/protocol"
 	"rpcarena/peers/go/internal/testpki"
 	"rpcarena/peers/go/internal/workload"
@@ -90,15 +91,16 @@ func runClient(t *testing.T, a *args.Client) *role {
 
 func TestASampleEndToEndOnEveryStack(t *testing.T) {
 	pki := testpki.Write(t)
-	for _, stack := range []args.Stack{args.Grpc, args.Quic, args.Tcp} {
+	for _, stack := range args.Stacks {
 		server, address := serve(t, pki, stack)
 		client := runClient(t, clientArgs(stack, address, pki.CA))
 		armed := client.next(t, "armed")
 		if armed["lanes"] != 2.0 || armed["warmup_completed"] == "0" {
 			t.Fatalf("%s: %v", stack, armed)
 		}
-		client.inputs <- protocol.Input{Command: protocol.Start}
+		// the server's window opens before the client's, so it covers every measured call
 		opened := window(t, server, protocol.EdgeStart)
+		client.inputs <- protocol.Input{Command: protocol.Start}
 		sample := client.next(t, "sample")
 		if sample["failed"] != "0" || sample["completed"] == "0" || sample["window_ns"] != "1200000000" || len(sample["intervals"].([]any)) != 2 {
 			t.Fatalf("%s: %v", stack, sample)
@@ -277,17 +279,56 @@ func TestCapabilitiesDeclareEveryStackAndItsSettings(t *testing.T) {
 	if capabilities.Allocations != protocol.GoAllocations || !capabilities.Allocations.Counts || !capabilities.Allocations.Bytes {
 		t.Fatalf("allocations: %+v", capabilities.Allocations)
 	}
-	if len(capabilities.Roles.Client) != 3 || len(capabilities.Roles.Server) != 3 || strings.Contains(string(line), "null") {
+	if len(capabilities.Roles.Client) != len(args.Stacks) || len(capabilities.Roles.Server) != len(args.Stacks) || strings.Contains(string(line), "null") {
 		t.Fatalf("%s", line)
 	}
-	for _, offer := range capabilities.Roles.Client {
+	for i, offer := range capabilities.Roles.Client {
+		carried := args.Carried(args.Stack(offer.Stack))
 		for _, key := range []string{"tls_versions", "tls_groups", "alpn", "max_message_bytes", "congestion_control", "connections", "compression", "runtime"} {
 			if _, ok := offer.Settings[key]; !ok {
 				t.Errorf("%s: no %s", offer.Stack, key)
 			}
 		}
-		if len(offer.LoadModels) != 5 || len(offer.Deviations) == 0 {
-			t.Errorf("%s: %v %v", offer.Stack, offer.LoadModels, offer.Deviations)
+		if len(offer.LoadModels) != len(carried.Loads) || len(offer.Shapes) != len(carried.Shapes) || len(offer.Deviations) == 0 {
+			t.Errorf("%s: %v %v %v", offer.Stack, offer.Shapes, offer.LoadModels, offer.Deviations)
 		}
+		server := capabilities.Roles.Server[i]
+		if server.Stack != offer.Stack || len(server.LoadModels) != 0 || server.ConformanceFaults != carried.Faults || offer.ConformanceFaults != carried.Faults {
+			t.Errorf("%s: server %+v", offer.Stack, server)
+		}
+	}
+	if !strings.Contains(string(line), `"stack":"http2-proto","shapes":["unary"],"load_models":["closed","window","open"]`) {
+		t.Errorf("http2-proto's offer: %s", line)
+	}
+}
+
+// A --conformance-fault client against a validating server prints `stopped` and exits 0 without
+// `armed`; against a server that skips validation it fails its validation phase with `invalid`.
+func TestAConformanceFaultClientProbesInsteadOfMeasuring(t *testing.T) {
+	pki := testpki.Write(t)
+	for _, serverFault := range []fault.Server{"", fault.SkipValidation} {
+		server := start(t, func(inputs <-chan protocol.Input, out *protocol.Output) int {
+			return RunServer(&args.Server{Stack: args.NetrpcProto, Listen: "127.0.0.1:0", Cert: pki.Cert, Key: pki.Key, Fault: serverFault}, inputs, out)
+		})
+		address := server.next(t, "ready")["address"].(string)
+		a := clientArgs(args.NetrpcProto, address, pki.CA)
+		a.Fault = fault.ResponseSizeTooLarge
+		client := runClient(t, a)
+		if serverFault == "" {
+			client.next(t, "stopped")
+			client.exited(t, 0)
+		} else {
+			failure := client.next(t, "error")
+			if failure["phase"] != "validate" || failure["code"] != "invalid" || !strings.Contains(failure["message"].(string), "response-size-too-large") {
+				t.Fatalf("%v", failure)
+			}
+			client.exited(t, 1)
+		}
+		close(server.inputs)
+		stopped := server.next(t, "stopped")
+		if rejected := stopped["counters"].(map[string]any)["rejected"]; (serverFault == "") != (rejected == "1") {
+			t.Fatalf("server in mode %q: %v", serverFault, stopped)
+		}
+		server.exited(t, 0)
 	}
 }

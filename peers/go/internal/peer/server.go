@@ -1,12 +1,15 @@
 package peer
 
 import (
+	"crypto/tls"
 	"os"
 
 	"rpcarena/peers/go/internal/args"
 	"rpcarena/peers/go/internal/protocol"
 	"rpcarena/peers/go/internal/stack"
 	"rpcarena/peers/go/internal/stack/grpcstack"
+	"rpcarena/peers/go/internal/stack/httpstack"
+	"rpcarena/peers/go/internal/stack/netrpcstack"
 	"rpcarena/peers/go/internal/stack/quicstack"
 	"rpcarena/peers/go/internal/stack/tcpstack"
 )
@@ -19,15 +22,10 @@ func RunServer(a *args.Server, inputs <-chan protocol.Input, out *protocol.Outpu
 		return finish(out, fail(protocol.PhaseStartup, protocol.CodeConfig, "%v", err))
 	}
 	counters := &stack.Counters{}
-	var server stack.Server
-	switch a.Stack {
-	case args.Grpc:
-		server, err = asServer(grpcstack.Serve(a.Listen, config, counters))
-	case args.Quic:
-		server, err = asServer(quicstack.Serve(a.Listen, config, counters))
-	default:
-		server, err = asServer(tcpstack.Serve(a.Listen, config, counters))
+	if a.Fault != "" {
+		logf("CONFORMANCE FAULT %s: this server misbehaves on every call; never measure with it", a.Fault)
 	}
+	server, err := listen(a, config, counters)
 	if err != nil {
 		return finish(out, fail(protocol.PhaseListen, protocol.CodeConfig, "%v", err))
 	}
@@ -68,6 +66,27 @@ func counterMap(counters *stack.Counters) map[string]protocol.Counter {
 		"responses": protocol.Counter(counters.Responses.Load()),
 		"rejected":  protocol.Counter(counters.Rejected.Load()),
 	}
+}
+
+// listen binds and starts the stack's server.
+func listen(a *args.Server, config *tls.Config, counters *stack.Counters) (stack.Server, error) {
+	switch a.Stack {
+	case args.Grpc:
+		return asServer(grpcstack.Serve(a.Listen, config, counters, a.Fault))
+	case args.GrpcServeHTTP:
+		return asServer(grpcstack.ServeHTTP(a.Listen, config, counters, a.Fault))
+	case args.Quic:
+		return asServer(quicstack.Serve(a.Listen, config, counters))
+	case args.NetrpcGob:
+		return asServer(netrpcstack.Serve(a.Listen, config, counters, netrpcstack.Gob, a.Fault))
+	case args.NetrpcProto:
+		return asServer(netrpcstack.Serve(a.Listen, config, counters, netrpcstack.Proto, a.Fault))
+	case args.HTTP1Proto:
+		return asServer(httpstack.Serve(a.Listen, config, counters, false, a.Fault))
+	case args.HTTP2Proto:
+		return asServer(httpstack.Serve(a.Listen, config, counters, true, a.Fault))
+	}
+	return asServer(tcpstack.Serve(a.Listen, config, counters))
 }
 
 // asServer keeps a typed nil pointer out of the interface.

@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	pb "rpcarena/peers/go/internal/benchpb"
 	"rpcarena/peers/go/internal/engine"
+	"rpcarena/peers/go/internal/fault"
 	"rpcarena/peers/go/internal/transport"
 	"rpcarena/peers/go/internal/workload"
 )
@@ -80,4 +82,10 @@ func (t *CallTally) Done(counters *Counters) {
 	if t.Rejected {
 		counters.Rejected.Add(1)
 	}
+}
+
+// RawCaller is a lane that can send a conformance fault's malformed call (package fault): the
+// requests as they are, on the shape's RPC, reporting how the server ended the call.
+type RawCaller interface {
+	RawCall(ctx context.Context, shape workload.Shape, requests []*pb.Request) (fault.Verdict, *engine.OpError)
 }

@@ -2,15 +2,21 @@ package stack_test
 
 import (
 	"context"
+	"crypto/tls"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"rpcarena/peers/go/internal/args"
 	"rpcarena/peers/go/internal/engine"
+	"rpcarena/peers/go/internal/fault"
 	"rpcarena/peers/go/internal/stack"
 	"rpcarena/peers/go/internal/stack/grpcstack"
+	"rpcarena/peers/go/internal/stack/httpstack"
+	"rpcarena/peers/go/internal/stack/netrpcstack"
 	"rpcarena/peers/go/internal/stack/quicstack"
 	"rpcarena/peers/go/internal/stack/tcpstack"
 	"rpcarena/peers/go/internal/testpki"
@@ -18,57 +24,94 @@ import (
 	"rpcarena/peers/go/internal/workload"
 )
 
-// stacks lists each stack's server and client constructors.
-var stacks = map[string]struct {
+type serveFunc func(address string, config *tls.Config, counters *stack.Counters, f fault.Server) (stack.Server, error)
+type connectFunc func(ctx context.Context, settings stack.ClientSettings) (stack.Client, *engine.OpError)
+
+// server and client keep a typed nil pointer out of the interfaces.
+func server[S stack.Server](serve func(string, *tls.Config, *stack.Counters, fault.Server) (S, error)) serveFunc {
+	return func(address string, config *tls.Config, counters *stack.Counters, f fault.Server) (stack.Server, error) {
+		s, err := serve(address, config, counters, f)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+func client[C stack.Client](connect func(context.Context, stack.ClientSettings) (C, *engine.OpError)) connectFunc {
+	return func(ctx context.Context, settings stack.ClientSettings) (stack.Client, *engine.OpError) {
+		c, err := connect(ctx, settings)
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
+type stackUnderTest struct {
 	alpn    string
-	serve   func(address string, pki testpki.Files, counters *stack.Counters) (stack.Server, error)
-	connect func(ctx context.Context, settings stack.ClientSettings) (stack.Client, *engine.OpError)
-}{
-	"grpc": {stack.ALPNH2,
-		func(address string, pki testpki.Files, counters *stack.Counters) (stack.Server, error) {
-			config, err := stack.ServerTLS(pki.Cert, pki.Key, stack.ALPNH2)
-			if err != nil {
-				return nil, err
-			}
-			return grpcstack.Serve(address, config, counters)
-		},
-		func(ctx context.Context, settings stack.ClientSettings) (stack.Client, *engine.OpError) {
-			client, err := grpcstack.Connect(ctx, settings)
-			if err != nil {
-				return nil, err
-			}
-			return client, nil
-		}},
-	"quic": {stack.ALPNNative,
-		func(address string, pki testpki.Files, counters *stack.Counters) (stack.Server, error) {
-			config, err := stack.ServerTLS(pki.Cert, pki.Key, stack.ALPNNative)
-			if err != nil {
-				return nil, err
-			}
-			return quicstack.Serve(address, config, counters)
-		},
-		func(ctx context.Context, settings stack.ClientSettings) (stack.Client, *engine.OpError) {
-			client, err := quicstack.Connect(ctx, settings)
-			if err != nil {
-				return nil, err
-			}
-			return client, nil
-		}},
-	"tcp": {stack.ALPNNative,
-		func(address string, pki testpki.Files, counters *stack.Counters) (stack.Server, error) {
-			config, err := stack.ServerTLS(pki.Cert, pki.Key, stack.ALPNNative)
-			if err != nil {
-				return nil, err
-			}
-			return tcpstack.Serve(address, config, counters)
-		},
-		func(ctx context.Context, settings stack.ClientSettings) (stack.Client, *engine.OpError) {
-			client, err := tcpstack.Connect(ctx, settings)
-			if err != nil {
-				return nil, err
-			}
-			return client, nil
-		}},
+	serve   serveFunc
+	connect connectFunc
+}
+
+// stacks lists each stack's server (in a conformance fault mode, where the stack has them) and
+// client constructors.
+var stacks = map[args.Stack]stackUnderTest{
+	args.Grpc:          {stack.ALPNH2, server(grpcstack.Serve), client(grpcstack.Connect)},
+	args.GrpcServeHTTP: {stack.ALPNH2, server(grpcstack.ServeHTTP), client(grpcstack.Connect)},
+	args.Quic: {stack.ALPNNative,
+		server(func(a string, c *tls.Config, n *stack.Counters, _ fault.Server) (*quicstack.Server, error) {
+			return quicstack.Serve(a, c, n)
+		}),
+		client(quicstack.Connect)},
+	args.Tcp: {stack.ALPNNative,
+		server(func(a string, c *tls.Config, n *stack.Counters, _ fault.Server) (*tcpstack.Server, error) {
+			return tcpstack.Serve(a, c, n)
+		}),
+		client(tcpstack.Connect)},
+	args.NetrpcGob: {netrpcstack.ALPNGob,
+		server(func(a string, c *tls.Config, n *stack.Counters, f fault.Server) (*netrpcstack.Server, error) {
+			return netrpcstack.Serve(a, c, n, netrpcstack.Gob, f)
+		}),
+		client(func(ctx context.Context, s stack.ClientSettings) (*netrpcstack.Client, *engine.OpError) {
+			return netrpcstack.Connect(ctx, s, netrpcstack.Gob)
+		})},
+	args.NetrpcProto: {netrpcstack.ALPNProto,
+		server(func(a string, c *tls.Config, n *stack.Counters, f fault.Server) (*netrpcstack.Server, error) {
+			return netrpcstack.Serve(a, c, n, netrpcstack.Proto, f)
+		}),
+		client(func(ctx context.Context, s stack.ClientSettings) (*netrpcstack.Client, *engine.OpError) {
+			return netrpcstack.Connect(ctx, s, netrpcstack.Proto)
+		})},
+	args.HTTP1Proto: {httpstack.ALPNHTTP1,
+		server(func(a string, c *tls.Config, n *stack.Counters, f fault.Server) (*stack.HTTPServer, error) {
+			return httpstack.Serve(a, c, n, false, f)
+		}),
+		client(func(ctx context.Context, s stack.ClientSettings) (*httpstack.Client, *engine.OpError) {
+			return httpstack.Connect(ctx, s, false)
+		})},
+	args.HTTP2Proto: {httpstack.ALPNHTTP2,
+		server(func(a string, c *tls.Config, n *stack.Counters, f fault.Server) (*stack.HTTPServer, error) {
+			return httpstack.Serve(a, c, n, true, f)
+		}),
+		client(func(ctx context.Context, s stack.ClientSettings) (*httpstack.Client, *engine.OpError) {
+			return httpstack.Connect(ctx, s, true)
+		})},
+}
+
+// start serves stack s on loopback with the test certificate, in conformance fault mode f when
+// it is set.
+func (s stackUnderTest) start(t *testing.T, pki testpki.Files, counters *stack.Counters, f fault.Server) stack.Server {
+	t.Helper()
+	config, err := stack.ServerTLS(pki.Cert, pki.Key, s.alpn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := s.serve("127.0.0.1:0", config, counters, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return server
 }
 
 func settings(t *testing.T, server, ca, name, alpn string, wl workload.Workload) stack.ClientSettings {
@@ -83,12 +126,9 @@ func TestEveryStackServesEveryShapeAndPayload(t *testing.T) {
 	pki := testpki.Write(t)
 	for name, s := range stacks {
 		counters := &stack.Counters{}
-		server, err := s.serve("127.0.0.1:0", pki, counters)
-		if err != nil {
-			t.Fatal(name, err)
-		}
+		server := s.start(t, pki, counters, "")
 		for _, kind := range []workload.Kind{workload.Zeros, workload.Structured} {
-			for _, shape := range workload.Shapes {
+			for _, shape := range args.Carried(name).Shapes {
 				wl := workload.Workload{Shape: shape, RequestSize: 64, ResponseSize: 3000, Messages: 8, Kind: kind}
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				client, opErr := s.connect(ctx, settings(t, server.Addr().String(), pki.CA, "127.0.0.1", s.alpn, wl))
@@ -114,12 +154,13 @@ func TestEveryStackServesEveryShapeAndPayload(t *testing.T) {
 
 func TestEveryStackReportsWhatItsConnectionsSent(t *testing.T) {
 	pki := testpki.Write(t)
-	wl := workload.Workload{Shape: workload.ClientStream, RequestSize: 32 * 1024, ResponseSize: 64, Messages: 4, Kind: workload.Zeros}
 	for name, s := range stacks {
-		server, err := s.serve("127.0.0.1:0", pki, &stack.Counters{})
-		if err != nil {
-			t.Fatal(name, err)
+		// client streams where the stack has them, else unary calls of the same bytes
+		wl := workload.Workload{Shape: workload.ClientStream, RequestSize: 32 * 1024, ResponseSize: 64, Messages: 4, Kind: workload.Zeros}
+		if !slices.Contains(args.Carried(name).Shapes, wl.Shape) {
+			wl.Shape, wl.RequestSize = workload.Unary, 128*1024
 		}
+		server := s.start(t, pki, &stack.Counters{}, "")
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		client, opErr := s.connect(ctx, settings(t, server.Addr().String(), pki.CA, "127.0.0.1", s.alpn, wl))
 		if opErr != nil {
@@ -136,16 +177,16 @@ func TestEveryStackReportsWhatItsConnectionsSent(t *testing.T) {
 		client.Close()
 		server.Stop()
 		cancel()
-		want := map[string]string{"grpc": "tcp", "tcp": "tcp", "quic": "quic"}[name]
+		want := map[bool]string{true: "quic", false: "tcp"}[name == args.Quic]
 		if stats == nil || stats.Transport != want || uint32(stats.Connections) != client.Connections() {
 			t.Fatalf("%s: %+v", name, stats)
 		}
-		sent := uint64(len(client.Lanes())) * uint64(wl.Messages) * uint64(wl.RequestSize)
+		sent := uint64(len(client.Lanes())) * wl.RequestsPerOp() * uint64(wl.RequestSize)
 		if stats.BytesSent == nil || uint64(*stats.BytesSent) < sent || stats.PacketsSent == nil || *stats.PacketsSent == 0 ||
 			stats.CwndBytes == nil || *stats.CwndBytes == 0 || stats.Polls == nil || *stats.Polls < 2 || stats.SrttNs == nil {
 			t.Fatalf("%s: %+v after sending %d bytes", name, stats, sent)
 		}
-		if (name == "quic") != (stats.Lost != nil) || (name == "quic") == (stats.Retransmitted != nil) {
+		if (name == args.Quic) != (stats.Lost != nil) || (name == args.Quic) == (stats.Retransmitted != nil) {
 			t.Fatalf("%s: lost (QUIC) and retransmitted (TCP) mixed up: %+v", name, stats)
 		}
 	}
@@ -155,10 +196,7 @@ func TestAWrongCAOrNameFailsAsTLS(t *testing.T) {
 	pki := testpki.Write(t)
 	wl := workload.Workload{Shape: workload.Unary, Messages: 1}
 	for name, s := range stacks {
-		server, err := s.serve("127.0.0.1:0", pki, &stack.Counters{})
-		if err != nil {
-			t.Fatal(name, err)
-		}
+		server := s.start(t, pki, &stack.Counters{}, "")
 		for what, c := range map[string][2]string{"wrong CA": {pki.OtherCA, "localhost"}, "wrong name": {pki.CA, "example.org"}} {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			client, opErr := s.connect(ctx, settings(t, server.Addr().String(), c[0], c[1], s.alpn, wl))
@@ -181,7 +219,7 @@ func TestAClosedPortFailsAsConnect(t *testing.T) {
 	listener, _ := net.Listen("tcp", "127.0.0.1:0")
 	address := listener.Addr().String()
 	listener.Close()
-	for _, name := range []string{"grpc", "tcp"} {
+	for _, name := range []args.Stack{args.Grpc, args.Tcp, args.NetrpcGob, args.HTTP1Proto, args.HTTP2Proto} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_, opErr := stacks[name].connect(ctx, settings(t, address, pki.CA, "localhost", stacks[name].alpn, workload.Workload{Messages: 1}))
 		cancel()

@@ -23,7 +23,8 @@ const (
 	MaxMessages = 1_000_000
 )
 
-// Shape is one of the four RPC shapes of BenchService.
+// Shape is one of the four RPC shapes of BenchService, or pingpong (1.2): the Bidi RPC driven
+// in lock-step, each request sent only after the previous response arrived.
 type Shape int
 
 // The shapes, in report order.
@@ -32,25 +33,38 @@ const (
 	ClientStream
 	ServerStream
 	Bidi
+	Pingpong
 )
 
 // Shapes lists every shape.
-var Shapes = []Shape{Unary, ClientStream, ServerStream, Bidi}
+var Shapes = []Shape{Unary, ClientStream, ServerStream, Bidi, Pingpong}
 
-var shapeNames = [...]string{"unary", "client_stream", "server_stream", "bidi"}
-var methodNames = [...]string{"Unary", "ClientStream", "ServerStream", "Bidi"}
+// Methods lists the shapes that are RPCs of their own (pingpong is the Bidi RPC).
+var Methods = []Shape{Unary, ClientStream, ServerStream, Bidi}
+
+var shapeNames = [...]string{"unary", "client_stream", "server_stream", "bidi", "pingpong"}
+var methodNames = [...]string{"Unary", "ClientStream", "ServerStream", "Bidi", "Bidi"}
 
 // String is the name used in arguments and events.
 func (s Shape) String() string { return shapeNames[s] }
 
-// Method is the gRPC method path of the shape, also the native framing's HEADER body.
+// Method is the gRPC method path of the shape, also the native framing's HEADER body. Pingpong
+// calls the Bidi method.
 func (s Shape) Method() string { return "/rpcarena.bench.v1.BenchService/" + methodNames[s] }
 
+// Wire is the RPC the shape calls: Bidi for pingpong, the shape itself otherwise.
+func (s Shape) Wire() Shape {
+	if s == Pingpong {
+		return Bidi
+	}
+	return s
+}
+
 // StreamsRequests says whether the client sends N requests.
-func (s Shape) StreamsRequests() bool { return s == ClientStream || s == Bidi }
+func (s Shape) StreamsRequests() bool { return s == ClientStream || s == Bidi || s == Pingpong }
 
 // StreamsResponses says whether the server sends N responses.
-func (s Shape) StreamsResponses() bool { return s == ServerStream || s == Bidi }
+func (s Shape) StreamsResponses() bool { return s == ServerStream || s == Bidi || s == Pingpong }
 
 // ParseShape reads a shape name.
 func ParseShape(text string) (Shape, error) {
@@ -59,12 +73,12 @@ func ParseShape(text string) (Shape, error) {
 			return Shape(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown shape %q; expected one of unary, client_stream, server_stream, bidi", text)
+	return 0, fmt.Errorf("unknown shape %q; expected one of unary, client_stream, server_stream, bidi, pingpong", text)
 }
 
-// ShapeOfMethod finds the shape of a method path.
+// ShapeOfMethod finds the shape of a method path (never Pingpong: a server sees the Bidi RPC).
 func ShapeOfMethod(path []byte) (Shape, bool) {
-	for _, shape := range Shapes {
+	for _, shape := range Methods {
 		if string(path) == shape.Method() {
 			return shape, true
 		}

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	pb "rpcarena/peers/go/internal/benchpb"
 	"rpcarena/peers/go/internal/engine"
@@ -115,7 +116,7 @@ func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engi
 	}
 	client := &Client{conn: conn, client: pb.NewBenchServiceClient(conn), workload: settings.Workload, sockets: sockets}
 	for range settings.Lanes {
-		client.lanes = append(client.lanes, &lane{client: client.client, workload: settings.Workload})
+		client.lanes = append(client.lanes, &lane{conn: conn, client: client.client, workload: settings.Workload})
 	}
 	return client, nil
 }
@@ -186,6 +187,7 @@ func invalid(err error) *engine.OpError { return engine.Errorf("invalid", "%v", 
 
 // lane runs calls through the generated client on the shared channel.
 type lane struct {
+	conn     *grpc.ClientConn
 	client   pb.BenchServiceClient
 	workload workload.Workload
 }
@@ -208,7 +210,7 @@ func (l *lane) Call(ctx context.Context, seq uint64) (engine.Outcome, *engine.Op
 		stream, err = l.client.ClientStream(ctx)
 	case workload.ServerStream:
 		stream, err = l.client.ServerStream(ctx, workload.Request(wl.Kind, seq, wl.RequestSize, wl.ResponseSize, wl.Messages))
-	case workload.Bidi:
+	case workload.Bidi, workload.Pingpong:
 		stream, err = l.client.Bidi(ctx)
 	}
 	if err != nil {
@@ -232,6 +234,14 @@ func streamCall(stream grpc.ClientStream, cancel context.CancelFunc, wl workload
 	n := uint64(wl.Messages)
 	outcome := engine.Outcome{Requests: n, RequestBytes: n * uint64(wl.RequestSize), Responses: n}
 	switch wl.Shape {
+	case workload.Pingpong:
+		bytes, failure := pingpong(stream, wl)
+		if failure != nil {
+			cancel()
+			return engine.Outcome{}, failure
+		}
+		outcome.ResponseBytes = bytes
+		return outcome, nil
 	case workload.ClientStream:
 		if err := sendAll(stream, wl); err != nil {
 			return engine.Outcome{}, statusError(err)
@@ -283,6 +293,43 @@ func sendAll(stream grpc.ClientStream, wl workload.Workload) error {
 		}
 	}
 	return stream.CloseSend()
+}
+
+// pingpong runs the N lock-step exchanges of a Bidi call: request i is sent, response i read and
+// checked, then request i+1; after the last response the send direction closes and the status
+// must be OK with no further message.
+func pingpong(stream grpc.ClientStream, wl workload.Workload) (uint64, *engine.OpError) {
+	var bytes uint64
+	n := uint64(wl.Messages)
+	response := &pb.Response{}
+	for i := uint64(0); i < n; i++ {
+		// io.EOF from SendMsg means the call ended; RecvMsg then gives its status.
+		if err := stream.SendMsg(workload.Request(wl.Kind, i, wl.RequestSize, wl.ResponseSize, 0)); err != nil && !errors.Is(err, io.EOF) {
+			return bytes, statusError(err)
+		}
+		proto.Reset(response)
+		err := stream.RecvMsg(response)
+		if errors.Is(err, io.EOF) {
+			return bytes, engine.Errorf("invalid", "the server ended the call after %d of %d responses", i, n)
+		}
+		if err != nil {
+			return bytes, statusError(err)
+		}
+		if err := workload.CheckResponse(response, wl.Kind, i, wl.ResponseSize); err != nil {
+			return bytes, invalid(err)
+		}
+		bytes += workload.PayloadLen(response.Payload, response.Body)
+	}
+	if err := stream.CloseSend(); err != nil {
+		return bytes, statusError(err)
+	}
+	switch err := stream.RecvMsg(response); {
+	case errors.Is(err, io.EOF):
+		return bytes, nil
+	case err != nil:
+		return bytes, statusError(err)
+	}
+	return bytes, engine.Errorf("invalid", "the server sent more than the %d responses asked for", n)
 }
 
 // readResponses reads exactly N responses with seq 0..N-1, then the status, which must be OK.

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "rpcarena/peers/go/internal/benchpb"
+	"rpcarena/peers/go/internal/fault"
 	"rpcarena/peers/go/internal/stack"
 	"rpcarena/peers/go/internal/workload"
 )
@@ -23,6 +24,19 @@ import (
 type service struct {
 	pb.UnimplementedBenchServiceServer
 	counters *stack.Counters
+}
+
+// newServer is a grpc-go server answering the service with the 16 MiB + 1 KiB message limits, or
+// misbehaving as conformance fault mode f says when it is set.
+func newServer(counters *stack.Counters, f fault.Server, options ...grpc.ServerOption) *grpc.Server {
+	options = append(options, grpc.MaxRecvMsgSize(workload.MaxMessage), grpc.MaxSendMsgSize(workload.MaxMessage))
+	server := grpc.NewServer(options...)
+	if f == "" {
+		pb.RegisterBenchServiceServer(server, &service{counters: counters})
+	} else {
+		(&faultService{counters: counters, fault: f}).register(server)
+	}
+	return server
 }
 
 func rejected(tally *stack.CallTally, err error) error {
@@ -42,7 +56,7 @@ func (s *service) Unary(_ context.Context, request *pb.Request) (*pb.Response, e
 }
 
 // receive checks every request of a streamed call and hands it to each; a call without any
-// request is refused.
+// request is refused. A nil check checks nothing (the conformance fault skip-validation).
 func receive(stream grpc.ServerStream, check *workload.CallCheck, tally *stack.CallTally, each func(*pb.Request) error) error {
 	for {
 		request := &pb.Request{}
@@ -54,14 +68,16 @@ func receive(stream grpc.ServerStream, check *workload.CallCheck, tally *stack.C
 			return err
 		}
 		tally.Requests++
-		if err := check.Add(request); err != nil {
-			return rejected(tally, err)
+		if check != nil {
+			if err := check.Add(request); err != nil {
+				return rejected(tally, err)
+			}
 		}
 		if err := each(request); err != nil {
 			return err
 		}
 	}
-	if check.Count() == 0 {
+	if check != nil && check.Count() == 0 {
 		return rejected(tally, errors.New(workload.EmptyStream))
 	}
 	return nil
@@ -114,22 +130,19 @@ type Server struct {
 	failed   chan error
 }
 
-// Serve binds exactly address and serves until Stop.
-func Serve(address string, config *tls.Config, counters *stack.Counters) (*Server, error) {
+// Serve binds exactly address and serves with (*grpc.Server).Serve until Stop.
+func Serve(address string, config *tls.Config, counters *stack.Counters, f fault.Server) (*Server, error) {
 	listener, err := stack.ListenTCP(address)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: cannot bind TCP: %w", address, err)
 	}
-	server := grpc.NewServer(
+	server := newServer(counters, f,
 		grpc.Creds(credentials.NewTLS(config)),
 		grpc.InitialWindowSize(stack.FlowWindow),
 		grpc.InitialConnWindowSize(stack.FlowWindow),
 		grpc.MaxConcurrentStreams(stack.MaxConcurrentStreams),
-		grpc.MaxRecvMsgSize(workload.MaxMessage),
-		grpc.MaxSendMsgSize(workload.MaxMessage),
 		grpc.ConnectionTimeout(stack.HandshakeTimeout),
 	)
-	pb.RegisterBenchServiceServer(server, &service{counters: counters})
 	s := &Server{server: server, listener: listener, failed: make(chan error, 1)}
 	go func() {
 		if err := server.Serve(listener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -147,3 +160,10 @@ func (s *Server) Failed() <-chan error { return s.failed }
 
 // Stop closes the listener and every connection; calls in progress are cut.
 func (s *Server) Stop() { s.server.Stop() }
+
+// ServeHTTP binds exactly address and serves grpc-servehttp until Stop: the same grpc-go
+// service, served by (*grpc.Server).ServeHTTP as the handler of net/http's HTTP/2 server
+// (stack.ServeHTTP: windows, stream limit and TLS are net/http's, the message limits grpc-go's).
+func ServeHTTP(address string, config *tls.Config, counters *stack.Counters, f fault.Server) (*stack.HTTPServer, error) {
+	return stack.ServeHTTP(address, config, newServer(counters, f), true)
+}

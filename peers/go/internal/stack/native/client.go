@@ -90,6 +90,12 @@ func Call(c Conn, wl workload.Workload, seq uint64) (engine.Outcome, *engine.OpE
 			return outcome, err
 		}
 		outcome = engine.Outcome{Requests: n, RequestBytes: n * uint64(wl.RequestSize), Responses: n, ResponseBytes: bytes}
+	case workload.Pingpong:
+		bytes, err := pingpong(c, wl)
+		if err != nil {
+			return outcome, err
+		}
+		outcome = engine.Outcome{Requests: n, RequestBytes: n * uint64(wl.RequestSize), Responses: n, ResponseBytes: bytes}
 	}
 	if c.OneCall {
 		if err := expectEnd(c.R); err != nil {
@@ -130,6 +136,58 @@ func Saturate(c Conn, wl workload.Workload, clock engine.Clock, sender *engine.S
 	}
 	sender.SummaryReceived(clock.Now(), workload.PayloadLen(summary.Payload, summary.Body))
 	return nil
+}
+
+// pingpong runs the N exchanges of a lock-step Bidi call: request i is written and flushed, its
+// response read and checked, and only then request i+1 goes out; after the last response END
+// ends the requests and STATUS OK must follow. It returns the responses' payload bytes.
+func pingpong(c Conn, wl workload.Workload) (uint64, *engine.OpError) {
+	if err := c.W.Frame(Header, []byte(wl.Shape.Method())); err != nil {
+		return 0, sendError(err)
+	}
+	var bytes uint64
+	n := uint64(wl.Messages)
+	response := &pb.Response{}
+	for i := uint64(0); i < n; i++ {
+		if err := c.W.Message(Message, workload.Request(wl.Kind, i, wl.RequestSize, wl.ResponseSize, 0)); err != nil {
+			return bytes, sendError(err)
+		}
+		if err := c.W.Flush(); err != nil {
+			return bytes, sendError(err)
+		}
+		kind, body, err := next(c.R)
+		if err != nil {
+			return bytes, err
+		}
+		switch kind {
+		case Message:
+		case Status:
+			if err := checkStatus(body); err != nil {
+				return bytes, err
+			}
+			return bytes, invalid(fmt.Sprintf("the server ended the call after %d of %d responses", i, n))
+		default:
+			return bytes, unexpected(kind)
+		}
+		length, err := checked(body, response, wl, i)
+		if err != nil {
+			return bytes, err
+		}
+		bytes += length
+	}
+	if err := endRequests(c); err != nil {
+		return bytes, err
+	}
+	kind, body, err := next(c.R)
+	switch {
+	case err != nil:
+		return bytes, err
+	case kind == Message:
+		return bytes, invalid(fmt.Sprintf("the server sent more than the %d responses asked for", n))
+	case kind != Status:
+		return bytes, unexpected(kind)
+	}
+	return bytes, checkStatus(body)
 }
 
 // requests yields the N requests of a streamed call, built one by one inside the operation.
@@ -225,14 +283,11 @@ func readResponses(r *Reader, wl workload.Workload) (uint64, *engine.OpError) {
 			if received == n {
 				return bytes, invalid(fmt.Sprintf("the server sent more than the %d responses asked for", n))
 			}
-			proto.Reset(response)
-			if err := proto.Unmarshal(body, response); err != nil {
-				return bytes, invalid(fmt.Sprintf("undecodable response message: %v", err))
+			length, err := checked(body, response, wl, received)
+			if err != nil {
+				return bytes, err
 			}
-			if err := workload.CheckResponse(response, wl.Kind, received, wl.ResponseSize); err != nil {
-				return bytes, invalid(err.Error())
-			}
-			bytes += workload.PayloadLen(response.Payload, response.Body)
+			bytes += length
 			received++
 		case Status:
 			if err := checkStatus(body); err != nil {
@@ -246,6 +301,19 @@ func readResponses(r *Reader, wl workload.Workload) (uint64, *engine.OpError) {
 			return bytes, unexpected(kind)
 		}
 	}
+}
+
+// checked decodes a MESSAGE body into response and checks it as response seq of wl; it returns
+// its payload length.
+func checked(body []byte, response *pb.Response, wl workload.Workload, seq uint64) (uint64, *engine.OpError) {
+	proto.Reset(response)
+	if err := proto.Unmarshal(body, response); err != nil {
+		return 0, invalid(fmt.Sprintf("undecodable response message: %v", err))
+	}
+	if err := workload.CheckResponse(response, wl.Kind, seq, wl.ResponseSize); err != nil {
+		return 0, invalid(err.Error())
+	}
+	return workload.PayloadLen(response.Payload, response.Body), nil
 }
 
 // expectEnd: after STATUS a one-call stream must end (no data after STATUS).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -171,11 +172,11 @@ func TestEveryShapeRoundTripsAndAConnectionCarriesManyCalls(t *testing.T) {
 		}
 	}
 	conn.Close()
-	// 3 calls of each shape and kind: requests 1 + 16 + 1 + 16, responses 1 + 1 + 16 + 16
-	for deadline := time.Now().Add(5 * time.Second); counters.RPCs.Load() != 24 && time.Now().Before(deadline); {
+	// 3 calls of each shape and kind: requests 1 + 16 + 1 + 16 + 16, responses 1 + 1 + 16 + 16 + 16
+	for deadline := time.Now().Add(5 * time.Second); counters.RPCs.Load() != 30 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
-	if counters.Requests.Load() != 6*34 || counters.Responses.Load() != 6*34 || counters.Rejected.Load() != 0 {
+	if counters.Requests.Load() != 6*50 || counters.Responses.Load() != 6*50 || counters.Rejected.Load() != 0 {
 		t.Fatalf("requests %d responses %d", counters.Requests.Load(), counters.Responses.Load())
 	}
 }
@@ -332,4 +333,52 @@ func TestTheClientFailsEveryBadAnswerWithItsCode(t *testing.T) {
 	if _, err := Call(Conn{R: NewReader(conn), W: NewWriter(conn), OneCall: true}, wl, 1); err == nil || err.Code != "invalid" {
 		t.Errorf("data after STATUS: %v", err)
 	}
+}
+
+// A pingpong call sends request i+1 only after response i arrived: a server that answers each
+// request 2 ms late never finds the next request already waiting (a bidi client, which sends
+// every request at once, fails this).
+func TestPingpongWaitsForEachResponse(t *testing.T) {
+	if ahead := requestsAhead(t, workload.Pingpong); slices.Contains(ahead, true) {
+		t.Fatalf("requests waiting while the server answered: %v", ahead)
+	}
+	if ahead := requestsAhead(t, workload.Bidi); !slices.Contains(ahead, true) {
+		t.Fatalf("the check cannot tell bidi from pingpong: %v", ahead)
+	}
+}
+
+// requestsAhead runs a call of shape against a slow server and says, per request, whether the
+// next one had already arrived when the server answered it.
+func requestsAhead(t *testing.T, shape workload.Shape) []bool {
+	client, server := net.Pipe()
+	defer client.Close()
+	seen := make(chan []bool, 1)
+	go func() {
+		defer server.Close()
+		r, w := NewReader(server), NewWriter(server)
+		var ahead []bool
+		for {
+			kind, body, err := r.Next()
+			if err != nil || kind == End {
+				break
+			}
+			if kind != Message {
+				continue
+			}
+			request := &pb.Request{}
+			_ = proto.Unmarshal(body, request)
+			time.Sleep(2 * time.Millisecond)
+			ahead = append(ahead, r.in.Buffered() > 0)
+			_ = w.Message(Message, workload.Response(workload.Zeros, request.Seq, request.ResponseSize))
+			_ = w.Flush()
+		}
+		_ = w.Message(Status, &pb.Status{})
+		_ = w.Flush()
+		seen <- ahead
+	}()
+	wl := workload.Workload{Shape: shape, RequestSize: 10, ResponseSize: 20, Messages: 5}
+	if _, err := Call(Conn{R: NewReader(client), W: NewWriter(client)}, wl, 0); err != nil {
+		t.Fatal(err)
+	}
+	return <-seen
 }

@@ -6,9 +6,7 @@ package tcpstack
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -18,21 +16,6 @@ import (
 	"rpcarena/peers/go/internal/transport"
 	"rpcarena/peers/go/internal/workload"
 )
-
-// DialTLS opens one tuned TCP connection and completes the TLS handshake; a handshake failure
-// is `tls`, a TCP failure `connect`.
-func DialTLS(ctx context.Context, settings stack.ClientSettings) (*tls.Conn, *engine.OpError) {
-	raw, err := stack.DialTCP(ctx, settings.Server)
-	if err != nil {
-		return nil, engine.Errorf("connect", "TCP connection to %s failed: %v", settings.Server, err)
-	}
-	conn := tls.Client(raw, settings.TLS)
-	if err := conn.HandshakeContext(ctx); err != nil {
-		raw.Close()
-		return nil, engine.Errorf("tls", "%s", stack.HandshakeMessage(settings.Server, settings.TLS.ServerName, err))
-	}
-	return conn, nil
-}
 
 // Client holds one connection per lane.
 type Client struct {
@@ -48,7 +31,7 @@ func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engi
 	var group sync.WaitGroup
 	for i := range lanes {
 		group.Go(func() {
-			conn, err := DialTLS(ctx, settings)
+			conn, err := stack.DialTLS(ctx, settings)
 			if err != nil {
 				errs[i] = err
 				return
@@ -165,76 +148,30 @@ func (t ticket) Abandon() { t.pool.free <- t.lane }
 // ---------------------------------------------------------------------------------------------
 // Server
 
-// Server serves each connection in its own goroutine, the TLS handshake included.
+// Server serves each connection in its own goroutine, after its TLS handshake.
 type Server struct {
-	listener net.Listener
-	config   *tls.Config
+	listener *stack.TLSListener
 	counters *stack.Counters
+	conns    stack.ConnSet
 	failed   chan error
-	mu       sync.Mutex
-	conns    map[net.Conn]struct{}
-	stopped  bool
 }
 
 // Serve binds exactly address and serves until Stop.
 func Serve(address string, config *tls.Config, counters *stack.Counters) (*Server, error) {
-	listener, err := stack.ListenTCP(address)
+	listener, err := stack.ListenTLS(address, config)
 	if err != nil {
-		return nil, fmt.Errorf("--listen %s: cannot bind TCP: %w", address, err)
+		return nil, err
 	}
-	s := &Server{listener: listener, config: config, counters: counters, failed: make(chan error, 1), conns: map[net.Conn]struct{}{}}
-	go s.accept()
+	s := &Server{listener: listener, counters: counters, failed: make(chan error, 1)}
+	go listener.Serve(&s.conns, s.failed, s.serveConn)
 	return s, nil
 }
 
-func (s *Server) accept() {
-	for {
-		raw, err := s.listener.Accept()
-		if err != nil {
-			s.mu.Lock()
-			stopped := s.stopped
-			s.mu.Unlock()
-			if !stopped {
-				s.failed <- fmt.Errorf("the TCP listener stopped accepting: %w", err)
-			}
-			return
-		}
-		if !s.track(raw, true) {
-			raw.Close()
-			return
-		}
-		go s.serveConn(raw)
-	}
-}
-
-func (s *Server) track(conn net.Conn, add bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if add {
-		if s.stopped {
-			return false
-		}
-		s.conns[conn] = struct{}{}
-	} else {
-		delete(s.conns, conn)
-	}
-	return true
-}
-
-func (s *Server) serveConn(raw net.Conn) {
-	defer s.track(raw, false)
-	defer raw.Close()
-	conn := tls.Server(raw, s.config)
-	_ = conn.SetDeadline(time.Now().Add(stack.HandshakeTimeout))
-	if err := conn.Handshake(); err != nil {
-		fmt.Fprintf(os.Stderr, "rpcarena-peer-go: TLS handshake with %s failed: %v\n", raw.RemoteAddr(), err)
-		return
-	}
-	_ = conn.SetDeadline(time.Time{})
+// serveConn serves one call after another until the connection ends or breaks.
+func (s *Server) serveConn(conn *tls.Conn) {
 	c := native.Conn{R: native.NewReader(conn), W: native.NewWriter(conn)}
 	for native.ServeCall(c, s.counters) == native.Again {
 	}
-	_ = conn.Close()
 }
 
 // Addr is the bound address.
@@ -245,11 +182,6 @@ func (s *Server) Failed() <-chan error { return s.failed }
 
 // Stop closes the listener and every connection.
 func (s *Server) Stop() {
-	s.mu.Lock()
-	s.stopped = true
-	for conn := range s.conns {
-		_ = conn.Close()
-	}
-	s.mu.Unlock()
 	_ = s.listener.Close()
+	s.conns.CloseAll()
 }
