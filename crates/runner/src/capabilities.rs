@@ -208,13 +208,18 @@ pub fn check_cells(campaign: &Campaign, caps: &BTreeMap<String, Capabilities>) -
                 });
                 continue;
             };
-            for shape in &campaign.workload.shapes {
+            for shape in cell.shapes(&campaign.workload) {
                 if !stack.shapes.iter().any(|s| s == shape.as_str()) {
                     problems.push(Problem {
                         path: format!("cells[{i}]"),
                         message: format!(
-                            "peer {peer_id} does not offer shape {shape} on stack {} as a {role} (workload.shapes)",
-                            cell.stack
+                            "peer {peer_id} does not offer shape {shape} on stack {} as a {role} ({})",
+                            cell.stack,
+                            if cell.shapes.is_some() {
+                                format!("cells[{i}].shapes")
+                            } else {
+                                "workload.shapes".to_string()
+                            }
                         ),
                     });
                 }
