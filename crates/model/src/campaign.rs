@@ -651,16 +651,28 @@ impl Campaign {
                 );
             }
         }
-        for (field, value) in [
-            ("timing.warmup", self.timing.warmup),
-            ("timing.window", self.timing.window),
-            ("timing.drain", self.timing.drain),
+        self.validate_timeouts(problems);
+        self.validate_size(problems);
+    }
+
+    /// Every duration at most a day; every timeout longer than zero.
+    fn validate_timeouts(&self, problems: &mut Problems) {
+        let timeouts = [
             ("timeouts.ready", self.timeouts.ready),
             ("timeouts.armed", self.timeouts.armed),
             ("timeouts.sample", self.timeouts.sample),
             ("timeouts.shutdown", self.timeouts.shutdown),
+            ("timeouts.window", self.timeouts.window),
+        ];
+        for (field, value) in [
+            ("timing.warmup", self.timing.warmup),
+            ("timing.window", self.timing.window),
+            ("timing.drain", self.timing.drain),
             ("noise.gate_timeout", self.noise.gate_timeout),
-        ] {
+        ]
+        .into_iter()
+        .chain(timeouts)
+        {
             if value > MAX_DURATION {
                 problems.add(
                     field,
@@ -672,17 +684,11 @@ impl Campaign {
                 );
             }
         }
-        for (field, value) in [
-            ("timeouts.ready", self.timeouts.ready),
-            ("timeouts.armed", self.timeouts.armed),
-            ("timeouts.sample", self.timeouts.sample),
-            ("timeouts.shutdown", self.timeouts.shutdown),
-        ] {
+        for (field, value) in timeouts {
             if value.is_zero() {
                 problems.add(field, "expected a timeout longer than zero");
             }
         }
-        self.validate_size(problems);
     }
 
     /// How many samples a run plans: repetitions x configurations, counted without expanding
