@@ -213,7 +213,7 @@ fn real_main() -> Result<ExitCode> {
 
 fn validate(path: &Path) -> Result<ExitCode> {
     let source = CampaignSource::from_file(path)?;
-    let campaign = rpcarena_runner::load(&source).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let campaign = rpcarena_runner::load(&source)?;
     let samples = campaign.planned_samples();
     let configs = samples / u64::from(campaign.repetitions);
     let seconds = u32::try_from(samples)
@@ -319,7 +319,7 @@ impl Target {
 fn default_campaign() -> Result<CampaignSource> {
     let local = Path::new("campaigns/quick.toml");
     if local.is_file() {
-        return CampaignSource::from_file(local);
+        return Ok(CampaignSource::from_file(local)?);
     }
     Ok(CampaignSource {
         text: QUICK.to_string(),
@@ -376,8 +376,8 @@ fn export(outcome: &RunOutcome, quiet: bool) -> Result<Export> {
     };
     if let Err(e) = rpcarena_runner::seal(&outcome.dir, None) {
         match &outcome.stopped_by {
-            Some(_) => tell!("rpcarena: sealing the manifest: {e:#}"),
-            None => return Err(e),
+            Some(_) => tell!("rpcarena: sealing the manifest: {}", e.chain()),
+            None => return Err(e.into()),
         }
     }
     let manifest_sha256 =
@@ -515,7 +515,7 @@ fn resume_source(dir: &Path, campaign: Option<PathBuf>) -> Result<(Source, Vec<S
 /// same checks as a run: peers resolved and asked for their capabilities, the network backend
 /// available); no sample runs. Non-zero when the host cannot run it.
 fn dry_run_plan(source: CampaignSource, cells: &[String], json: bool) -> Result<ExitCode> {
-    let mut campaign = rpcarena_runner::load(&source).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut campaign = rpcarena_runner::load(&source)?;
     if !cells.is_empty() {
         campaign.cells.retain(|c| cells.contains(&c.id));
     }
@@ -560,7 +560,7 @@ fn dry_run_plan(source: CampaignSource, cells: &[String], json: bool) -> Result<
                 }
                 say!("this host can run it");
             }
-            Err(e) => say!("this host cannot run it:\n{e:#}"),
+            Err(e) => say!("this host cannot run it:\n{}", e.chain()),
         }
     }
     Ok(if readiness.is_ok() {

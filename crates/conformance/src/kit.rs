@@ -5,7 +5,7 @@ use crate::check::{
     self, CheckResult, Transcript, error_expectation, expect_error, expect_stopped,
 };
 use crate::partners::Candidate;
-use crate::shell::{Bench, ClientSpec, Proc, SERVER_NAME};
+use crate::shell::{Bench, ClientSpec, Proc, SERVER_NAME, could_not_start};
 use rpcarena_protocol::event::{
     AllocationCounters, Capabilities, Command, Event, Role, WindowReport, code, phase,
 };
@@ -121,13 +121,6 @@ fn run_to_end(bench: &Bench, role: Role, args: &[String], what: &str) -> Transcr
     match Proc::spawn(role, &argv, &bench.raw(what)) {
         Ok(p) => p.finish(PROMPTLY),
         Err(e) => could_not_start(e),
-    }
-}
-
-fn could_not_start(e: anyhow::Error) -> Transcript {
-    Transcript {
-        malformed: vec![format!("could not start: {e:#}")],
-        ..Transcript::default()
     }
 }
 

@@ -11,13 +11,14 @@
 //! (200 ms).
 
 pub mod check;
+mod error;
 mod kit;
 pub mod partners;
 mod samples;
 mod shell;
 
-use anyhow::{Context, Result, bail};
 pub use check::{CheckResult, Counts, Status};
+pub use error::{Error, Result};
 use partners::{Candidate, Need};
 use rpcarena_protocol::event::{Capabilities, Role, StackCapability};
 use std::path::{Path, PathBuf};
@@ -123,14 +124,17 @@ pub fn run(options: &Options, log: &mut dyn FnMut(&str)) -> Result<Outcome> {
 fn output_dir(out: Option<&Path>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
     Ok(match out {
         Some(d) => {
-            std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            std::fs::create_dir_all(d).map_err(error::file("creating", d))?;
             (d.to_path_buf(), None)
         }
         None => {
             let t = tempfile::Builder::new()
                 .prefix("rpcarena-conformance-")
                 .tempdir()
-                .context("creating a temporary directory")?;
+                .map_err(error::file(
+                    "creating a temporary directory in",
+                    &std::env::temp_dir(),
+                ))?;
             (t.path().to_path_buf(), Some(t))
         }
     })
@@ -158,7 +162,10 @@ fn query_candidates(partners: &[PeerCommand], log: &mut dyn FnMut(&str)) -> Resu
                 caps,
             }),
             Err(e) if i == 0 => {
-                bail!("the partner {} (the kit's reference partner): {e}", p.id)
+                return Err(Error::Reference {
+                    id: p.id.clone(),
+                    reason: e,
+                });
             }
             Err(e) => log(&format!(
                 "partner {} skipped: its capabilities failed: {e}",

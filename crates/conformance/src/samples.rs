@@ -3,8 +3,8 @@
 //! state machine and every count check of a real run judge them: what passes here passes there.
 
 use crate::check::CheckResult;
+use crate::error::{self, Result};
 use crate::partners::{self, Candidate};
-use anyhow::Result;
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{SampleRecord, SampleStatus};
 use rpcarena_protocol::event::{Role, StackCapability};
@@ -295,7 +295,7 @@ fn run_campaign(
     log: &mut dyn FnMut(&str),
 ) -> Result<()> {
     let file = dir.join(format!("{name}.toml"));
-    std::fs::write(&file, text)?;
+    std::fs::write(&file, text).map_err(error::file("writing", &file))?;
     let source = CampaignSource::from_file(&file)?;
     let prepared = match rpcarena_runner::prepare(source, &[]) {
         Ok(p) => p,
@@ -304,7 +304,7 @@ fn run_campaign(
                 "sample",
                 format!("campaign {name}"),
                 "the peers accept the campaign",
-                Err(format!("{e:#}")),
+                Err(e.chain()),
             ));
             return Ok(());
         }

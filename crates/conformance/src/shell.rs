@@ -3,7 +3,7 @@
 //! what they print into [`Transcript`]s for the pure judges of `check`.
 
 use crate::check::Transcript;
-use anyhow::{Context, Result};
+use crate::error::{self, Result};
 use rpcarena_model::campaign::Timing;
 use rpcarena_model::invocation::{self, ServerTarget};
 use rpcarena_model::load::{LoadSpec, Payload};
@@ -27,7 +27,7 @@ pub(crate) struct Proc {
 impl Proc {
     /// Starts `argv` with its stdout and stderr kept in `dir`.
     pub fn spawn(role: Role, argv: &[String], dir: &Path) -> Result<Proc> {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(error::file("creating", dir))?;
         // Bounded like the runner's: a peer that floods waits for the kit to read.
         let (tx, rx) = sync_channel(16);
         let process = PeerProcess::spawn(role, argv, dir, tx)?;
@@ -71,7 +71,7 @@ impl Proc {
 
     /// Writes any line to stdin.
     pub fn send_line(&mut self, line: &str) -> Result<()> {
-        self.process.send_text(line)
+        Ok(self.process.send_text(line)?)
     }
 
     /// Closes stdin.
@@ -172,10 +172,7 @@ impl Bench {
         raw: &Path,
     ) -> Result<(Proc, String), Transcript> {
         let argv = self.server_argv(command, stack, extra);
-        let mut server = Proc::spawn(Role::Server, &argv, raw).map_err(|e| Transcript {
-            malformed: vec![format!("could not start: {e:#}")],
-            ..Transcript::default()
-        })?;
+        let mut server = Proc::spawn(Role::Server, &argv, raw).map_err(could_not_start)?;
         match server.until(Duration::from_secs(10), |e| matches!(e, Event::Ready(_))) {
             Some(Event::Ready(ready)) => Ok((server, ready.address)),
             _ => Err(server.finish(Duration::from_secs(2))),
@@ -236,5 +233,13 @@ impl ClientSpec {
             },
             1,
         )
+    }
+}
+
+/// The transcript of a process that could not be started.
+pub(crate) fn could_not_start(e: crate::Error) -> Transcript {
+    Transcript {
+        malformed: vec![format!("could not start: {}", e.chain())],
+        ..Transcript::default()
     }
 }

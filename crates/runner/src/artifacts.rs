@@ -1,8 +1,8 @@
 //! The run directory: `manifest.json`, `samples.jsonl` (appended and synced after each sample, so a
 //! crash loses nothing measured), `raw/<sample>/`, `certificates/` and `private/` (keys).
 
+use crate::error::{Error, FileContext, JsonContext, Result};
 use crate::host::sha256_file;
-use anyhow::{Context, Result, bail};
 use rpcarena_model::files::{self, CERTIFICATES, MANIFEST, PRIVATE, RAW, SAMPLES, SEALED};
 use rpcarena_model::record::{Manifest, SampleRecord};
 use std::fs::{self, File, OpenOptions};
@@ -25,33 +25,32 @@ impl RunDir {
             && !path.exists()
         {
             let target = fs::read_link(path).unwrap_or_default();
-            bail!(
+            return Err(Error::RunDirectory(format!(
                 "output directory {} is a symbolic link to {}, which does not exist; create \
                  the target directory or choose another --out",
                 path.display(),
                 target.display()
-            );
+            )));
         }
         if path.exists() && !path.is_dir() {
-            bail!(
+            return Err(Error::RunDirectory(format!(
                 "output directory {} exists and is not a directory; choose another --out",
                 path.display()
-            );
+            )));
         }
         if path.exists() {
             let non_empty = fs::read_dir(path)
-                .with_context(|| format!("reading output directory {}", path.display()))?
+                .file("reading output directory", path)?
                 .next()
                 .is_some();
             if non_empty {
-                bail!(
+                return Err(Error::RunDirectory(format!(
                     "output directory {} already exists and is not empty; choose another --out or remove it",
                     path.display()
-                );
+                )));
             }
         }
-        fs::create_dir_all(path.join(RAW))
-            .with_context(|| format!("creating output directory {}", path.display()))?;
+        fs::create_dir_all(path.join(RAW)).file("creating output directory", path)?;
         let root = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         Ok(RunDir { root })
     }
@@ -132,46 +131,28 @@ impl SamplesWriter {
             .create(true)
             .append(true)
             .open(&path)
-            .with_context(|| format!("opening {}", path.display()))?;
-        let good = file
-            .metadata()
-            .with_context(|| format!("reading {}", path.display()))?
-            .len();
+            .file("opening", &path)?;
+        let good = file.metadata().file("reading", &path)?.len();
         Ok(SamplesWriter { file, path, good })
     }
 
     /// Appends one record and makes it durable before returning; on failure nothing of it
     /// stays in the file, and the error says whether the disk is full.
     pub fn append(&mut self, record: &SampleRecord) -> Result<()> {
-        let mut line = serde_json::to_vec(record).context("serializing a sample record")?;
+        let mut line = serde_json::to_vec(record).json(|| "serializing a sample record".into())?;
         line.push(b'\n');
         match append_whole(&mut self.file, self.good, &line) {
             Ok(good) => {
                 self.good = good;
                 Ok(())
             }
-            Err((error, cut)) => {
-                let kept = match cut {
-                    Ok(()) => "the records before it are kept whole".to_string(),
-                    Err(e) => format!(
-                        "cutting the partial record off failed too ({e}): the last line of the \
-                         file is torn, and `rpcarena report` skips it"
-                    ),
-                };
-                if is_disk_full(&error) {
-                    bail!(
-                        "disk full: sample {} could not be appended to {} ({error}); {kept}. \
-                         Free some space and run the remaining samples again",
-                        record.sample,
-                        self.path.display()
-                    )
-                }
-                bail!(
-                    "appending sample {} to {}: {error}; {kept}",
-                    record.sample,
-                    self.path.display()
-                )
-            }
+            Err((error, cut)) => Err(Error::Append {
+                sample: record.sample.clone(),
+                path: self.path.clone(),
+                disk_full: is_disk_full(&error),
+                torn: cut.err().map(|e| e.to_string()),
+                error,
+            }),
         }
     }
 }
@@ -184,10 +165,8 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = path.with_file_name(name);
     let written = File::create(&tmp)
         .and_then(|mut f| f.write_all(bytes).and_then(|_| f.sync_data()))
-        .with_context(|| format!("writing {}", tmp.display()))
-        .and_then(|_| {
-            fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
-        });
+        .file("writing", &tmp)
+        .and_then(|_| fs::rename(&tmp, path).file("writing", path));
     if written.is_err() {
         let _ = fs::remove_file(&tmp);
     }
@@ -196,7 +175,8 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Writes the manifest atomically (temporary file, then rename).
 pub fn write_manifest(root: &Path, manifest: &Manifest) -> Result<()> {
-    let mut text = serde_json::to_string_pretty(manifest).context("serializing the manifest")?;
+    let mut text =
+        serde_json::to_string_pretty(manifest).json(|| "serializing the manifest".into())?;
     text.push('\n');
     write_atomically(&root.join(MANIFEST), text.as_bytes())
 }
@@ -204,8 +184,8 @@ pub fn write_manifest(root: &Path, manifest: &Manifest) -> Result<()> {
 /// Reads a run's manifest.
 fn read_manifest(root: &Path) -> Result<Manifest> {
     let path = root.join(MANIFEST);
-    let text = fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+    let text = fs::read_to_string(&path).file("reading", &path)?;
+    serde_json::from_str(&text).json(|| format!("parsing {}", path.display()))
 }
 
 /// Records the SHA-256 of every artifact present and the end time in the manifest.
@@ -236,8 +216,12 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = RunDir::create(&tmp.path().join("run")).unwrap();
         assert!(dir.root.join("raw").is_dir());
-        let err = RunDir::create(&dir.root).unwrap_err().to_string();
-        assert!(err.contains("already exists and is not empty"), "{err}");
+        let err = RunDir::create(&dir.root).unwrap_err();
+        assert!(matches!(err, Error::RunDirectory(_)), "{err:?}");
+        assert!(
+            err.to_string().contains("already exists and is not empty"),
+            "{err}"
+        );
         write_manifest(&dir.root, &Manifest::default()).unwrap();
         fs::write(dir.root.join(SAMPLES), "{}\n").unwrap();
         let sealed = seal_manifest(&dir.root, Some("t".into())).unwrap();

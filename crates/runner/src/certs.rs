@@ -3,7 +3,7 @@
 //! can verify what the peers presented); the CA's and servers' private keys go to `private/`,
 //! a directory of mode 0700 with keys of mode 0600, which the report says not to publish.
 
-use anyhow::{Context, Result};
+use crate::error::{Error, FileContext, Result};
 use rcgen::{
     BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa,
     KeyPair, KeyUsagePurpose, PKCS_ECDSA_P256_SHA256,
@@ -39,17 +39,18 @@ impl Authority {
     /// Creates the CA: its certificate in `public`, its key in `private` (both created if
     /// needed; `private` with mode 0700 whatever the umask).
     pub fn create(public: &Path, private: &Path, campaign: &str) -> Result<Authority> {
-        fs::create_dir_all(public).with_context(|| format!("creating {}", public.display()))?;
+        fs::create_dir_all(public).file("creating", public)?;
         fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(private)
-            .with_context(|| format!("creating {}", private.display()))?;
+            .file("creating", private)?;
         fs::set_permissions(private, fs::Permissions::from_mode(0o700))
-            .with_context(|| format!("making {} private (0700)", private.display()))?;
+            .file("making private (0700)", private)?;
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)
-            .context("generating the CA's P-256 key")?;
-        let mut params = CertificateParams::new(Vec::<String>::new())?;
+            .map_err(certificate("generating the CA's P-256 key"))?;
+        let mut params = CertificateParams::new(Vec::<String>::new())
+            .map_err(certificate("the CA's parameters"))?;
         params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
         params.distinguished_name.push(
             DnType::CommonName,
@@ -57,10 +58,10 @@ impl Authority {
         );
         params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
         write_private(&private.join("ca.key"), &key.serialize_pem())?;
-        let issuer = CertifiedIssuer::self_signed(params, key).context("self-signing the CA")?;
+        let issuer = CertifiedIssuer::self_signed(params, key)
+            .map_err(certificate("self-signing the CA"))?;
         let ca_cert = public.join("ca.pem");
-        fs::write(&ca_cert, issuer.pem())
-            .with_context(|| format!("writing {}", ca_cert.display()))?;
+        fs::write(&ca_cert, issuer.pem()).file("writing", &ca_cert)?;
         Ok(Authority {
             public: public.to_path_buf(),
             private: private.to_path_buf(),
@@ -82,10 +83,11 @@ impl Authority {
             });
         }
         let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)
-            .context("generating a server P-256 key")?;
+            .map_err(certificate("generating a server P-256 key"))?;
         // rcgen turns a string that parses as an IP address into an IP SAN.
-        let mut params = CertificateParams::new(vec![name.to_string()])
-            .with_context(|| format!("server name {name:?} is not a valid SAN"))?;
+        let mut params = CertificateParams::new(vec![name.to_string()]).map_err(certificate(
+            &format!("server name {name:?} is not a valid SAN"),
+        ))?;
         params
             .distinguished_name
             .push(DnType::CommonName, format!("rpcarena server {name}"));
@@ -93,10 +95,9 @@ impl Authority {
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
         let leaf = params
             .signed_by(&key, &self.issuer)
-            .context("signing the server certificate")?;
+            .map_err(certificate("signing the server certificate"))?;
         write_private(&key_path, &key.serialize_pem())?;
-        fs::write(&cert, format!("{}{}", leaf.pem(), self.issuer.pem()))
-            .with_context(|| format!("writing {}", cert.display()))?;
+        fs::write(&cert, format!("{}{}", leaf.pem(), self.issuer.pem())).file("writing", &cert)?;
         Ok(ServerIdentity {
             name: name.to_string(),
             cert,
@@ -112,9 +113,14 @@ fn write_private(path: &Path, pem: &str) -> Result<()> {
         .truncate(true)
         .mode(0o600)
         .open(path)
-        .with_context(|| format!("creating private key file {}", path.display()))?;
-    file.write_all(pem.as_bytes())
-        .with_context(|| format!("writing {}", path.display()))
+        .file("creating private key file", path)?;
+    file.write_all(pem.as_bytes()).file("writing", path)
+}
+
+/// Names what rcgen failed to do, as [`Error::Certificate`].
+fn certificate(what: &str) -> impl FnOnce(rcgen::Error) -> Error {
+    let what = what.to_string();
+    move |source| Error::Certificate { what, source }
 }
 
 #[cfg(test)]

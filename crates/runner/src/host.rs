@@ -1,6 +1,6 @@
 //! Facts about the machine and files, for the manifest.
 
-use anyhow::{Context, Result};
+use crate::error::{FileContext, Result};
 use rpcarena_model::record::HostInfo;
 use sha2::{Digest, Sha256};
 use std::io::Read;
@@ -45,18 +45,15 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// (symbolic links are followed; other special files are left out). A change to any file's
 /// contents or name changes it.
 pub fn sha256_tree(path: &Path) -> Result<String> {
-    let meta = std::fs::metadata(path)
-        .with_context(|| format!("reading {} to hash it", path.display()))?;
+    let meta = std::fs::metadata(path).file("hashing", path)?;
     if !meta.is_dir() {
         return sha256_file(path);
     }
     let mut lines = Vec::new();
     let mut pending = vec![path.to_path_buf()];
     while let Some(dir) = pending.pop() {
-        for entry in
-            std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))?
-        {
-            let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        for entry in std::fs::read_dir(&dir).file("listing", &dir)? {
+            let entry = entry.file("listing", &dir)?;
             let child = entry.path();
             let Ok(meta) = std::fs::metadata(&child) else {
                 continue; // a dangling link
@@ -75,14 +72,11 @@ pub fn sha256_tree(path: &Path) -> Result<String> {
 
 /// Lower-case hex SHA-256 of a file, streamed.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut file = std::fs::File::open(path)
-        .with_context(|| format!("opening {} to hash it", path.display()))?;
+    let mut file = std::fs::File::open(path).file("hashing", path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = file
-            .read(&mut buf)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let n = file.read(&mut buf).file("reading", path)?;
         if n == 0 {
             break;
         }

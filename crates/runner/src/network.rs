@@ -4,8 +4,8 @@
 //! and the signals the binary handles.
 
 use crate::certs::{Authority, ServerIdentity};
+use crate::error::{Error, Result};
 use crate::launcher::Launcher;
-use anyhow::{Context, Result, anyhow};
 use rpcarena_model::network::{Network, NetworkBackend, NetworkDescription};
 use rpcarena_netem::{NetemError, Side, Topology, TopologyConfig};
 use rpcarena_netem_core::SampleCheck;
@@ -77,15 +77,16 @@ impl RunNetwork {
             NetworkBackend::Emulated => {
                 let profile = network
                     .link_profile()
-                    .map_err(|e| anyhow!(e))?
-                    .ok_or_else(|| anyhow!("network: emulated backend without a profile"))?;
+                    .map_err(Error::NetworkConfig)?
+                    .ok_or_else(|| {
+                        Error::NetworkConfig("the emulated backend has no link profile".into())
+                    })?;
                 let mut config = TopologyConfig::emulated(profile, network.emulator, seed);
                 config.timing.cpus = emulator_cpus.to_vec();
                 config
             }
         };
-        let mut topology =
-            Topology::create(&config).context("setting up the campaign's network")?;
+        let mut topology = Topology::create(&config).map_err(Error::Network)?;
         let mut description = NetworkDescription::of_topology(network, topology.info());
         // The first check sets the baseline of the device counters; a failure here is kept.
         if let Some(note) = setup_check_note(topology.check_after_sample()) {

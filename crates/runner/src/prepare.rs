@@ -2,8 +2,8 @@
 //! `--cell` selection, the peer executables and what each offers, the link profile, and whether
 //! this host can build the network.
 
+use crate::error::{Error, FileContext, Result};
 use crate::{capabilities, network, resolve};
-use anyhow::{Context, Result, bail};
 use rpcarena_model::campaign::{Campaign, CampaignError};
 use rpcarena_model::peerdir;
 use rpcarena_protocol::event::Capabilities;
@@ -31,8 +31,7 @@ pub struct CampaignSource {
 impl CampaignSource {
     /// Reads a campaign file.
     pub fn from_file(path: &Path) -> Result<CampaignSource> {
-        let bytes = std::fs::read(path)
-            .with_context(|| format!("reading campaign file {}", path.display()))?;
+        let bytes = std::fs::read(path).file("reading campaign file", path)?;
         let text = rpcarena_model::campaign::decode(&bytes, &path.display().to_string())?;
         let dir = match path.parent() {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
@@ -79,7 +78,7 @@ pub fn load(source: &CampaignSource) -> Result<Campaign, CampaignError> {
 /// Loads the campaign, restricts it to `only_cells`, resolves the peers it uses and asks each for
 /// its capabilities; refuses cells a peer cannot run. Every problem found is listed.
 pub fn prepare(source: CampaignSource, only_cells: &[String]) -> Result<Prepared> {
-    let mut campaign = load(&source).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut campaign = load(&source)?;
     select_cells(&mut campaign, only_cells, &source.origin)?;
     let mut problems = Vec::new();
     let peers = ready_peers(&campaign, &source, &mut problems);
@@ -98,7 +97,7 @@ pub fn prepare(source: CampaignSource, only_cells: &[String]) -> Result<Prepared
             .map(|p| format!("{}: {}: {}", source.origin, p.path, p.message)),
     );
     if !problems.is_empty() {
-        bail!("{}", problems.join("\n"));
+        return Err(Error::NotRunnable(problems));
     }
     Ok(Prepared {
         campaign,
@@ -112,15 +111,11 @@ pub fn prepare(source: CampaignSource, only_cells: &[String]) -> Result<Prepared
 fn select_cells(campaign: &mut Campaign, only_cells: &[String], origin: &str) -> Result<()> {
     for cell in only_cells {
         if !campaign.cells.iter().any(|c| &c.id == cell) {
-            bail!(
-                "--cell {cell:?}: no such cell in {origin}; cells are: {}",
-                campaign
-                    .cells
-                    .iter()
-                    .map(|c| c.id.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
+            return Err(Error::UnknownCell {
+                cell: cell.clone(),
+                origin: origin.to_string(),
+                known: campaign.cells.iter().map(|c| c.id.clone()).collect(),
+            });
         }
     }
     if !only_cells.is_empty() {
@@ -178,4 +173,44 @@ fn ready_peers(
         }
     }
     peers
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(text: String) -> CampaignSource {
+        CampaignSource {
+            text,
+            origin: "t.toml".into(),
+            dir: PathBuf::from("/nonexistent"),
+            peers_dir: None,
+        }
+    }
+
+    #[test]
+    fn each_kind_of_refusal_is_a_variant_a_caller_can_match() {
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .peer("p", &["/nonexistent/peer"])
+            .cell("a", "p", "p", "grpc")
+            .section("[workload]\nconcurrency = [1]\nshapes = [\"unary\"]")
+            .build();
+        match prepare(source(text.clone()), &["b".into()]) {
+            Err(Error::UnknownCell { cell, known, .. }) => {
+                assert_eq!((cell.as_str(), known), ("b", vec!["a".to_string()]));
+            }
+            other => panic!("an unknown --cell: {other:?}"),
+        }
+        match prepare(source(text), &[]) {
+            Err(Error::NotRunnable(problems)) => {
+                assert!(
+                    problems.iter().any(|p| p.contains("/nonexistent/peer")),
+                    "{problems:?}"
+                );
+            }
+            other => panic!("a peer that does not exist: {other:?}"),
+        }
+        let broken = prepare(source("name = 1".into()), &[]);
+        assert!(matches!(broken, Err(Error::Campaign(_))), "{broken:?}");
+    }
 }

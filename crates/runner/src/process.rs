@@ -2,8 +2,8 @@
 //! thread (and copied verbatim to `raw/`), stderr written straight to `raw/`, the whole group
 //! killed and reaped on any anomaly.
 
+use crate::error::{Error, FileContext, Result};
 use crate::sample::machine::{Line, Message};
-use anyhow::{Context, Result};
 use nix::errno::Errno;
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::sys::wait::{WaitPidFlag, waitpid};
@@ -60,6 +60,14 @@ pub(crate) fn tracked_groups() -> Vec<i32> {
 /// escape scan (another sample's teardown, a capabilities query) could see it before it is
 /// tracked and kill it as an escaped helper.
 static SPAWNING: Mutex<()> = Mutex::new(());
+
+/// Names what failed with a peer process, as [`Error::Peer`].
+fn peer_failed(what: String) -> impl FnOnce(std::io::Error) -> Error {
+    move |source| Error::Peer {
+        what,
+        source: Some(source),
+    }
+}
 
 /// Starts `command` as the leader of a new process group and tracks that group before anyone
 /// can look for escapees.
@@ -122,13 +130,14 @@ impl PeerProcess {
         raw_dir: &Path,
         events: SyncSender<Message>,
     ) -> Result<PeerProcess> {
-        let (program, args) = argv.split_first().context("peer command is empty")?;
+        let (program, args) = argv.split_first().ok_or_else(|| Error::Peer {
+            what: format!("the {role} peer's command is empty"),
+            source: None,
+        })?;
         let stderr_path = raw_dir.join(files::peer_log(role, "stderr"));
         let stdout_path = raw_dir.join(files::peer_log(role, "stdout"));
-        let stderr_copy = File::create(&stderr_path)
-            .with_context(|| format!("creating {}", stderr_path.display()))?;
-        let stdout_copy = File::create(&stdout_path)
-            .with_context(|| format!("creating {}", stdout_path.display()))?;
+        let stderr_copy = File::create(&stderr_path).file("creating", &stderr_path)?;
+        let stdout_copy = File::create(&stdout_path).file("creating", &stdout_path)?;
         let mut child = spawn_group(
             std::process::Command::new(program)
                 .args(args)
@@ -136,17 +145,15 @@ impl PeerProcess {
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped()),
         )
-        .with_context(|| format!("starting {role} peer {}", argv.join(" ")))?;
+        .map_err(peer_failed(format!(
+            "starting {role} peer {}",
+            argv.join(" ")
+        )))?;
         let pid = child.id();
         let stdin = child.stdin.take();
-        let stdout = child
-            .stdout
-            .take()
-            .context("peer stdout was not captured")?;
-        let stderr = child
-            .stderr
-            .take()
-            .context("peer stderr was not captured")?;
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            unreachable!("spawned with piped stdout and stderr");
+        };
         let abandon = Arc::new(AtomicBool::new(false));
         let pipes: Vec<u64> = [
             crate::escape::pipe_inode(&stdout),
@@ -176,38 +183,39 @@ impl PeerProcess {
             std::thread::Builder::new()
                 .name(format!("{role}-stdout"))
                 .spawn(move || read_lines(role, stdout, stdout_copy, events, abandon))
-                .context("starting a stdout reader thread")?,
+                .map_err(peer_failed(format!(
+                    "starting the {role} peer's stdout reader thread"
+                )))?,
         );
         let stderr_copy = CappedLog::new(stderr_copy, RAW_LOG_LIMIT);
         peer.readers.push(
             std::thread::Builder::new()
                 .name(format!("{role}-stderr"))
                 .spawn(move || copy_stderr(stderr, stderr_copy))
-                .context("starting a stderr copy thread")?,
+                .map_err(peer_failed(format!(
+                    "starting the {role} peer's stderr copy thread"
+                )))?,
         );
         Ok(peer)
     }
 
     /// Writes a command line to the peer's stdin.
     pub fn send(&mut self, command: Command) -> Result<()> {
-        let stdin = self
-            .stdin
-            .as_mut()
-            .with_context(|| format!("{} stdin is already closed", self.role))?;
-        writeln!(stdin, "{}", command.as_str())
-            .and_then(|_| stdin.flush())
-            .with_context(|| format!("sending {} to the {} peer", command.as_str(), self.role))
+        self.send_text(command.as_str())
     }
 
     /// Writes any line to the peer's stdin (the conformance kit's unknown commands).
     pub fn send_text(&mut self, line: &str) -> Result<()> {
-        let stdin = self
-            .stdin
-            .as_mut()
-            .with_context(|| format!("{} stdin is already closed", self.role))?;
+        let role = self.role;
+        let Some(stdin) = self.stdin.as_mut() else {
+            return Err(Error::Peer {
+                what: format!("sending {line:?} to the {role} peer: its stdin is already closed"),
+                source: None,
+            });
+        };
         writeln!(stdin, "{line}")
             .and_then(|_| stdin.flush())
-            .with_context(|| format!("sending {line:?} to the {} peer", self.role))
+            .map_err(peer_failed(format!("sending {line:?} to the {role} peer")))
     }
 
     /// Closes stdin (end of stdin means SHUTDOWN to a peer).

@@ -5,7 +5,7 @@
 //! since the run began, because the new samples would not measure the same thing.
 
 use crate::artifacts::RunDir;
-use anyhow::{Context, Result, bail};
+use crate::error::{Error, FileContext, JsonContext, Result};
 use rpcarena_model::files::{CERTIFICATES, MANIFEST, RAW, SAMPLES};
 use rpcarena_model::record::{Manifest, SampleRecord, SampleStatus};
 use std::collections::BTreeMap;
@@ -21,8 +21,7 @@ pub fn set_aside_certificates(path: &Path) -> Result<()> {
             .map(|n| path.join(format!("{CERTIFICATES}-before-resume-{n}")))
             .find(|p| !p.exists())
             .unwrap_or_else(|| path.join(format!("{CERTIFICATES}-old")));
-        fs::rename(&certificates, &aside)
-            .with_context(|| format!("moving {} aside", certificates.display()))?;
+        fs::rename(&certificates, &aside).file("moving aside", &certificates)?;
     }
     Ok(())
 }
@@ -41,26 +40,24 @@ pub struct Resumed {
 /// kill cut short, and removes the raw directories of samples that never got a record.
 pub fn open(path: &Path) -> Result<Resumed> {
     let manifest_path = path.join(MANIFEST);
-    let text = fs::read_to_string(&manifest_path).with_context(|| {
-        format!(
-            "--resume {}: no readable {MANIFEST}; give the directory of an interrupted `rpcarena run`",
+    let text = fs::read_to_string(&manifest_path).map_err(|e| {
+        Error::Resume(format!(
+            "--resume {}: no readable {MANIFEST} ({e}); give the directory of an interrupted `rpcarena run`",
             path.display()
-        )
+        ))
     })?;
-    let manifest: Manifest = serde_json::from_str(&text)
-        .with_context(|| format!("parsing {}", manifest_path.display()))?;
+    let manifest: Manifest =
+        serde_json::from_str(&text).json(|| format!("parsing {}", manifest_path.display()))?;
     let samples = path.join(SAMPLES);
     let mut bytes = fs::read(&samples).unwrap_or_default();
     if let Some(end) = bytes.iter().rposition(|&b| b == b'\n') {
         if end + 1 < bytes.len() {
             bytes.truncate(end + 1);
-            fs::write(&samples, &bytes).with_context(|| {
-                format!("dropping the cut-short last line of {}", samples.display())
-            })?;
+            fs::write(&samples, &bytes).file("dropping the cut-short last line of", &samples)?;
         }
     } else if !bytes.is_empty() {
         bytes.clear();
-        fs::write(&samples, &bytes).with_context(|| format!("emptying {}", samples.display()))?;
+        fs::write(&samples, &bytes).file("emptying", &samples)?;
     }
     let mut done = BTreeMap::new();
     for (i, line) in String::from_utf8_lossy(&bytes).lines().enumerate() {
@@ -68,19 +65,15 @@ pub fn open(path: &Path) -> Result<Resumed> {
             continue;
         }
         let record: SampleRecord = serde_json::from_str(line)
-            .with_context(|| format!("{}:{}: not a sample record", samples.display(), i + 1))?;
+            .json(|| format!("{}:{}: not a sample record", samples.display(), i + 1))?;
         done.insert(record.sample, record.status);
     }
     if let Ok(entries) = fs::read_dir(path.join(RAW)) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if !done.contains_key(&name) {
-                fs::remove_dir_all(entry.path()).with_context(|| {
-                    format!(
-                        "removing the unrecorded sample's {}",
-                        entry.path().display()
-                    )
-                })?;
+                fs::remove_dir_all(entry.path())
+                    .file("removing the unrecorded sample's", &entry.path())?;
             }
         }
     }
@@ -126,10 +119,10 @@ pub fn continue_manifest(
         ));
     }
     if !changed.is_empty() {
-        bail!(
+        return Err(Error::Resume(format!(
             "cannot resume: {} changed since the run began, so new samples would not measure the same thing; start a new run instead",
             changed.join("; ")
-        );
+        )));
     }
     let mut manifest = old.clone();
     manifest.resumed_at.push(fresh.started_at.clone());
@@ -164,9 +157,9 @@ mod tests {
         assert_eq!((m.samples.ok, m.samples.failed), (1, 0));
         fresh.peers[0].sha256 = "22".into();
         fresh.campaign.sha256 = "bb".into();
-        let e = continue_manifest(&old, &fresh, &done)
-            .unwrap_err()
-            .to_string();
+        let e = continue_manifest(&old, &fresh, &done).unwrap_err();
+        assert!(matches!(e, Error::Resume(_)), "{e:?}");
+        let e = e.to_string();
         assert!(
             e.contains("the campaign text (SHA-256 aa when the run began, bb now)"),
             "{e}"

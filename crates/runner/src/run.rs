@@ -2,12 +2,12 @@
 //! every slot of the seeded schedule as one sample, each record appended as it ends.
 
 use crate::artifacts::{self, RunDir, SamplesWriter};
+use crate::error::{Error, Result};
 use crate::network::RunNetwork;
 use crate::noise::{self, PinPlan};
 use crate::prepare::Prepared;
 use crate::sample::{self, ClientLaunch, SampleIo, SampleSpec};
 use crate::{certs, host, stop};
-use anyhow::Result;
 use rpcarena_model::invocation;
 use rpcarena_model::matrix::{self, SampleConfig};
 use rpcarena_model::network::NetworkBackend;
@@ -177,12 +177,12 @@ fn reopen(
         .iter()
         .all(|s| resumed.done.contains_key(&sample_id(s, &configs[s.config])))
     {
-        anyhow::bail!(
+        return Err(Error::Resume(format!(
             "--resume {}: nothing to resume, every one of its {} samples is recorded; `rpcarena report {}` regenerates its reports",
             out.display(),
             slots.len(),
             out.display()
-        );
+        )));
     }
     let identity = Manifest {
         campaign: CampaignInfo {
@@ -239,10 +239,10 @@ fn run_samples(
             },
         );
         if let Err(e) = writer.append(&record) {
-            progress.warning(&format!("{e:#}; the run stops here"));
+            progress.warning(&format!("{}; the run stops here", e.chain()));
             return LoopEnd {
                 interrupted: true,
-                stopped_by: Some(format!("{e:#}")),
+                stopped_by: Some(e.chain()),
             };
         }
         match record.status {
@@ -271,7 +271,7 @@ fn finish(
         // With the disk full the manifest may not fit either: the report then reads the counts
         // from samples.jsonl and says the run is incomplete.
         match &end.stopped_by {
-            Some(_) => progress.warning(&format!("{e:#}")),
+            Some(_) => progress.warning(&e.chain()),
             None => return Err(e),
         }
     }
@@ -325,7 +325,7 @@ fn peer_infos(prepared: &Prepared) -> Vec<PeerInfo> {
                 .iter()
                 .map(|f| {
                     let hash = host::sha256_tree(Path::new(f))
-                        .unwrap_or_else(|e| format!("unreadable: {e:#}"));
+                        .unwrap_or_else(|e| format!("unreadable: {}", e.chain()));
                     (f.clone(), hash)
                 })
                 .collect(),

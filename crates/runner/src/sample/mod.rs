@@ -137,7 +137,7 @@ impl Shell<'_> {
             }),
             Action::Send { role, command } => {
                 let sent = match self.peer(role) {
-                    Some(peer) => peer.send(command).map_err(|e| format!("{e:#}")),
+                    Some(peer) => peer.send(command).map_err(|e| e.chain()),
                     None => Err(format!("{role} is not running")),
                 };
                 sent.err().map(|error| Input::SendFailed { role, error })
@@ -178,7 +178,7 @@ impl Shell<'_> {
     fn spawn(&mut self, role: Role, argv: &[String]) -> Result<PeerProcess, String> {
         let dir = &self.io.raw_dir;
         std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-        PeerProcess::spawn(role, argv, dir, self.tx.clone()).map_err(|e| format!("{e:#}"))
+        PeerProcess::spawn(role, argv, dir, self.tx.clone()).map_err(|e| e.chain())
     }
 
     /// Kills both groups and checks that nothing of either survives.
