@@ -1,21 +1,8 @@
 //! The kit's error: what stopped the kit itself (not a check that failed: those are rows).
 
-use std::path::PathBuf;
-
 /// Why the kit could not run its checks.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The kit's own output (its directory, a generated campaign) could not be written.
-    #[error("{action} {}", path.display())]
-    File {
-        /// What was being done.
-        action: &'static str,
-        /// The file or directory.
-        path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
     /// The reference partner (the Rust peer) did not answer its capabilities query: no check
     /// can be judged against it. Build it (`cargo build --bins`) and run the kit again.
     #[error("the partner {id} (the kit's reference partner): {reason}")]
@@ -25,8 +12,8 @@ pub enum Error {
         /// What its capabilities query said.
         reason: String,
     },
-    /// The runner failed beneath the kit: certificates, a peer process, a sample run's
-    /// artifacts.
+    /// The runner failed beneath the kit (certificates, a peer process, a sample run's
+    /// artifacts), or the kit's own files could not be written (`runner::Error::File`).
     #[error(transparent)]
     Runner(#[from] rpcarena_runner::Error),
 }
@@ -40,16 +27,3 @@ impl Error {
 
 /// The kit's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Names the file an I/O error is about, as [`Error::File`].
-pub(crate) fn file(
-    action: &'static str,
-    path: &std::path::Path,
-) -> impl FnOnce(std::io::Error) -> Error {
-    let path = path.to_path_buf();
-    move |source| Error::File {
-        action,
-        path,
-        source,
-    }
-}

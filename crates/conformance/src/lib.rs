@@ -21,6 +21,7 @@ pub use check::{CheckResult, Counts, Status};
 pub use error::{Error, Result};
 use partners::{Candidate, Need};
 use rpcarena_protocol::event::{Capabilities, Role, StackCapability};
+use rpcarena_runner::FileContext;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -124,17 +125,14 @@ pub fn run(options: &Options, log: &mut dyn FnMut(&str)) -> Result<Outcome> {
 fn output_dir(out: Option<&Path>) -> Result<(PathBuf, Option<tempfile::TempDir>)> {
     Ok(match out {
         Some(d) => {
-            std::fs::create_dir_all(d).map_err(error::file("creating", d))?;
+            std::fs::create_dir_all(d).file("creating", d)?;
             (d.to_path_buf(), None)
         }
         None => {
             let t = tempfile::Builder::new()
                 .prefix("rpcarena-conformance-")
                 .tempdir()
-                .map_err(error::file(
-                    "creating a temporary directory in",
-                    &std::env::temp_dir(),
-                ))?;
+                .file("creating a temporary directory in", &std::env::temp_dir())?;
             (t.path().to_path_buf(), Some(t))
         }
     })

@@ -3,11 +3,12 @@
 //! state machine and every count check of a real run judge them: what passes here passes there.
 
 use crate::check::CheckResult;
-use crate::error::{self, Result};
+use crate::error::Result;
 use crate::partners::{self, Candidate};
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{SampleRecord, SampleStatus};
 use rpcarena_protocol::event::{Role, StackCapability};
+use rpcarena_runner::FileContext;
 use rpcarena_runner::{BuildInfo, CampaignSource, RunOptions};
 use std::path::{Path, PathBuf};
 
@@ -295,7 +296,7 @@ fn run_campaign(
     log: &mut dyn FnMut(&str),
 ) -> Result<()> {
     let file = dir.join(format!("{name}.toml"));
-    std::fs::write(&file, text).map_err(error::file("writing", &file))?;
+    std::fs::write(&file, text).file("writing", &file)?;
     let source = CampaignSource::from_file(&file)?;
     let prepared = match rpcarena_runner::prepare(source, &[]) {
         Ok(p) => p,

@@ -3,13 +3,14 @@
 //! what they print into [`Transcript`]s for the pure judges of `check`.
 
 use crate::check::Transcript;
-use crate::error::{self, Result};
+use crate::error::Result;
 use rpcarena_model::campaign::Timing;
 use rpcarena_model::invocation::{self, ServerTarget};
 use rpcarena_model::load::{LoadSpec, Payload};
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_protocol::event::{Command, Event, Role};
 use rpcarena_protocol::workload::Shape;
+use rpcarena_runner::FileContext;
 use rpcarena_runner::{Line, Message, PeerProcess};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, sync_channel};
@@ -27,7 +28,7 @@ pub(crate) struct Proc {
 impl Proc {
     /// Starts `argv` with its stdout and stderr kept in `dir`.
     pub fn spawn(role: Role, argv: &[String], dir: &Path) -> Result<Proc> {
-        std::fs::create_dir_all(dir).map_err(error::file("creating", dir))?;
+        std::fs::create_dir_all(dir).file("creating", dir)?;
         // Bounded like the runner's: a peer that floods waits for the kit to read.
         let (tx, rx) = sync_channel(16);
         let process = PeerProcess::spawn(role, argv, dir, tx)?;

@@ -147,7 +147,7 @@ fn append_message(
 }
 
 /// Names the file an I/O error is about, as [`Error::File`].
-pub(crate) trait FileContext<T> {
+pub trait FileContext<T> {
     /// `action` is what was being done to `path` ("writing", "listing").
     fn file(self, action: &'static str, path: &Path) -> Result<T>;
 }

@@ -34,7 +34,7 @@ mod stop;
 pub use artifacts::seal_manifest as seal;
 pub use capabilities::query as query_capabilities;
 pub use certs::{Authority, ServerIdentity};
-pub use error::{Error, Result, chain as error_chain};
+pub use error::{Error, FileContext, Result, chain as error_chain};
 pub use prepare::{CampaignSource, Prepared, ReadyPeer, load, prepare};
 pub use process::{PeerProcess, describe_exit};
 pub use resolve::{resolve_command, resolve_peer_id};
