@@ -249,6 +249,17 @@ impl RowMetrics {
     }
 }
 
+/// The payload column of the report's tables: the sizes (one when request and response are the
+/// same) and the payload kind, as `1024B zeros` or `256B/64B structured`. A campaign with several
+/// sizes has one row per size, and the rows must say which is which.
+pub fn payload_label(c: &SampleConfig) -> String {
+    if c.request_size == c.response_size {
+        format!("{}B {}", c.request_size, c.payload)
+    } else {
+        format!("{}B/{}B {}", c.request_size, c.response_size, c.payload)
+    }
+}
+
 /// The median with `digits` decimals, or "n/a" when there is no figure.
 pub fn median_or_na(stat: Option<Stat>, digits: usize) -> String {
     stat.map_or("n/a".to_string(), |s| format!("{:.digits$}", s.median))

@@ -5,7 +5,7 @@
 //! same inputs as the Markdown report; the SVG is written by hand (a few shapes and text), so
 //! the bytes depend on nothing but the data.
 
-use crate::aggregate::{FailedSample, Row};
+use crate::aggregate::{FailedSample, Row, payload_label};
 use crate::charts::{self, Chart, Figure, PALETTE};
 use crate::headline;
 use crate::markdown::Inputs;
@@ -362,7 +362,7 @@ fn detail_table(out: &mut String, rows: &[Row]) {
             esc(&c.cell),
             c.shape.title(),
             esc(&c.load.to_string()),
-            c.payload,
+            esc(&payload_label(c)),
             c.concurrency,
             r.ok,
             r.failed
@@ -391,7 +391,7 @@ fn pairs_table(out: &mut String, pairs: &[headline::Pair<'_>]) {
     if pairs.is_empty() {
         return;
     }
-    out.push_str(r#"<table class="sortable"><thead><tr><th class="t">Candidate</th><th class="t">Reference</th><th class="t">Shape</th><th class="t">Load</th><th>c</th><th>throughput ratio</th><th>interval</th><th>p</th><th class="t">verdict</th><th class="t">ranges</th><th>p99 ratio</th><th>p</th><th class="t">verdict</th><th class="t">ranges</th></tr></thead><tbody>"#);
+    out.push_str(r#"<table class="sortable"><thead><tr><th class="t">Candidate</th><th class="t">Reference</th><th class="t">Shape</th><th class="t">Load</th><th class="t">Payload</th><th>c</th><th>throughput ratio</th><th>interval</th><th>p</th><th class="t">verdict</th><th class="t">ranges</th><th>p99 ratio</th><th>p</th><th class="t">verdict</th><th class="t">ranges</th></tr></thead><tbody>"#);
     let verdict = |c: &Comparison| match headline::noise_note(c, true) {
         Some(why) => format!("{} ({why})", c.verdict),
         None => c.verdict.to_string(),
@@ -400,11 +400,12 @@ fn pairs_table(out: &mut String, pairs: &[headline::Pair<'_>]) {
         let c = &p.candidate.config;
         let _ = write!(
             out,
-            r#"<tr><td class="t">{}</td><td class="t">{}</td><td class="t">{}</td><td class="t">{}</td><td>{}</td><td>{:.2}x</td><td>{:.2}-{:.2}</td><td>{:.3}</td><td class="t">{}</td><td class="t">{}</td><td>{:.2}x</td><td>{:.3}</td><td class="t">{}</td><td class="t">{}</td></tr>"#,
+            r#"<tr><td class="t">{}</td><td class="t">{}</td><td class="t">{}</td><td class="t">{}</td><td class="t">{}</td><td>{}</td><td>{:.2}x</td><td>{:.2}-{:.2}</td><td>{:.3}</td><td class="t">{}</td><td class="t">{}</td><td>{:.2}x</td><td>{:.3}</td><td class="t">{}</td><td class="t">{}</td></tr>"#,
             esc(&c.cell),
             esc(&p.reference.config.cell),
             c.shape.title(),
             esc(&c.load.to_string()),
+            esc(&payload_label(c)),
             c.concurrency,
             p.throughput.ratio,
             p.throughput.ratio_interval.lo,

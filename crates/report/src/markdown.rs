@@ -1,7 +1,7 @@
 //! `report.md`: what a person would publish. A pure function of the manifest and the aggregates.
 
 use crate::aggregate::{
-    Aggregates, FailedSample, NoiseSummary, Row, RowMetrics, Stat, median_or_na,
+    Aggregates, FailedSample, NoiseSummary, Row, RowMetrics, Stat, median_or_na, payload_label,
 };
 use crate::published;
 use rpcarena_model::campaign::Campaign;
@@ -209,7 +209,7 @@ fn shape_row(row: &Row, baseline: &str) -> String {
         c.stack,
         language(row),
         c.load,
-        c.payload,
+        payload_label(c),
         c.concurrency
     );
     let Some(mm) = &row.metrics else {
@@ -317,7 +317,7 @@ fn write_messages(out: &mut String, rows: &[Row]) {
                 row.config.cell,
                 row.config.shape,
                 row.config.load,
-                row.config.payload,
+                payload_label(&row.config),
                 row.config.concurrency,
                 m.requests_per_s.median,
                 m.responses_per_s.median
@@ -397,7 +397,7 @@ fn write_open_loop(out: &mut String, rows: &[Row]) {
             row.config.cell,
             row.config.shape,
             row.config.load,
-            row.config.payload,
+            payload_label(&row.config),
             row.config.concurrency,
             m.target_rate.map(|r| format!("{r}")).unwrap_or_default(),
             m.ops_per_s.median,
@@ -438,7 +438,7 @@ fn write_saturation(out: &mut String, rows: &[Row]) {
             "| {} | {} | {} | {} | {} | {} | {} | {}/{} |",
             row.config.cell,
             row.config.load,
-            row.config.payload,
+            payload_label(&row.config),
             row.config.concurrency,
             m.received_per_s
                 .map(|s| format!("{:.1}", s.median))

@@ -2,7 +2,7 @@
 //! Mermaid charts, the detailed table, the network and its physical limits, and the artifacts'
 //! SHA-256s. Pure functions of the aggregates and the manifest.
 
-use crate::aggregate::Row;
+use crate::aggregate::{Row, payload_label};
 use crate::charts::{self, Chart, Figure, PALETTE};
 use crate::headline::{self, Pair};
 use crate::limits;
@@ -35,8 +35,8 @@ pub fn write_headline(out: &mut String, pairs: &[Pair<'_>], repetitions: Option<
     let lines: Vec<String> = pairs.iter().map(pair_line).collect();
     crate::table::write(
         out,
-        "| Shape | Language | Load | c | Candidate | Reference | candidate ops/s | reference ops/s | ratio [95% interval] | verdict | ranges | candidate p99 us | reference p99 us | p99 verdict | p99 ranges |",
-        "|---|---|---|--:|---|---|--:|--:|--:|---|---|--:|--:|---|---|",
+        "| Shape | Language | Load | Payload | c | Candidate | Reference | candidate ops/s | reference ops/s | ratio [95% interval] | verdict | ranges | candidate p99 us | reference p99 us | p99 verdict | p99 ranges |",
+        "|---|---|---|---|--:|---|---|--:|--:|--:|---|---|--:|--:|---|---|",
         &lines,
     );
 }
@@ -52,10 +52,11 @@ fn pair_line(p: &Pair<'_>) -> String {
         }
     };
     format!(
-        "| {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.2}x [{:.2}-{:.2}] | {} | {} | {:.3} | {:.3} | {} | {} |",
+        "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.2}x [{:.2}-{:.2}] | {} | {} | {:.3} | {:.3} | {} | {} |",
         c.shape.title(),
         p.candidate.language(),
         c.load,
+        payload_label(c),
         c.concurrency,
         c.cell,
         p.reference.config.cell,
@@ -168,7 +169,7 @@ pub fn write_detail(out: &mut String, rows: &[Row]) {
             c.cell,
             c.shape.title(),
             c.load,
-            c.payload,
+            payload_label(c),
             c.concurrency,
             row.ok
         );

@@ -511,7 +511,7 @@ fn three_rounds_far_apart_count_a_win_by_the_range_rule() {
         md.contains("have their ranges apart by chance with probability 0.100 at 3 per side"),
         "{md}"
     );
-    let row = line(&md, "| Unary | rust | closed | 4 | b | a |");
+    let row = line(&md, "| Unary | rust | closed | 256B zeros | 4 | b | a |");
     assert!(row.contains("| apart: faster |"), "{row}");
 }
 
@@ -524,7 +524,7 @@ fn within_noise_beside_an_interval_that_excludes_one_says_why() {
         "{md}"
     );
     // Every table cell that says within noise beside such an interval says why.
-    let headline_row = line(md, "| Unary | rust | closed | 4 | b | a |");
+    let headline_row = line(md, "| Unary | rust | closed | 256B zeros | 4 | b | a |");
     assert!(
         headline_row
             .contains("| 1.20x [1.20-1.20] | ~ (p = 0.100; 3+3 reps cannot reach p < 0.05) |"),
