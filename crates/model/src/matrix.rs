@@ -100,6 +100,13 @@ fn one_cell() -> rpcarena_fixtures::CampaignText {
 mod tests {
     use super::*;
 
+    /// The campaign of `text` and the keys of its configurations, in order.
+    fn expanded(text: &str) -> (Campaign, Vec<String>) {
+        let campaign = Campaign::parse(text, "t").unwrap();
+        let keys = expand(&campaign).into_iter().map(|c| c.key).collect();
+        (campaign, keys)
+    }
+
     #[test]
     fn expands_the_full_product_in_report_order() {
         let text = one_cell()
@@ -116,11 +123,6 @@ mod tests {
         assert_eq!(keys.len(), configs.len(), "keys are unique");
         assert_eq!(configs[15].requests_per_op(), 128);
     }
-}
-
-#[cfg(test)]
-mod load_tests {
-    use super::*;
 
     #[test]
     fn a_model_that_fixes_its_concurrency_replaces_the_list() {
@@ -133,8 +135,7 @@ payload = ["zeros", "structured"]
 load = ["closed", { model = "window", in_flight = 50 }, { model = "open", rate = 500 }]"#,
             )
             .build();
-        let campaign = Campaign::parse(&text, "t").unwrap();
-        let keys: Vec<String> = expand(&campaign).into_iter().map(|c| c.key).collect();
+        let (_, keys) = expanded(&text);
         assert_eq!(
             keys,
             [
@@ -151,11 +152,6 @@ load = ["closed", { model = "window", in_flight = 50 }, { model = "open", rate =
             ]
         );
     }
-}
-
-#[cfg(test)]
-mod cell_shape_tests {
-    use super::*;
 
     #[test]
     fn a_cell_with_its_own_shapes_runs_only_those() {
@@ -164,8 +160,7 @@ mod cell_shape_tests {
             .section("shapes = [\"unary\"]")
             .section("[workload]\nshapes = [\"unary\", \"pingpong\"]\nconcurrency = [1]")
             .build();
-        let campaign = Campaign::parse(&text, "t").unwrap();
-        let keys: Vec<String> = expand(&campaign).into_iter().map(|c| c.key).collect();
+        let (campaign, keys) = expanded(&text);
         assert_eq!(
             keys,
             [
@@ -176,11 +171,6 @@ mod cell_shape_tests {
         );
         assert_eq!(campaign.planned_samples(), 3 * 3);
     }
-}
-
-#[cfg(test)]
-mod paired_size_tests {
-    use super::*;
 
     #[test]
     fn paired_sizes_run_each_pair_once() {
@@ -190,8 +180,7 @@ mod paired_size_tests {
                 "request_size = [1024, 65536]\nresponse_size = [1024, 65536]\npaired_sizes = true",
             )
             .build();
-        let campaign = Campaign::parse(&text, "t").unwrap();
-        let keys: Vec<String> = expand(&campaign).into_iter().map(|c| c.key).collect();
+        let (campaign, keys) = expanded(&text);
         assert_eq!(
             keys,
             [
