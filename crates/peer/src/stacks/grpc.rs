@@ -593,6 +593,12 @@ impl BenchService for GrpcService {
         Ok(Response::new(summary))
     }
 
+    async fn command(&self, _request: Request<pb::Request>) -> Result<Response<pb::Empty>, Status> {
+        Err(Status::unimplemented(
+            "Command (shape send, protocol 1.3) is not served by this Rust peer yet",
+        ))
+    }
+
     type ServerStreamStream = ResponseStream;
 
     async fn server_stream(
