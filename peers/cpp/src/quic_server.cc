@@ -187,7 +187,7 @@ void ServerCall::send_status(uint32_t code, const std::string& message) {
 }
 
 void ServerCall::reject(uint32_t code, const std::string& message, bool end_seen) {
-  counters_.rejected();
+  counters_.rejected(message);
   if (end_seen) {
     send_status(code, message);
   } else {
@@ -198,7 +198,7 @@ void ServerCall::reject(uint32_t code, const std::string& message, bool end_seen
 }
 
 void ServerCall::broken(const std::string& message) {
-  counters_.rejected();
+  counters_.rejected(message);
   send_status(3, message);
   conn_->shutdown_read(id);
 }
@@ -532,6 +532,7 @@ class QuicServer final : public ServerStack {
     for (auto& l : loops_) l->stop();
   }
   Json counters() const override { return counters_.to_json(); }
+  std::string first_rejection() const override { return counters_.first_rejection(); }
 
  private:
   TlsConfig tls_;
