@@ -184,31 +184,34 @@ fn beyond_counting_noise(d: &rpcarena_stats::Drift) -> bool {
     (n2 - n1).abs() > 3.0 * (n1 + n2).sqrt()
 }
 
+/// Why the client is the bottleneck, if it is: its submitting thread near one core (when the
+/// client reports it in ns), else its process or busiest thread near its CPUs (clock ticks).
+fn client_bound(o: &Observed) -> Option<String> {
+    if let Some(cores) = o.submit_cores {
+        return (cores >= SATURATED).then(|| {
+            format!(
+                "the client's submitting thread used {cores:.3} of one core (submit_cpu_ns): the figure describes the load generator, not the stack"
+            )
+        });
+    }
+    let busy = o.client_busiest_thread_cores >= SATURATED
+        || o.client_cores >= SATURATED * o.client_cpu_count.max(1) as f64;
+    busy.then(|| {
+        format!(
+            "the client used {:.2} cores (busiest thread {:.2}) of {}: the figure describes the load generator, not the stack",
+            o.client_cores, o.client_busiest_thread_cores, o.client_cpu_count
+        )
+    })
+}
+
 /// Flags and warnings for one sample (pure).
 pub fn flags(o: &Observed, plan: &PinPlan, drift_threshold: f64, noise: &mut Noise) {
     let mut flag = |name: &str, warning: String| {
         noise.flags.push(name.to_string());
         noise.warnings.push(warning);
     };
-    if let Some(cores) = o.submit_cores {
-        if cores >= SATURATED {
-            flag(
-                "client-bound",
-                format!(
-                    "the client's submitting thread used {cores:.3} of one core (submit_cpu_ns): the figure describes the load generator, not the stack"
-                ),
-            );
-        }
-    } else if o.client_busiest_thread_cores >= SATURATED
-        || o.client_cores >= SATURATED * o.client_cpu_count.max(1) as f64
-    {
-        flag(
-            "client-bound",
-            format!(
-                "the client used {:.2} cores (busiest thread {:.2}) of {}: the figure describes the load generator, not the stack",
-                o.client_cores, o.client_busiest_thread_cores, o.client_cpu_count
-            ),
-        );
+    if let Some(warning) = client_bound(o) {
+        flag("client-bound", warning);
     }
     if o.server_cores >= SATURATED * o.server_cpu_count.max(1) as f64 {
         flag(
