@@ -5,6 +5,7 @@ package peer
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -195,9 +196,12 @@ func probe(ctx context.Context, a *args.Client, client stack.Client) *Failure {
 // RunClient runs the client through one sample and returns its exit code: prepared (connect,
 // validate, warmup) while watching stdin, armed, started, measured, sampled, shut down.
 func RunClient(a *args.Client, inputs <-chan protocol.Input, out *protocol.Output) int {
-	config, err := stack.ClientTLS(a.CA, a.ServerName, ALPN(a.Stack))
-	if err != nil {
-		return finish(out, fail(protocol.PhaseStartup, protocol.CodeConfig, "%v", err))
+	var config *tls.Config // nil: plaintext
+	if !a.Plaintext {
+		var err error
+		if config, err = stack.ClientTLS(a.CA, a.ServerName, ALPN(a.Stack)); err != nil {
+			return finish(out, fail(protocol.PhaseStartup, protocol.CodeConfig, "%v", err))
+		}
 	}
 	settings := stack.ClientSettings{Server: a.Server, TLS: config, Workload: a.Workload, Lanes: int(a.Lanes())}
 	clock := engine.NewMonoClock()

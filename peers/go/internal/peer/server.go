@@ -14,12 +14,15 @@ import (
 	"rpcarena/peers/go/internal/stack/tcpstack"
 )
 
-// RunServer loads TLS, binds, prints `ready`, serves until SHUTDOWN (or end of stdin), prints
-// `stopped` with its counters, and returns its exit code.
+// RunServer loads TLS (unless --tls off), binds, prints `ready`, serves until SHUTDOWN (or end
+// of stdin), prints `stopped` with its counters, and returns its exit code.
 func RunServer(a *args.Server, inputs <-chan protocol.Input, out *protocol.Output) int {
-	config, err := stack.ServerTLS(a.Cert, a.Key, ALPN(a.Stack))
-	if err != nil {
-		return finish(out, fail(protocol.PhaseStartup, protocol.CodeConfig, "%v", err))
+	var config *tls.Config // nil: plaintext
+	if !a.Plaintext {
+		var err error
+		if config, err = stack.ServerTLS(a.Cert, a.Key, ALPN(a.Stack)); err != nil {
+			return finish(out, fail(protocol.PhaseStartup, protocol.CodeConfig, "%v", err))
+		}
 	}
 	counters := &stack.Counters{}
 	if a.Fault != "" {

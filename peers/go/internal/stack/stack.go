@@ -32,11 +32,16 @@ const (
 
 // ClientSettings is what a client stack needs to connect.
 type ClientSettings struct {
-	Server   string      // --server, HOST:PORT
-	TLS      *tls.Config // with ServerName, RootCAs and the stack's ALPN
+	Server string // --server, HOST:PORT
+	// TLS has ServerName, RootCAs and the stack's ALPN; nil with --tls off (plaintext: the
+	// stack's bytes go straight onto the TCP connection, HTTP/2 with prior knowledge).
+	TLS      *tls.Config
 	Workload workload.Workload
 	Lanes    int
 }
+
+// Plaintext says whether the client runs without TLS (--tls off).
+func (s ClientSettings) Plaintext() bool { return s.TLS == nil }
 
 // Client is a connected client stack.
 type Client interface {

@@ -1,5 +1,6 @@
-// Package grpcstack is the grpc stack: grpc-go over HTTP/2 over TLS 1.3 over TCP, one
-// ClientConn (one HTTP/2 connection) per client shared by every lane.
+// Package grpcstack is the grpc stack: grpc-go over HTTP/2 over TLS 1.3 over TCP (or, with
+// --tls off, HTTP/2 with prior knowledge straight on TCP: insecure credentials), one ClientConn
+// (one HTTP/2 connection) per client shared by every lane.
 package grpcstack
 
 import (
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -75,7 +77,11 @@ type Client struct {
 // Connect opens the channel and forces it READY, so that a TLS or TCP failure surfaces here as
 // `tls` or `connect` and not in the first call.
 func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engine.OpError) {
-	creds := &recorder{TransportCredentials: credentials.NewTLS(settings.TLS), sink: &sink{server: settings.Server}}
+	inner := insecure.NewCredentials()
+	if !settings.Plaintext() {
+		inner = credentials.NewTLS(settings.TLS)
+	}
+	creds := &recorder{TransportCredentials: inner, sink: &sink{server: settings.Server}}
 	// Every TCP connection grpc-go opens comes through here, so its socket is registered for
 	// the transport statistics (a reconnection adds a socket; a closed one drops out).
 	sockets := &transport.TCPSockets{}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	pb "rpcarena/peers/go/internal/benchpb"
@@ -130,14 +131,19 @@ type Server struct {
 	failed   chan error
 }
 
-// Serve binds exactly address and serves with (*grpc.Server).Serve until Stop.
+// Serve binds exactly address and serves with (*grpc.Server).Serve until Stop; config nil is
+// plaintext (--tls off: insecure credentials, HTTP/2 with prior knowledge).
 func Serve(address string, config *tls.Config, counters *stack.Counters, f fault.Server) (*Server, error) {
 	listener, err := stack.ListenTCP(address)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: cannot bind TCP: %w", address, err)
 	}
+	creds := insecure.NewCredentials()
+	if config != nil {
+		creds = credentials.NewTLS(config)
+	}
 	server := newServer(counters, f,
-		grpc.Creds(credentials.NewTLS(config)),
+		grpc.Creds(creds),
 		grpc.InitialWindowSize(stack.FlowWindow),
 		grpc.InitialConnWindowSize(stack.FlowWindow),
 		grpc.MaxConcurrentStreams(stack.MaxConcurrentStreams),
@@ -164,6 +170,8 @@ func (s *Server) Stop() { s.server.Stop() }
 // ServeHTTP binds exactly address and serves grpc-servehttp until Stop: the same grpc-go
 // service, served by (*grpc.Server).ServeHTTP as the handler of net/http's HTTP/2 server
 // (stack.ServeHTTP: windows, stream limit and TLS are net/http's, the message limits grpc-go's).
+// config nil is plaintext: net/http's own unencrypted HTTP/2 (http.Protocols
+// SetUnencryptedHTTP2, Go 1.24+), not golang.org/x/net/http2/h2c.
 func ServeHTTP(address string, config *tls.Config, counters *stack.Counters, f fault.Server) (*stack.HTTPServer, error) {
 	return stack.ServeHTTP(address, config, newServer(counters, f), true)
 }
