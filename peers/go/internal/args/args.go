@@ -322,13 +322,18 @@ func parseClient(values map[string]string) (*Client, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if c.Workload.Shape == workload.Send {
+		// A command asks for no response: --response-size is ignored (docs/peer-protocol.md,
+		// "Shapes"), and every command carries response_size 0.
+		c.Workload.ResponseSize = 0
+	}
 	for name, size := range map[string]uint32{"--request-size": c.Workload.RequestSize, "--response-size": c.Workload.ResponseSize} {
 		if err := c.Workload.Kind.CheckSize(size); err != nil {
 			return nil, fmt.Errorf("%s %d with --payload %s: %v", name, size, c.Workload.Kind, err)
 		}
 	}
-	if c.Load == SendSaturation && c.Workload.Shape != workload.ClientStream {
-		return nil, fmt.Errorf("--load send-saturation runs client streams only, not --shape %s", c.Workload.Shape)
+	if c.Load == SendSaturation && c.Workload.Shape != workload.ClientStream && c.Workload.Shape != workload.Send {
+		return nil, fmt.Errorf("--load send-saturation runs client streams or one-way commands only (--shape client_stream or send), not --shape %s", c.Workload.Shape)
 	}
 	if err := checkCarried(c); err != nil {
 		return nil, err

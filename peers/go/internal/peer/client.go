@@ -22,6 +22,7 @@ import (
 	"rpcarena/peers/go/internal/stack/quicstack"
 	"rpcarena/peers/go/internal/stack/tcpstack"
 	"rpcarena/peers/go/internal/transport"
+	"rpcarena/peers/go/internal/workload"
 )
 
 // Safety bounds of the phases before the window (the controller has its own, usually shorter,
@@ -112,6 +113,9 @@ func runModel(ctx context.Context, a *args.Client, client stack.Client, clock en
 	case args.Backpressure:
 		return engine.RunBackpressure(ctx, client.Submitter(ctx), a.MaxInFlight, clock, w, bound)
 	case args.SendSaturation:
+		if a.Workload.Shape == workload.Send {
+			return engine.RunCommandSaturation(ctx, lanes, clock, w, bound)
+		}
 		streams := make([]engine.Saturator, len(lanes))
 		for i, lane := range lanes {
 			streams[i] = lane.(engine.Saturator)

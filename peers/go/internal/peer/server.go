@@ -40,13 +40,13 @@ func RunServer(a *args.Server, inputs <-chan protocol.Input, out *protocol.Outpu
 			case protocol.Window:
 				life := protocol.ReadAllocations()
 				out.Emit("window", protocol.WindowEvent{Edge: input.Edge, Counters: counterMap(counters),
-					Allocations: life.Count, AllocatedBytes: life.Bytes})
+					FirstRejection: counters.FirstRejection(), Allocations: life.Count, AllocatedBytes: life.Bytes})
 				continue
 			case protocol.Shutdown:
 				server.Stop()
 				life := protocol.ReadAllocations()
 				out.Emit("stopped", protocol.Stopped{Counters: counterMap(counters),
-					Allocations: &life.Count, AllocatedBytes: &life.Bytes})
+					FirstRejection: counters.FirstRejection(), Allocations: &life.Count, AllocatedBytes: &life.Bytes})
 				return 0
 			}
 			server.Stop()
@@ -61,13 +61,15 @@ func RunServer(a *args.Server, inputs <-chan protocol.Input, out *protocol.Outpu
 	}
 }
 
-// counterMap is the server's counters so far, as `window` and `stopped` print them.
+// counterMap is the server's counters so far, as `window` and `stopped` print them (every
+// stack prints `commands`, 0 where it carries no send).
 func counterMap(counters *stack.Counters) map[string]protocol.Counter {
 	return map[string]protocol.Counter{
 		"rpcs":      protocol.Counter(counters.RPCs.Load()),
 		"requests":  protocol.Counter(counters.Requests.Load()),
 		"responses": protocol.Counter(counters.Responses.Load()),
 		"rejected":  protocol.Counter(counters.Rejected.Load()),
+		"commands":  protocol.Counter(counters.Commands.Load()),
 	}
 }
 

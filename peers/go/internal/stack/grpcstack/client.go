@@ -200,12 +200,18 @@ type lane struct {
 
 func (l *lane) Call(ctx context.Context, seq uint64) (engine.Outcome, *engine.OpError) {
 	wl := l.workload
-	if wl.Shape == workload.Unary {
+	switch wl.Shape {
+	case workload.Unary:
 		response, err := l.client.Unary(ctx, workload.Request(wl.Kind, seq, wl.RequestSize, wl.ResponseSize, 0))
 		if err != nil {
 			return engine.Outcome{}, statusError(err)
 		}
 		return unaryOutcome(response, wl, seq)
+	case workload.Send:
+		if _, err := l.client.Command(ctx, workload.Request(wl.Kind, seq, wl.RequestSize, 0, 0)); err != nil {
+			return engine.Outcome{}, statusError(err)
+		}
+		return commandOutcome(wl), nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -231,6 +237,12 @@ func unaryOutcome(response *pb.Response, wl workload.Workload, seq uint64) (engi
 	}
 	return engine.Outcome{Requests: 1, Responses: 1, RequestBytes: uint64(wl.RequestSize),
 		ResponseBytes: workload.PayloadLen(response.Payload, response.Body)}, nil
+}
+
+// commandOutcome is a one-way command acknowledged with Empty and status OK: one request, one
+// acknowledgement with no payload (docs/peer-protocol.md, "Shapes": send).
+func commandOutcome(wl workload.Workload) engine.Outcome {
+	return engine.Outcome{Requests: 1, Responses: 1, RequestBytes: uint64(wl.RequestSize)}
 }
 
 // streamCall runs a client-stream, server-stream or bidi operation on an open stream; for the
@@ -396,19 +408,28 @@ func (t *ticket) Call(_ context.Context, seq uint64) (engine.Outcome, *engine.Op
 	defer t.cancel()
 	wl := t.workload
 	switch wl.Shape {
-	case workload.Unary, workload.ServerStream:
-		messages := uint32(0)
-		if wl.Shape == workload.ServerStream {
+	case workload.Unary, workload.ServerStream, workload.Send:
+		messages, responseSize := uint32(0), wl.ResponseSize
+		switch wl.Shape {
+		case workload.ServerStream:
 			messages = wl.Messages
+		case workload.Send:
+			responseSize = 0
 		}
-		if err := t.stream.SendMsg(workload.Request(wl.Kind, seq, wl.RequestSize, wl.ResponseSize, messages)); err != nil && !errors.Is(err, io.EOF) {
+		if err := t.stream.SendMsg(workload.Request(wl.Kind, seq, wl.RequestSize, responseSize, messages)); err != nil && !errors.Is(err, io.EOF) {
 			return engine.Outcome{}, statusError(err)
 		}
 		if err := t.stream.CloseSend(); err != nil {
 			return engine.Outcome{}, statusError(err)
 		}
-		if wl.Shape == workload.ServerStream {
+		switch wl.Shape {
+		case workload.ServerStream:
 			return streamCall(t.stream, t.cancel, wl, seq, false)
+		case workload.Send:
+			if err := t.stream.RecvMsg(&pb.Empty{}); err != nil {
+				return engine.Outcome{}, statusError(err)
+			}
+			return commandOutcome(wl), nil
 		}
 		response := &pb.Response{}
 		if err := t.stream.RecvMsg(response); err != nil {
