@@ -93,6 +93,23 @@ func TestAWindowFailureStopsEveryLane(t *testing.T) {
 	}
 }
 
+// Send-saturation on one-way commands runs its lanes as the closed model and reports what was
+// sent (completed and failed alike), the lanes, and no received count (the server has it).
+func TestCommandSaturationReportsSentAndNoReceived(t *testing.T) {
+	clock := newFakeClock(0)
+	good := &fakeLane{clock: clock, duration: 10, failAt: -1}
+	failing := &fakeLane{clock: clock, duration: 10, failAt: 1}
+	totals := RunCommandSaturation(background(), []Lane{good, failing}, clock, window(0, 100, 50), "the settle bound")
+	sent := uint64(len(good.seqs) + len(failing.seqs))
+	if totals.Load != "send-saturation" || *totals.MaxInFlight != 2 || totals.Received != nil || *totals.Sent != sent ||
+		totals.Completed+totals.Failed != sent || totals.Failed != 1 || len(failing.seqs) != 2 {
+		t.Fatalf("%+v sent %d received %v, lanes %v %v", totals.Tally, *totals.Sent, totals.Received, good.seqs, failing.seqs)
+	}
+	if histogramCount(&totals.Tally) != int64(totals.Completed) || intervalsTotal(&totals.Tally) != int64(totals.Completed) {
+		t.Fatal("one latency and one interval entry per completed command")
+	}
+}
+
 // slowLane returns only after the hard deadline.
 type slowLane struct{ clock *fakeClock }
 
