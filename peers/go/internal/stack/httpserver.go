@@ -52,7 +52,10 @@ func ServeHTTP(address string, config *tls.Config, handler http.Handler, http2 b
 	protocols := Protocols(http2, config == nil)
 	server := &http.Server{
 		Handler:   handler,
-		TLSConfig: config, // net/http sets up HTTP/2 on Serve when its ALPN lists h2 (nil: plaintext)
+		// net/http sets up HTTP/2 on Serve when its ALPN lists h2 (nil: plaintext), and then
+		// writes to TLSConfig (NextProtos, PreferServerCipherSuites): a copy, so that it never
+		// races the listener's handshakes, which read the original.
+		TLSConfig: config.Clone(),
 		Protocols: protocols,
 		HTTP2:     HTTP2Config(),
 		ErrorLog:  log.New(os.Stderr, "rpcarena-peer-go: net/http: ", 0),
