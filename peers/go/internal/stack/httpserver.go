@@ -51,7 +51,7 @@ func ServeHTTP(address string, config *tls.Config, handler http.Handler, http2 b
 	}
 	protocols := Protocols(http2, config == nil)
 	server := &http.Server{
-		Handler:   handler,
+		Handler: handler,
 		// net/http sets up HTTP/2 on Serve when its ALPN lists h2 (nil: plaintext), and then
 		// writes to TLSConfig (NextProtos, PreferServerCipherSuites): a copy, so that it never
 		// races the listener's handshakes, which read the original.
