@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -305,17 +306,28 @@ func TestASaturatedOpenLaneMakesStartsWaitAndTheWaitCounts(t *testing.T) {
 	}
 }
 
+// An open loop whose lanes are always free starts every intended start. Starts still waiting at
+// the deadline are (rightly) not started, so a generator descheduled near the end of the 200 ms
+// window misses some: on this project's shared 2-vCPU machines, with the other packages' test
+// binaries running beside it, one run in a few did (62 and 91 of 100). Three attempts; one
+// that keeps the whole schedule passes.
 func TestAnOpenLoopWithinItsMeansKeepsItsSchedule(t *testing.T) {
-	clock := NewMonoClock()
-	w := window(clock.Now(), 200_000_000, 1_000_000_000)
-	lanes := []Lane{sleepyLane(0), sleepyLane(0), sleepyLane(0), sleepyLane(0)}
-	totals := RunOpen(background(), lanes, OpenConfig{Rate: 500}, clock, w, "the drain")
-	if *totals.Offered != 100 || totals.Completed != 100 || totals.Failed != 0 {
-		t.Fatalf("offered %d completed %d failed %d", *totals.Offered, totals.Completed, totals.Failed)
+	var attempts []string
+	for range 3 {
+		clock := NewMonoClock()
+		w := window(clock.Now(), 200_000_000, 1_000_000_000)
+		lanes := []Lane{sleepyLane(0), sleepyLane(0), sleepyLane(0), sleepyLane(0)}
+		totals := RunOpen(background(), lanes, OpenConfig{Rate: 500}, clock, w, "the drain")
+		lag := totals.SendLag.ValueAtPercentile(50)
+		if *totals.Offered == 100 && totals.Completed == 100 && totals.Failed == 0 && lag <= 5_000_000 { // loose: the machine may be busy
+			return
+		}
+		if totals.Completed+totals.Failed < *totals.Offered && !*totals.FellBehind {
+			t.Fatalf("%d of %d intended starts not started, but fell_behind is false", *totals.Offered-totals.Completed-totals.Failed, *totals.Offered)
+		}
+		attempts = append(attempts, fmt.Sprintf("offered %d completed %d failed %d send lag p50 %d ns", *totals.Offered, totals.Completed, totals.Failed, lag))
 	}
-	if lag := totals.SendLag.ValueAtPercentile(50); lag > 5_000_000 { // loose: the test machine may be busy
-		t.Fatalf("send lag p50 %d ns", lag)
-	}
+	t.Fatalf("no attempt kept the schedule: %v", attempts)
 }
 
 // fakeSubmitter accepts until its transport runs out of credit.
