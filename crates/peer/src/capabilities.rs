@@ -77,8 +77,9 @@ pub fn build() -> BTreeMap<String, String> {
     .collect()
 }
 
-/// The files this peer runs from: its own executable (statically linked Rust, nothing else but
-/// the C library, which `build.target` names).
+/// The files this peer runs from: its own executable (statically linked Rust and libzmq, nothing
+/// else but the C library and libstdc++ that the bundled libzmq needs, system libraries that
+/// `build.target` names).
 pub fn files() -> Vec<String> {
     match std::env::current_exe() {
         Ok(path) => vec![path.display().to_string()],
