@@ -71,6 +71,7 @@ class ServerStack {
 std::unique_ptr<ServerStack> serve_grpc(const ServerArgs& args);
 std::unique_ptr<ServerStack> serve_quic(const ServerArgs& args);
 std::unique_ptr<ServerStack> serve_zmq(const ServerArgs& args);
+std::unique_ptr<ServerStack> serve_grpc_cq(const ServerArgs& args);  // grpc_cq_server.cc
 
 // A connected client stack (TLS handshake done). Throws Failure(phase connect, code tls/connect/
 // timeout). Returns nullptr when `stop()` became true while connecting.
@@ -85,6 +86,8 @@ std::unique_ptr<ClosableStack> connect_quic(const ClientArgs& args, Wakeup& wake
                                             const std::function<bool()>& stop);
 std::unique_ptr<ClosableStack> connect_zmq(const ClientArgs& args, Wakeup& wakeup,
                                            const std::function<bool()>& stop);
+std::unique_ptr<ClosableStack> connect_grpc_cq(const ClientArgs& args, Wakeup& wakeup,  // grpc_cq_client.cc
+                                               const std::function<bool()>& stop);
 
 // Reads a whole file, or throws Failure(startup, config) naming `what` and the path.
 std::string read_file(const std::string& what, const std::string& path);
