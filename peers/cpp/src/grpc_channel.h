@@ -1,5 +1,6 @@
-// What the two gRPC client stacks (grpc's callback API, grpc-cq's completion queue) share, so
-// their channels and error codes cannot drift apart (defined in grpc_client.cc).
+// What the two gRPC stacks (grpc's callback API, grpc-cq's completion queue and synchronous
+// server) share, so their channels, listeners and error codes cannot drift apart (defined in
+// grpc_client.cc and grpc_server.cc).
 #pragma once
 
 #include <functional>
@@ -21,5 +22,11 @@ std::shared_ptr<grpc::Channel> open_grpc_channel(const ClientArgs& args,
 // A call's non-OK status as an operation failure with its code (docs/peer-protocol.md "Error
 // codes": UNAVAILABLE is the library's, tls or connect; DEADLINE_EXCEEDED timeout; else rpc).
 OpResult grpc_status_failure(const grpc::Status& status);
+
+// A started server of `service` on --listen with the grpc stack's credentials (TLS from --cert
+// and --key, or h2c with --tls off) and settings (grpc_configure_server); `*address` is the
+// address bound. Throws Failure(startup/config for the files, listen/config for the address).
+std::unique_ptr<grpc::Server> grpc_listen(const ServerArgs& args, grpc::Service* service,
+                                          std::string* address);
 
 }  // namespace rpcarena

@@ -14,13 +14,9 @@
 // error-status answers INTERNAL, no-validation (skip-validation) skips the checks, and the other
 // modes answer Empty (there is nothing to corrupt).
 #include <grpcpp/grpcpp.h>
-#include <grpcpp/security/server_credentials.h>
-#include <grpcpp/security/tls_certificate_provider.h>
-#include <grpcpp/security/tls_credentials_options.h>
 
+#include "grpc_channel.h"
 #include "stacks.h"
-#include "grpc_tuning.h"
-#include "net.h"
 #include "rpcarena/bench/v1/bench.grpc.pb.h"
 #include "workload.h"
 #include "zmq_common.h"
@@ -90,59 +86,15 @@ class SyncService final : public pb::BenchService::Service {
   ZmqHandler handler_;
 };
 
-// --tls on: --cert and --key, checked (config errors name the file); off: h2c.
-std::shared_ptr<grpc::ServerCredentials> server_credentials(const ServerArgs& args) {
-  if (!args.tls) return grpc::InsecureServerCredentials();
-  std::string cert = read_file("--cert", args.cert);
-  std::string key = read_file("--key", args.key);
-  try {
-    check_certificates_pem(cert);
-  } catch (const std::exception& e) {
-    throw Failure(phase::kStartup, code::kConfig, "--cert " + args.cert + ": " + e.what());
-  }
-  if (key.find("PRIVATE KEY-----") == std::string::npos) {
-    throw Failure(phase::kStartup, code::kConfig, "--key " + args.key + " holds no PEM private key");
-  }
-  auto provider = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
-      std::vector<grpc::experimental::IdentityKeyCertPair>{{key, cert}});
-  grpc::experimental::TlsServerCredentialsOptions options(provider);
-  options.watch_identity_key_cert_pairs();
-  options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-  return grpc::experimental::TlsServerCredentials(options);
-}
-
 class CqServer final : public ServerStack {
  public:
   explicit CqServer(const ServerArgs& args) : service_(counters_, args.conformance_fault) {
-    auto creds = server_credentials(args);
-    SockAddr addr;
-    try {
-      addr = resolve(args.listen, SOCK_STREAM);
-    } catch (const std::exception& e) {
-      throw Failure(phase::kListen, code::kConfig, std::string("--listen: ") + e.what());
-    }
     if (!args.conformance_fault.empty()) {
       diag("conformance fault " + args.conformance_fault +
            " is on: this server misbehaves on purpose; never measure with it");
     }
-    grpc::ServerBuilder builder;
-    grpc_configure_server(builder);  // no SetSyncServerOption: gRPC's default sync pool
-    int port = 0;
-    builder.AddListeningPort(addr.to_string(), creds, &port);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-    if (!server_ || port == 0) {
-      throw Failure(phase::kListen, code::kConfig,
-                    "cannot listen on " + args.listen.text +
-                        " (address in use, not an address of this host, or the certificate and key "
-                        "do not match; gRPC's log on stderr says which)");
-    }
-    if (addr.family() == AF_INET6) {
-      reinterpret_cast<sockaddr_in6*>(&addr.storage)->sin6_port = htons(static_cast<uint16_t>(port));
-    } else {
-      reinterpret_cast<sockaddr_in*>(&addr.storage)->sin_port = htons(static_cast<uint16_t>(port));
-    }
-    address_ = addr.to_string();
+    // No SetSyncServerOption: gRPC's default sync thread pool.
+    server_ = grpc_listen(args, &service_, &address_);
   }
   std::string address() const override { return address_; }
   void stop() override { server_->Shutdown(std::chrono::system_clock::now()); }
