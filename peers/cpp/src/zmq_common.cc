@@ -97,7 +97,7 @@ std::optional<Frames> ZmqHandler::request(const Frames& frames) {
   if (validates()) {
     std::string error = check_request(*request, Shape::kUnary);
     if (!error.empty()) {
-      counters_.rejected(error);
+      counters_.rejected("request endpoint: " + error);
       return Frames{frames[0], status_frame(kZmqStatusInvalid, error), ""};
     }
   }
@@ -111,7 +111,7 @@ void ZmqHandler::command(const Frames& frames) {
   if (validates()) {
     std::string error = check_request(*request, Shape::kSend);
     if (!error.empty()) {
-      counters_.rejected("command " + error);
+      counters_.rejected("command endpoint: " + error);
       return;
     }
   }

@@ -91,7 +91,7 @@ TEST(Zmq, CommandsAreValidatedAndCountedWithoutAnAnswer) {
   EXPECT_EQ(c["rejected"], "2");
   EXPECT_EQ(c["dropped"], "0");
   EXPECT_EQ(counters.first_rejection(),
-            "command request 2: response_size 64 in a one-way command; a command carries response_size 0");
+            "command endpoint: request 2: response_size 64 in a one-way command; a command carries response_size 0");
 }
 
 TEST(Zmq, ServerFaultsShapeTheReply) {
