@@ -45,9 +45,13 @@ class ServerCounters {
   struct alignas(64) Slot {
     std::atomic<uint64_t> rpcs{0}, requests{0}, responses{0}, rejected{0}, commands{0}, dropped{0};
   };
-  Slot& slot() { return slots_[thread_slot()]; }
+  // Threads beyond kMaxThreads share one extra slot (its counters are atomic like every slot's).
+  Slot& slot() {
+    int s = thread_slot_if_free();
+    return slots_[s < 0 ? kMaxThreads : s];
+  }
   void note_first(const std::string& why);
-  std::array<Slot, kMaxThreads> slots_;
+  std::array<Slot, kMaxThreads + 1> slots_;
   bool with_dropped_;
   std::atomic<bool> have_first_{false};
   mutable std::mutex first_mutex_;

@@ -284,3 +284,24 @@ TEST(GrpcCq, ConformanceFaultsInBothRoles) {
   EXPECT_EQ(r.code, "invalid") << r.message;
   lax->stop();
 }
+
+// The synchronous server's pool runs a thread per call in progress; more threads than the
+// per-thread slots must still count (they share an extra slot) instead of aborting the server.
+TEST(GrpcCq, ServerCountersOutliveTheThreadSlots) {
+  ServerCounters counters;
+  const int n = kMaxThreads + 100;
+  std::atomic<int> counted{0};
+  std::atomic<bool> release{false};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&] {
+      counters.rpc();
+      ++counted;
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+  }
+  while (counted.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  release.store(true);
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(counters.to_json()["rpcs"], std::to_string(n));
+}
