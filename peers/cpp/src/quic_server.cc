@@ -222,6 +222,14 @@ void ServerCall::on_data(const uint8_t* data, size_t len, bool fin_in) {
     }
     handle(f);
   }
+  if (fin_in && state_ == State::kHeader && reader_.pending() == 0) {
+    // A stream that ends before its first byte carries no call (the Rust backpressure client
+    // finishes a stream it opened after the deadline): nothing to reject; end ours as well.
+    fin = true;
+    state_ = State::kDone;
+    conn_->queue(this);
+    return;
+  }
   if (fin_in && state_ != State::kDone && state_ != State::kAnswering) {
     broken(reader_.pending() > 0 ? "the stream ended inside a frame"
                                  : "the stream ended without END");
@@ -296,6 +304,7 @@ void ServerCall::on_request(const Frame& f) {
 
 void ServerCall::on_end() {
   switch (shape_) {
+    case Shape::kSend:  // no native method carries it (shape_of_path never gives it)
     case Shape::kUnary:
     case Shape::kServerStream: {
       if (!have_request_) {

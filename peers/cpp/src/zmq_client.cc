@@ -33,6 +33,7 @@ namespace rpcarena {
 namespace {
 
 constexpr int64_t kConnectBoundNs = 30 * int64_t{1000000000};
+constexpr int kFaultLingerMs = 1000;
 
 enum class SendResult { kSent, kFull, kUnreachable };
 
@@ -154,6 +155,15 @@ class ZmqClient final : public ClosableStack {
   void close() override {
     stopping_.store(true);
     wake();
+    if (args_.conformance_fault.empty()) return;  // linger 0: nothing unsent is waited for
+    // A conformance fault's last command must reach the server before the process exits (the kit
+    // reads the server's counters next): this socket lingers until libzmq has sent it.
+    thread_.join();
+    for (zmq::socket_t* s : {&requests_, &commands_}) {
+      s->set(zmq::sockopt::linger, kFaultLingerMs);
+      s->close();
+    }
+    ctx_->close();
   }
 
  private:

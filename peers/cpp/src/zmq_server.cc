@@ -1,8 +1,8 @@
 // The zmq stack's server (docs/stacks.md "zmq"): two ROUTER sockets, the request endpoint at
 // --listen and the command endpoint on a free port of the same host, served by one thread's
-// zmq_poll loop (libzmq's one I/O thread moves the bytes). Every reply goes out with ZMQ_DONTWAIT;
-// one the client's queue cannot take (EAGAIN at its high-water mark; EHOSTUNREACH once it left) is
-// counted in `dropped`.
+// zmq_poll loop (libzmq's one I/O thread moves the bytes). A reply waits at the client's
+// high-water mark (the loop reads no requests meanwhile, so the push-back reaches the client's
+// EAGAIN); one that cannot be delivered (EHOSTUNREACH: the client left) is counted in `dropped`.
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -28,12 +28,11 @@ bool receive(zmq::socket_t& s, Frames* frames) {
   return true;
 }
 
-// Sends [routing id][frames...] without waiting: "" when queued, else why not.
-std::string send_to(zmq::socket_t& s, const std::string& rid, const Frames& frames) {
+// Sends [routing id][frames...] without waiting: "" when queued, "EAGAIN" at the client's
+// high-water mark, else why it cannot be delivered.
+std::string try_send_to(zmq::socket_t& s, const std::string& rid, const Frames& frames) {
   try {
-    if (!s.send(zmq::buffer(rid), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
-      return "the client's queue is at its high-water mark (EAGAIN)";
-    }
+    if (!s.send(zmq::buffer(rid), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) return "EAGAIN";
     for (size_t i = 0; i < frames.size(); ++i) {
       auto more = i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none;
       s.send(zmq::buffer(frames[i]), more | zmq::send_flags::dontwait);
@@ -96,19 +95,34 @@ class ZmqServer final : public ServerStack {
     }
   }
 
+  // Sends a reply, waiting while the client's queue is at its high-water mark (as a blocking
+  // zmq_send would with ROUTER_MANDATORY, but SHUTDOWN still ends the wait). "" when sent.
+  std::string send_to(const std::string& rid, const Frames& frames) {
+    zmq::pollitem_t items[2] = {{requests_.handle(), 0, ZMQ_POLLOUT, 0}, {nullptr, wake_, ZMQ_POLLIN, 0}};
+    for (bool writable = false;;) {
+      std::string why = try_send_to(requests_, rid, frames);
+      if (why != "EAGAIN") return why;
+      if (stopping_.load(std::memory_order_relaxed)) return "the server stopped while the client's queue was full";
+      // POLLOUT says some client's pipe has room, not necessarily this one's: if it said so and the
+      // send still failed, wait a little before the next try.
+      if (writable) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      writable = zmq::poll(items, 2, std::chrono::milliseconds(100)) > 0 && (items[0].revents & ZMQ_POLLOUT);
+    }
+  }
+
   bool is_hello(const Frames& frames) const { return frames.size() == 2 && frames[1] == kZmqHello; }
 
   void on_request(Frames& frames) {
     std::string rid = frames[0];
     if (is_hello(frames)) {
-      std::string why = send_to(requests_, rid, {kZmqHello, command_port_});
+      std::string why = send_to(rid, {kZmqHello, command_port_});
       if (!why.empty()) diag("the HELLO answer could not be sent: " + why);
       return;
     }
     frames.erase(frames.begin());
     std::optional<Frames> reply = handler_.request(frames);
     if (!reply) return;
-    std::string why = send_to(requests_, rid, *reply);
+    std::string why = send_to(rid, *reply);
     if (!why.empty()) {
       std::optional<uint64_t> id = decode_id((*reply)[0]);
       counters_.dropped("the reply to id " + std::to_string(id.value_or(0)) + " was dropped: " + why);
