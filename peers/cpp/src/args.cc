@@ -14,6 +14,7 @@ const char* name(Stack s) {
     case Stack::kGrpc: return "grpc";
     case Stack::kQuic: return "quic";
     case Stack::kZmq: return "zmq";
+    case Stack::kGrpcCq: return "grpc-cq";
   }
   return "?";
 }
@@ -104,9 +105,9 @@ E choice(const std::string& key, const std::string& text, const std::vector<E>& 
 
 Stack stack_arg(const std::string& text) {
   if (text == "tcp") {
-    throw ArgError("--stack tcp is not offered by this peer (it offers grpc, quic and zmq)");
+    throw ArgError("--stack tcp is not offered by this peer (it offers grpc, quic, zmq and grpc-cq)");
   }
-  return choice<Stack>("stack", text, {Stack::kGrpc, Stack::kQuic, Stack::kZmq});
+  return choice<Stack>("stack", text, {Stack::kGrpc, Stack::kQuic, Stack::kZmq, Stack::kGrpcCq});
 }
 
 // --tls on|off (1.3, default on), and the stacks that take only one of them.
@@ -150,7 +151,8 @@ void check_stack_shape(Stack stack, Shape shape) {
   if (stack == Stack::kQuic && shape == Shape::kSend) {
     throw ArgError("--shape send: " + not_offered_reason(stack, shape));
   }
-  if (stack == Stack::kZmq && shape != Shape::kUnary && shape != Shape::kSend) {
+  if ((stack == Stack::kZmq || stack == Stack::kGrpcCq) && shape != Shape::kUnary &&
+      shape != Shape::kSend) {
     throw ArgError(std::string("--shape ") + name(shape) + ": " + not_offered_reason(stack, shape));
   }
 }
@@ -229,8 +231,8 @@ namespace {
 std::string fault_arg(const Pairs& p, Stack stack, const std::vector<std::string>& modes) {
   auto it = p.find("conformance-fault");
   if (it == p.end()) return "";
-  if (stack != Stack::kZmq) {
-    throw ArgError(std::string("--conformance-fault is implemented on --stack zmq only, not ") +
+  if (stack != Stack::kZmq && stack != Stack::kGrpcCq) {
+    throw ArgError(std::string("--conformance-fault is implemented on --stack zmq and grpc-cq only, not ") +
                    name(stack) + " (the Rust peer is the misbehaving partner there)");
   }
   std::string list;
@@ -408,6 +410,10 @@ std::string not_offered_reason(Stack stack, Shape shape) {
   if (stack == Stack::kZmq && shape != Shape::kUnary && shape != Shape::kSend) {
     return std::string("the zmq stack carries only unary and send (docs/stacks.md \"zmq\"): its "
                        "wire mapping has no streams, so ") + name(shape) + " is not offered";
+  }
+  if (stack == Stack::kGrpcCq && shape != Shape::kUnary && shape != Shape::kSend) {
+    return std::string("grpc-cq carries the reference's two RPCs, Unary and Command (docs/stacks.md "
+                       "\"grpc-cq\"), so ") + name(shape) + " is not offered; the grpc stack has it";
   }
   return "";
 }

@@ -15,7 +15,7 @@ struct ArgError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Stack { kGrpc, kQuic, kZmq };
+enum class Stack { kGrpc, kQuic, kZmq, kGrpcCq };
 enum class Shape { kUnary, kClientStream, kServerStream, kBidi, kSend };
 enum class Load { kClosed, kWindow, kBackpressure, kSendSaturation, kOpen };
 enum class PayloadKind { kZeros = 0, kStructured = 1 };

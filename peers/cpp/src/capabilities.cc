@@ -169,6 +169,23 @@ Json zmq_entry(bool client) {
   return entry;
 }
 
+// grpc-cq (1.3, docs/stacks.md "grpc-cq"): the grpc stack's wire and settings under another API.
+Json grpc_cq_entry(bool client) {
+  Json entry = grpc_entry(client);
+  entry["stack"] = "grpc-cq";
+  entry["shapes"] = Json::array({"unary", "send"});
+  entry["not_offered"] =
+      not_offered(Stack::kGrpcCq, {Shape::kClientStream, Shape::kServerStream, Shape::kBidi});
+  if (!client) entry["not_offered"]["pingpong"] = not_offered_reason(Stack::kGrpcCq, Shape::kBidi);
+  entry["settings"]["runtime"] =
+      client ? std::string("one application thread submits every call (PrepareAsyncUnary, "
+                           "PrepareAsyncCommand) and drains the one grpc::CompletionQueue")
+             : "synchronous BenchService::Service on gRPC's default sync server thread pool (" +
+                   std::to_string(cpus()) + " CPUs)";
+  entry["conformance_faults"] = true;
+  return entry;
+}
+
 }  // namespace
 
 int run_capabilities() {
@@ -184,8 +201,8 @@ int run_capabilities() {
   fields["revision"] = "1.3";
   fields["build"] = build;
   fields["files"] = Json::array({executable_path()});
-  fields["roles"] = Json{{"client", Json::array({grpc_entry(true), quic_entry(true), zmq_entry(true)})},
-                         {"server", Json::array({grpc_entry(false), quic_entry(false), zmq_entry(false)})}};
+  fields["roles"] = Json{{"client", Json::array({grpc_entry(true), quic_entry(true), zmq_entry(true), grpc_cq_entry(true)})},
+                         {"server", Json::array({grpc_entry(false), quic_entry(false), zmq_entry(false), grpc_cq_entry(false)})}};
   emit("capabilities", fields);
   return 0;
 }

@@ -132,6 +132,7 @@ int64_t connect_stack(Client& c) {
     case Stack::kGrpc: c.stack = connect_grpc(c.args, c.wakeup, c.busy_stop).release(); break;
     case Stack::kQuic: c.stack = connect_quic(c.args, c.wakeup, c.busy_stop).release(); break;
     case Stack::kZmq: c.stack = connect_zmq(c.args, c.wakeup, c.busy_stop).release(); break;
+    case Stack::kGrpcCq: c.stack = connect_grpc_cq(c.args, c.wakeup, c.busy_stop).release(); break;
   }
   if (!c.stack) interrupted(c.commands, phase::kConnect);
   return now_ns() - began;

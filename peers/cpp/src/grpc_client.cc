@@ -12,6 +12,7 @@
 #include <grpcpp/security/tls_credentials_options.h>
 
 #include "clock.h"
+#include "grpc_channel.h"
 #include "grpc_tuning.h"
 #include "net.h"
 #include "rpcarena/bench/v1/bench.grpc.pb.h"
@@ -467,9 +468,8 @@ std::shared_ptr<grpc::ChannelCredentials> tls_credentials(const ClientArgs& args
 
 }  // namespace
 
-std::unique_ptr<ClosableStack> connect_grpc(const ClientArgs& args, Wakeup& wakeup,
-                                            const std::function<bool()>& stop) {
-  (void)wakeup;
+std::shared_ptr<grpc::Channel> open_grpc_channel(const ClientArgs& args,
+                                                 const std::function<bool()>& stop) {
   SockAddr addr;
   try {
     addr = resolve(args.server, SOCK_STREAM);
@@ -509,7 +509,17 @@ std::unique_ptr<ClosableStack> connect_grpc(const ClientArgs& args, Wakeup& wake
     }
     channel->WaitForStateChange(state, std::chrono::system_clock::now() + std::chrono::milliseconds(50));
   }
+  return channel;
+}
+
+std::unique_ptr<ClosableStack> connect_grpc(const ClientArgs& args, Wakeup& wakeup,
+                                            const std::function<bool()>& stop) {
+  (void)wakeup;
+  std::shared_ptr<grpc::Channel> channel = open_grpc_channel(args, stop);
+  if (!channel) return nullptr;
   return std::make_unique<GrpcClient>(args, channel);
 }
+
+OpResult grpc_status_failure(const grpc::Status& status) { return status_failure(status); }
 
 }  // namespace rpcarena

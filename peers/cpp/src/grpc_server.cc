@@ -9,6 +9,7 @@
 #include <grpcpp/security/tls_certificate_provider.h>
 #include <grpcpp/security/tls_credentials_options.h>
 
+#include "grpc_channel.h"
 #include "grpc_tuning.h"
 #include "net.h"
 #include "rpcarena/bench/v1/bench.grpc.pb.h"
@@ -24,6 +25,27 @@ using grpc::Status;
 using grpc::StatusCode;
 
 Status invalid(const std::string& message) { return Status(StatusCode::INVALID_ARGUMENT, message); }
+
+// --cert and --key, checked (config errors name the file).
+std::shared_ptr<grpc::ServerCredentials> tls_credentials(const ServerArgs& args) {
+  std::string cert = read_file("--cert", args.cert);
+  std::string key = read_file("--key", args.key);
+  try {
+    check_certificates_pem(cert);
+  } catch (const std::exception& e) {
+    throw Failure(phase::kStartup, code::kConfig, "--cert " + args.cert + ": " + e.what());
+  }
+  if (key.find("PRIVATE KEY-----") == std::string::npos) {
+    throw Failure(phase::kStartup, code::kConfig,
+                  "--key " + args.key + " holds no PEM private key");
+  }
+  auto provider = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
+      std::vector<grpc::experimental::IdentityKeyCertPair>{{key, cert}});
+  grpc::experimental::TlsServerCredentialsOptions options(provider);
+  options.watch_identity_key_cert_pairs();
+  options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  return grpc::experimental::TlsServerCredentials(options);
+}
 
 // Client stream: every request checked; the summary after the client's half-close.
 class ClientStreamReactor final : public grpc::ServerReadReactor<pb::Request> {
@@ -275,35 +297,7 @@ class Service final : public pb::BenchService::CallbackService {
 class GrpcServer final : public ServerStack {
  public:
   GrpcServer(const ServerArgs& args) : service_(counters_) {
-    // --tls off (1.3): h2c with prior knowledge.
-    auto creds = args.tls ? tls_credentials(args) : grpc::InsecureServerCredentials();
-    SockAddr addr;
-    try {
-      addr = resolve(args.listen, SOCK_STREAM);
-    } catch (const std::exception& e) {
-      throw Failure(phase::kListen, code::kConfig, std::string("--listen: ") + e.what());
-    }
-    grpc::ServerBuilder builder;
-    grpc_configure_server(builder);
-    int port = 0;
-    // gRPC's URI form of exactly this address ("ipv4:127.0.0.1:0" is not accepted by the
-    // builder; "127.0.0.1:0" and "[::1]:0" are).
-    builder.AddListeningPort(addr.to_string(), creds, &port);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
-    if (!server_ || port == 0) {
-      throw Failure(phase::kListen, code::kConfig,
-                    "cannot listen on " + args.listen.text +
-                        " (address in use, not an address of this host, or the certificate and key "
-                        "do not match; gRPC's log on stderr says which)");
-    }
-    SockAddr bound = addr;
-    if (bound.family() == AF_INET6) {
-      reinterpret_cast<sockaddr_in6*>(&bound.storage)->sin6_port = htons(static_cast<uint16_t>(port));
-    } else {
-      reinterpret_cast<sockaddr_in*>(&bound.storage)->sin_port = htons(static_cast<uint16_t>(port));
-    }
-    address_ = bound.to_string();
+    server_ = grpc_listen(args, &service_, &address_);
   }
   std::string address() const override { return address_; }
   void stop() override {
@@ -313,27 +307,6 @@ class GrpcServer final : public ServerStack {
   std::string first_rejection() const override { return counters_.first_rejection(); }
 
  private:
-  // --cert and --key, checked (config errors name the file).
-  static std::shared_ptr<grpc::ServerCredentials> tls_credentials(const ServerArgs& args) {
-    std::string cert = read_file("--cert", args.cert);
-    std::string key = read_file("--key", args.key);
-    try {
-      check_certificates_pem(cert);
-    } catch (const std::exception& e) {
-      throw Failure(phase::kStartup, code::kConfig, "--cert " + args.cert + ": " + e.what());
-    }
-    if (key.find("PRIVATE KEY-----") == std::string::npos) {
-      throw Failure(phase::kStartup, code::kConfig,
-                    "--key " + args.key + " holds no PEM private key");
-    }
-    auto provider = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
-        std::vector<grpc::experimental::IdentityKeyCertPair>{{key, cert}});
-    grpc::experimental::TlsServerCredentialsOptions options(provider);
-    options.watch_identity_key_cert_pairs();
-    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-    return grpc::experimental::TlsServerCredentials(options);
-  }
-
   ServerCounters counters_;
   Service service_;
   std::unique_ptr<grpc::Server> server_;
@@ -341,6 +314,40 @@ class GrpcServer final : public ServerStack {
 };
 
 }  // namespace
+
+std::unique_ptr<grpc::Server> grpc_listen(const ServerArgs& args, grpc::Service* service,
+                                          std::string* address) {
+  // --tls off (1.3): h2c with prior knowledge.
+  auto creds = args.tls ? tls_credentials(args) : grpc::InsecureServerCredentials();
+  SockAddr addr;
+  try {
+    addr = resolve(args.listen, SOCK_STREAM);
+  } catch (const std::exception& e) {
+    throw Failure(phase::kListen, code::kConfig, std::string("--listen: ") + e.what());
+  }
+  grpc::ServerBuilder builder;
+  grpc_configure_server(builder);
+  int port = 0;
+  // gRPC's URI form of exactly this address ("ipv4:127.0.0.1:0" is not accepted by the
+  // builder; "127.0.0.1:0" and "[::1]:0" are).
+  builder.AddListeningPort(addr.to_string(), creds, &port);
+  builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server || port == 0) {
+    throw Failure(phase::kListen, code::kConfig,
+                  "cannot listen on " + args.listen.text +
+                      " (address in use, not an address of this host, or the certificate and key "
+                      "do not match; gRPC's log on stderr says which)");
+  }
+  SockAddr bound = addr;
+  if (bound.family() == AF_INET6) {
+    reinterpret_cast<sockaddr_in6*>(&bound.storage)->sin6_port = htons(static_cast<uint16_t>(port));
+  } else {
+    reinterpret_cast<sockaddr_in*>(&bound.storage)->sin_port = htons(static_cast<uint16_t>(port));
+  }
+  *address = bound.to_string();
+  return server;
+}
 
 std::unique_ptr<ServerStack> serve_grpc(const ServerArgs& args) {
   return std::make_unique<GrpcServer>(args);

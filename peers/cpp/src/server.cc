@@ -60,6 +60,7 @@ std::unique_ptr<ServerStack> serve(const ServerArgs& args) {
     case Stack::kGrpc: return serve_grpc(args);
     case Stack::kQuic: return serve_quic(args);
     case Stack::kZmq: return serve_zmq(args);
+    case Stack::kGrpcCq: return serve_grpc_cq(args);
   }
   throw Failure(phase::kStartup, code::kInternal, "unknown stack");
 }

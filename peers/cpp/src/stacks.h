@@ -45,9 +45,13 @@ class ServerCounters {
   struct alignas(64) Slot {
     std::atomic<uint64_t> rpcs{0}, requests{0}, responses{0}, rejected{0}, commands{0}, dropped{0};
   };
-  Slot& slot() { return slots_[thread_slot()]; }
+  // Threads beyond kMaxThreads share one extra slot (its counters are atomic like every slot's).
+  Slot& slot() {
+    int s = thread_slot_if_free();
+    return slots_[s < 0 ? kMaxThreads : s];
+  }
   void note_first(const std::string& why);
-  std::array<Slot, kMaxThreads> slots_;
+  std::array<Slot, kMaxThreads + 1> slots_;
   bool with_dropped_;
   std::atomic<bool> have_first_{false};
   mutable std::mutex first_mutex_;
@@ -71,6 +75,7 @@ class ServerStack {
 std::unique_ptr<ServerStack> serve_grpc(const ServerArgs& args);
 std::unique_ptr<ServerStack> serve_quic(const ServerArgs& args);
 std::unique_ptr<ServerStack> serve_zmq(const ServerArgs& args);
+std::unique_ptr<ServerStack> serve_grpc_cq(const ServerArgs& args);  // grpc_cq_server.cc
 
 // A connected client stack (TLS handshake done). Throws Failure(phase connect, code tls/connect/
 // timeout). Returns nullptr when `stop()` became true while connecting.
@@ -85,6 +90,8 @@ std::unique_ptr<ClosableStack> connect_quic(const ClientArgs& args, Wakeup& wake
                                             const std::function<bool()>& stop);
 std::unique_ptr<ClosableStack> connect_zmq(const ClientArgs& args, Wakeup& wakeup,
                                            const std::function<bool()>& stop);
+std::unique_ptr<ClosableStack> connect_grpc_cq(const ClientArgs& args, Wakeup& wakeup,  // grpc_cq_client.cc
+                                               const std::function<bool()>& stop);
 
 // Reads a whole file, or throws Failure(startup, config) naming `what` and the path.
 std::string read_file(const std::string& what, const std::string& path);

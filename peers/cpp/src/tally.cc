@@ -118,8 +118,10 @@ std::vector<int>& free_slots() {
   static std::vector<int> v;
   return v;
 }
+constexpr int kUnassigned = -2;
+constexpr int kNoSlot = -1;  // every slot was taken when this thread asked
 struct SlotHolder {
-  int slot = -1;
+  int slot = kUnassigned;
   ~SlotHolder() {
     if (slot < 0) return;
     std::lock_guard<std::mutex> lock(slot_mutex());
@@ -128,23 +130,30 @@ struct SlotHolder {
 };
 }  // namespace
 
-int thread_slot() {
+int thread_slot_if_free() {
   static int next = 0;
   thread_local SlotHolder holder;
-  if (holder.slot < 0) {
+  if (holder.slot == kUnassigned) {
     std::lock_guard<std::mutex> lock(slot_mutex());
     if (!free_slots().empty()) {
       holder.slot = free_slots().back();
       free_slots().pop_back();
-    } else {
+    } else if (next < kMaxThreads) {
       holder.slot = next++;
-    }
-    if (holder.slot >= kMaxThreads) {
-      diag("more than " + std::to_string(kMaxThreads) + " threads at once recorded operations; aborting");
-      std::abort();
+    } else {
+      holder.slot = kNoSlot;
     }
   }
   return holder.slot;
+}
+
+int thread_slot() {
+  int slot = thread_slot_if_free();
+  if (slot < 0) {
+    diag("more than " + std::to_string(kMaxThreads) + " threads at once recorded operations; aborting");
+    std::abort();
+  }
+  return slot;
 }
 
 }  // namespace rpcarena

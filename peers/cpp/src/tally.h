@@ -111,5 +111,9 @@ Totals merge(const std::vector<Tally*>& tallies, const TallyOptions& options);
 // A small stable index per thread (0, 1, 2, ...), for per-thread slots.
 int thread_slot();
 inline constexpr int kMaxThreads = 512;
+// The same slot, or -1 for a thread that found all kMaxThreads taken (instead of aborting):
+// for counters that are atomic anyway, such as a server's, whose synchronous gRPC pool (grpc-cq)
+// runs a thread per call in progress and can exceed kMaxThreads threads under deep backpressure.
+int thread_slot_if_free();
 
 }  // namespace rpcarena

@@ -148,7 +148,7 @@ TEST(Args, ConformanceFaultsOnZmqOnly) {
   EXPECT_NE(refusal(with(server, "--conformance-fault", "bogus")).find("is not one of wrong-seq"),
             std::string::npos);
   EXPECT_NE(refusal(with(with(server, "--stack", "grpc"), "--conformance-fault", "wrong-seq"))
-                .find("zmq only, not grpc"),
+                .find("zmq and grpc-cq only, not grpc"),
             std::string::npos);
   auto zmq = with(with(with(client(), "--stack", "zmq"), "--tls", "off"), "--shape", "unary");
   zmq.erase(zmq.begin() + 5, zmq.begin() + 9);
@@ -156,4 +156,25 @@ TEST(Args, ConformanceFaultsOnZmqOnly) {
   EXPECT_NE(refusal(with(zmq, "--conformance-fault", "seq-order")).find("not unary"), std::string::npos);
   EXPECT_NE(refusal(with(zmq, "--conformance-fault", "corrupt-structured")).find("needs --payload structured"),
             std::string::npos);
+}
+
+// grpc-cq (1.3): TLS on or off, shapes unary and send only (every load model, send-saturation on
+// send), and the conformance faults in both roles.
+TEST(Args, GrpcCqCarriesUnaryAndSend) {
+  auto cq = with(with(client(), "--stack", "grpc-cq"), "--shape", "send");
+  EXPECT_EQ(parse_args(cq).client.stack, Stack::kGrpcCq);
+  EXPECT_EQ(parse_args(with(cq, "--shape", "unary")).client.shape, Shape::kUnary);
+  EXPECT_NE(refusal(with(cq, "--shape", "bidi")).find("grpc-cq carries the reference's two RPCs"),
+            std::string::npos);
+  EXPECT_NE(refusal(with(cq, "--shape", "client_stream")).find("client_stream is not offered"),
+            std::string::npos);
+  auto sat = with(with(with(cq, "--load", "send-saturation"), "--streams", "8"), "--settle-ms", "200");
+  EXPECT_EQ(parse_args(sat).client.lanes(), 8u);
+  auto plain = with(cq, "--tls", "off");
+  plain.erase(plain.begin() + 5, plain.begin() + 9);  // --server-name and --ca
+  EXPECT_FALSE(parse_args(plain).client.tls);
+  EXPECT_EQ(parse_args(with(plain, "--conformance-fault", "nonzero-byte")).client.conformance_fault,
+            "nonzero-byte");
+  std::vector<std::string> server = {"server", "--stack", "grpc-cq", "--listen", "127.0.0.1:0", "--tls", "off"};
+  EXPECT_EQ(parse_args(with(server, "--conformance-fault", "wrong-seq")).server.stack, Stack::kGrpcCq);
 }

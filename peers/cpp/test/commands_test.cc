@@ -84,7 +84,7 @@ TEST(Commands, CapabilitiesDeclareRevision13) {
     return std::find(list.begin(), list.end(), Json(what)) != list.end();
   };
   for (const char* role : {"client", "server"}) {
-    ASSERT_EQ(caps["roles"][role].size(), 3u);
+    ASSERT_EQ(caps["roles"][role].size(), 4u);
     const Json& grpc = caps["roles"][role][0];
     const Json& quic = caps["roles"][role][1];
     const Json& zmq = caps["roles"][role][2];
@@ -105,5 +105,19 @@ TEST(Commands, CapabilitiesDeclareRevision13) {
     EXPECT_EQ(has(grpc["shapes"], "pingpong"), server);
     EXPECT_EQ(has(quic["shapes"], "pingpong"), server);
     EXPECT_FALSE(has(zmq["shapes"], "pingpong"));
+    // grpc-cq: grpc's wire, settings and TLS values; the reference's two RPCs; faults both roles.
+    const Json& cq = caps["roles"][role][3];
+    EXPECT_EQ(cq["stack"], "grpc-cq");
+    EXPECT_EQ(cq["tls"], Json::array({"on", "off"}));
+    EXPECT_EQ(cq["shapes"], Json::array({"unary", "send"}));
+    for (const char* shape : {"client_stream", "server_stream", "bidi"}) {
+      EXPECT_TRUE(cq["not_offered"].contains(shape)) << shape;
+    }
+    EXPECT_EQ(cq["not_offered"].contains("pingpong"), server);
+    EXPECT_EQ(cq["conformance_faults"], true);
+    EXPECT_EQ(cq["settings"]["stream_window"], grpc["settings"]["stream_window"]);
+    EXPECT_EQ(cq["settings"]["max_message_bytes"], grpc["settings"]["max_message_bytes"]);
+    EXPECT_NE(cq["settings"]["runtime"], grpc["settings"]["runtime"]);
+    EXPECT_EQ(cq["load_models"].size(), server ? 0u : 5u);
   }
 }
