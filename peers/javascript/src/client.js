@@ -9,7 +9,7 @@ import { lanesOf } from './args.js';
 import { Failure, code, emit, phase, setPhase, warn } from './protocol.js';
 import { runBackpressure, runLanes } from './engine/lanes.js';
 import { Pacer, runOpen } from './engine/open.js';
-import { runSaturation } from './engine/saturation.js';
+import { runCommandSaturation, runSaturation } from './engine/saturation.js';
 import { Tally, Window } from './tally.js';
 import { TransportPoller } from './transport.js';
 import { KIND } from './workload.js';
@@ -39,6 +39,10 @@ export async function runModel(config, driver, window, tally, bound, pacer) {
       return { load: 'backpressure', maxInFlight };
     }
     case 'send-saturation': {
+      if (config.shape === 'send') {
+        const r = await runCommandSaturation({ driver, streams: config.streams, window, tally, clock, bound });
+        return { load: 'send-saturation', maxInFlight: r.maxInFlight, sent: r.sent };
+      }
       const r = await runSaturation({ driver, streams: config.streams, window, tally, clock, bound });
       return { load: 'send-saturation', maxInFlight: r.maxInFlight, sent: r.sent, received: r.received };
     }
@@ -68,7 +72,9 @@ function windowOf(config, t0, lengthMs) {
 
 /** What the stack's client needs from the arguments. */
 function driverOptions(config) {
-  const caPem = readPem('--ca', config.ca, 'cert');
+  // --tls off (1.3): plaintext, no CA and no name to check (the parser refused --ca and --server-name).
+  const plaintext = config.tls === 'off';
+  const caPem = plaintext ? undefined : readPem('--ca', config.ca, 'cert');
   const work = {
     shape: config.shape,
     kind: KIND[config.payload],
@@ -76,7 +82,7 @@ function driverOptions(config) {
     responseSize: config.responseSize,
     messages: config.messagesPerStream,
   };
-  return { server: config.server, serverName: config.serverName, caPem, work, lanes: lanesOf(config) };
+  return { server: config.server, plaintext, serverName: config.serverName, caPem, work, lanes: lanesOf(config) };
 }
 
 /** A promise that never settles: the flow that awaits it is abandoned (stopping, or sampled). */
