@@ -417,7 +417,8 @@ function handlers(counters) {
 
 /**
  * A one-way command (1.3): validated as a unary request whose response_size must be 0, counted
- * in `commands`, acknowledged with Empty (nothing counts as a response message).
+ * in `commands`, acknowledged with Empty, which counts as a response message (as the client
+ * counts the acknowledgements it read in `responses`, and as the Go, Kotlin and C++ servers do).
  */
 function serveCommand(counters, call, callback) {
   counters.rpcs++;
@@ -427,6 +428,7 @@ function serveCommand(counters, call, callback) {
   if (!problem && req.responseSize !== 0) problem = `command: response_size ${req.responseSize}, expected 0 (a command has no response)`;
   if (problem) return callback(refuse(counters, problem));
   counters.commands++;
+  counters.responses++;
   callback(null, {});
 }
 
