@@ -172,8 +172,8 @@ class ClientLifecycle {
   async run() {
     const connectNs = await this.connect();
     await this.validate();
-    const warmupCompleted = await this.warmup();
-    const armed = await this.arm(connectNs, warmupCompleted);
+    const warmup = await this.warmup();
+    const armed = await this.arm(connectNs, warmup);
     if (armed === undefined) return abandoned();
     await armed.started;
     return this.measure(armed.pacer);
@@ -200,23 +200,26 @@ class ClientLifecycle {
     }
   }
 
-  /** The warmup with the configured load model; returns its completed operations. */
+  /**
+   * The warmup with the configured load model; returns its completed operations and, per tenth
+   * of the warmup, those that completed in it (undefined without a warmup).
+   */
   async warmup() {
     const config = this.config;
     this.enter(phase.WARMUP);
-    if (!(config.warmupMs > 0)) return 0;
+    if (!(config.warmupMs > 0)) return { completed: 0, segments: undefined };
     const pacer = config.load === 'open' ? new Pacer() : undefined;
     await pacer?.ready;
     const window = windowOf(config, nowNs(), config.warmupMs);
-    const tally = new Tally(window, { requestSize: config.requestSize, responseSize: config.responseSize, open: config.load === 'open' });
+    const tally = new Tally(window, { requestSize: config.requestSize, responseSize: config.responseSize, open: config.load === 'open', segments: true });
     await runModel(config, this.driver, window, tally, "the warmup's drain bound", pacer);
     if (tally.failed > 0) {
       const { code: first, message } = tally.firstFailure;
       throw new Failure(phase.WARMUP, first, `${tally.failed} warmup operation(s) failed; the first: ${message}`);
     }
-    const completed = tally.completed;
+    const { completed, segments } = tally;
     tally.destroy();
-    return completed;
+    return { completed, segments };
   }
 
   /**
@@ -224,7 +227,7 @@ class ClientLifecycle {
    * when the window opens); returns the pacer and the promise of START, or undefined when
    * SHUTDOWN came first.
    */
-  async arm(connectNs, warmupCompleted) {
+  async arm(connectNs, warmup) {
     const pacer = this.config.load === 'open' ? new Pacer() : undefined;
     await pacer?.ready;
     this.enter(phase.ARMED);
@@ -232,13 +235,15 @@ class ClientLifecycle {
       this.onStart = resolve;
     });
     if (this.stopping) return undefined;
-    emit({
+    const armed = {
       event: 'armed',
       lanes: this.lanes,
       connections: this.driver.connections,
       connect_ns: String(Math.round(connectNs)),
-      warmup_completed: String(warmupCompleted),
-    });
+      warmup_completed: String(warmup.completed),
+    };
+    if (warmup.segments !== undefined) armed.warmup_segments = warmup.segments.map(String);
+    emit(armed);
     return { pacer, started };
   }
 

@@ -162,6 +162,8 @@ for (const stack of ['grpc', 'quic', 'tcp']) {
     assert.equal(armed.event, 'armed', JSON.stringify(armed));
     assert.equal(armed.lanes, 2);
     assert.equal(armed.connections, stack === 'tcp' ? 2 : 1);
+    assert.equal(armed.warmup_segments.length, 10);
+    assert.equal(armed.warmup_segments.reduce((sum, n) => sum + Number(n), 0), Number(armed.warmup_completed));
     // The server's window opens before the client's, so it covers every measured call. (The
     // controller sends WINDOW START right after START, docs/peer-protocol.md; this test's sum
     // holds only in this order: with START first, calls made before the server's answer fall

@@ -65,6 +65,7 @@ export async function runSaturation({ driver, streams, window, tally, clock, bou
       requestSize: tally.requestSize,
       responseSize: tally.responseSize,
       intervals: tally.intervals !== undefined,
+      segments: tally.segments !== undefined,
       small: true,
     });
     const sender = new StreamSender(window, own);
