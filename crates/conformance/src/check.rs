@@ -782,6 +782,7 @@ mod tests {
             counters: [("rpcs".to_string(), rpcs), ("rejected".to_string(), 0)].into(),
             allocations,
             allocated_bytes: None,
+            first_rejection: None,
         }
     }
 

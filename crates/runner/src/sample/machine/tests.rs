@@ -177,6 +177,7 @@ impl Run {
                 connections: 1,
                 connect_ns: Some(2 * MS),
                 warmup_completed: 50,
+                ..Armed::default()
             }),
         )
     }
@@ -311,6 +312,7 @@ fn the_happy_path_step_by_step() {
             connections: 1,
             connect_ns: Some(2 * MS),
             warmup_completed: 50,
+            ..Armed::default()
         }),
     );
     assert_eq!(run.said(), ["start sampler", "send START client"]);
@@ -928,6 +930,7 @@ fn window_answer(edge: rpcarena_protocol::event::Edge, rpcs: u64, allocations: u
         counters: BTreeMap::from([("rpcs".to_string(), rpcs)]),
         allocations: Some(allocations),
         allocated_bytes: Some(allocations * 100),
+        first_rejection: None,
     })
 }
 

@@ -76,6 +76,7 @@ pub(crate) fn between(
             start.allocated_bytes,
             end.allocated_bytes,
         ),
+        first_rejection: end.first_rejection.clone(),
     };
     if problems.is_empty() {
         Ok(window)
@@ -160,6 +161,7 @@ mod tests {
             counters: BTreeMap::from([("rpcs".to_string(), rpcs)]),
             allocations,
             allocated_bytes: allocations.map(|a| a * 64),
+            first_rejection: None,
         }
     }
 
