@@ -17,7 +17,7 @@ if (!fs.existsSync(proto)) {
 }
 const root = protobuf.loadSync(proto);
 root.resolveAll();
-for (const name of ['Request', 'Response', 'Summary', 'Status', 'Structured', 'Item', 'BenchService']) {
+for (const name of ['Request', 'Response', 'Summary', 'Status', 'Structured', 'Item', 'Empty', 'BenchService', 'BenchService.Command']) {
   if (!root.lookup(`rpcarena.bench.v1.${name}`)) {
     console.error(`gen-proto: ${proto} has no rpcarena.bench.v1.${name}`);
     process.exit(1);

@@ -3,8 +3,9 @@
 // it. Pure: returns a configuration or throws ArgError; reading files is the caller's job.
 import net from 'node:net';
 import { MAX_MESSAGES, MAX_PAYLOAD, PAYLOADS, SERVER_SHAPES, SHAPES } from './workload.js';
+import { NOT_OFFERED, SEND, STACKS, TLS_MODES, TLS_OFF_REFUSED, shapesOf } from './offer.js';
 
-export const STACKS = Object.freeze(['grpc', 'quic', 'tcp']);
+export { STACKS };
 export const LOAD_MODELS = Object.freeze(['closed', 'window', 'backpressure', 'send-saturation', 'open']);
 /** This peer opens at most this many send-saturation streams (the Rust peer's limit too). */
 export const MAX_STREAMS = 1000;
@@ -31,12 +32,15 @@ function oneOf(name, text, choices) {
   return text;
 }
 
+/** Every shape a client of some stack drives (which stack offers which: offer.js). */
+const CLIENT_SHAPES = Object.freeze([...SHAPES, SEND]);
+
 /** A client shape; the shapes only servers answer (pingpong) are refused with a reason. */
 function shape(name, text) {
-  if (SERVER_SHAPES.includes(text) && !SHAPES.includes(text)) {
-    throw new ArgError(`${name} ${text}: this client does not drive the ${text} shape (its servers answer it); expected one of ${SHAPES.join(', ')}`);
+  if (SERVER_SHAPES.includes(text) && !CLIENT_SHAPES.includes(text)) {
+    throw new ArgError(`${name} ${text}: this client does not drive the ${text} shape (its servers answer it); expected one of ${CLIENT_SHAPES.join(', ')}`);
   }
-  return oneOf(name, text, SHAPES);
+  return oneOf(name, text, CLIENT_SHAPES);
 }
 
 function rate(name, text) {
@@ -86,15 +90,19 @@ function serverName(name, text) {
 
 const ms = (name, text) => integer(name, text, 0, MAX_MS);
 
-/** Every argument: how to parse it, and which roles and load models take it. */
+/**
+ * Every argument: how to parse it, and which roles, load models (`model`) and `--tls` values
+ * (`tls`) take it.
+ */
 const SPEC = {
   '--stack': { roles: ['server', 'client'], parse: (n, t) => oneOf(n, t, STACKS) },
+  '--tls': { roles: ['server', 'client'], optional: true, parse: (n, t) => oneOf(n, t, ['on', 'off']) },
   '--listen': { roles: ['server'], parse: (n, t) => hostPort(n, t, 0) },
-  '--cert': { roles: ['server'], parse: nonEmpty },
-  '--key': { roles: ['server'], parse: nonEmpty },
+  '--cert': { roles: ['server'], tls: 'on', parse: nonEmpty },
+  '--key': { roles: ['server'], tls: 'on', parse: nonEmpty },
   '--server': { roles: ['client'], parse: (n, t) => hostPort(n, t, 1) },
-  '--server-name': { roles: ['client'], parse: serverName },
-  '--ca': { roles: ['client'], parse: nonEmpty },
+  '--server-name': { roles: ['client'], tls: 'on', parse: serverName },
+  '--ca': { roles: ['client'], tls: 'on', parse: nonEmpty },
   '--shape': { roles: ['client'], parse: shape },
   '--concurrency': { roles: ['client'], parse: (n, t) => integer(n, t, 1, 10_000) },
   '--request-size': { roles: ['client'], parse: (n, t) => integer(n, t, 0, MAX_PAYLOAD) },
@@ -132,18 +140,34 @@ export function parseArgs(role, argv) {
     values.set(name, spec.parse(name, argv[i + 1]));
   }
   const load = values.get('--load');
+  const tls = values.get('--tls') ?? 'on';
   for (const [name, spec] of Object.entries(SPEC)) {
     if (!spec.roles.includes(role)) continue;
-    const applies = spec.model === undefined || spec.model === load;
-    if (!applies && values.has(name)) {
+    if (spec.tls !== undefined && spec.tls !== tls && values.has(name)) {
+      throw new ArgError(`${name} does not apply to --tls ${tls}`);
+    }
+    if (spec.model !== undefined && spec.model !== load && values.has(name)) {
       throw new ArgError(`${name} does not apply to --load ${load ?? '(missing)'}`);
     }
+    const applies = (spec.model === undefined || spec.model === load) && (spec.tls === undefined || spec.tls === tls);
     if (applies && !spec.optional && !values.has(name)) throw new ArgError(`${name} is missing`);
   }
-  const config = { role };
+  const config = { role, tls };
   for (const [name, value] of values) config[camel(name)] = value;
+  checkStack(config);
   if (role === 'client') return clientDefaults(config);
   return config;
+}
+
+/** What the chosen stack cannot do: run without TLS (quic), carry a shape it does not offer. */
+function checkStack(config) {
+  if (!TLS_MODES[config.stack].includes(config.tls)) {
+    throw new ArgError(TLS_OFF_REFUSED[config.stack] ?? `--tls ${config.tls} does not apply to --stack ${config.stack}`);
+  }
+  if (config.role === 'client' && !shapesOf(config.stack, 'client').includes(config.shape)) {
+    const why = NOT_OFFERED[config.stack][config.shape] ?? 'not offered';
+    throw new ArgError(`--shape ${config.shape} does not apply to --stack ${config.stack}: ${why}`);
+  }
 }
 
 function clientDefaults(config) {
@@ -152,9 +176,12 @@ function clientDefaults(config) {
     config.arrival ??= 'constant';
     config.seed ??= 0n;
   }
-  if (config.load === 'send-saturation' && config.shape !== 'client_stream') {
-    throw new ArgError(`--load send-saturation needs --shape client_stream, not ${config.shape}`);
+  if (config.load === 'send-saturation' && config.shape !== 'client_stream' && config.shape !== SEND) {
+    throw new ArgError(`--load send-saturation needs --shape client_stream or send, not ${config.shape}`);
   }
+  // A one-way command asks for no response: --response-size is ignored with --shape send
+  // (docs/peer-protocol.md "Shapes"), so requests carry response_size 0 and no response bytes count.
+  if (config.shape === SEND) config.responseSize = 0;
   if (config.payload === 'structured') {
     for (const name of ['requestSize', 'responseSize']) {
       if (config[name] === 1 || config[name] === 2) {

@@ -7,7 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { REVISION } from './protocol.js';
 import { DESCRIPTOR } from './proto.js';
 import { LOAD_MODELS } from './args.js';
-import { MAX_MESSAGE_BYTES, PAYLOADS, SERVER_SHAPES, SHAPES } from './workload.js';
+import { NOT_OFFERED, STACKS, TLS_MODES, shapesOf } from './offer.js';
+import { MAX_MESSAGE_BYTES, PAYLOADS } from './workload.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -50,6 +51,7 @@ function settings(stack) {
       tcp_nodelay: true,
       congestion_control: 'host default',
       connections: 1,
+      plaintext: 'h2c with prior knowledge (grpc-js insecure credentials); the tls_* and alpn settings apply only with --tls on',
     };
   }
   if (stack === 'quic') {
@@ -77,6 +79,7 @@ function settings(stack) {
     tcp_nodelay: true,
     congestion_control: 'host default',
     connections: '1 per lane',
+    plaintext: 'the framing straight on node:net sockets; the tls_* and alpn settings apply only with --tls on',
   };
 }
 
@@ -115,18 +118,21 @@ function libraries(stack) {
   return { 'node:tls (OpenSSL)': process.versions.openssl, ...protobuf };
 }
 
-export const STACKS_OFFERED = ['grpc', 'quic', 'tcp'];
+export const STACKS_OFFERED = STACKS;
 
 function entry(stack, role) {
-  return {
+  const offered = {
     stack,
-    shapes: role === 'client' ? [...SHAPES] : [...SERVER_SHAPES],
+    shapes: shapesOf(stack, role),
     load_models: role === 'client' ? [...LOAD_MODELS] : [],
     payloads: [...PAYLOADS],
+    tls: [...TLS_MODES[stack]],
     libraries: libraries(stack),
     settings: settings(stack),
     deviations: deviations(stack),
   };
+  if (Object.keys(NOT_OFFERED[stack]).length > 0) offered.not_offered = { ...NOT_OFFERED[stack] };
+  return offered;
 }
 
 /**

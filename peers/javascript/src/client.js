@@ -9,7 +9,7 @@ import { lanesOf } from './args.js';
 import { Failure, code, emit, phase, setPhase, warn } from './protocol.js';
 import { runBackpressure, runLanes } from './engine/lanes.js';
 import { Pacer, runOpen } from './engine/open.js';
-import { runSaturation } from './engine/saturation.js';
+import { runCommandSaturation, runSaturation } from './engine/saturation.js';
 import { Tally, Window } from './tally.js';
 import { TransportPoller } from './transport.js';
 import { KIND } from './workload.js';
@@ -39,6 +39,10 @@ export async function runModel(config, driver, window, tally, bound, pacer) {
       return { load: 'backpressure', maxInFlight };
     }
     case 'send-saturation': {
+      if (config.shape === 'send') {
+        const r = await runCommandSaturation({ driver, streams: config.streams, window, tally, clock, bound });
+        return { load: 'send-saturation', maxInFlight: r.maxInFlight, sent: r.sent };
+      }
       const r = await runSaturation({ driver, streams: config.streams, window, tally, clock, bound });
       return { load: 'send-saturation', maxInFlight: r.maxInFlight, sent: r.sent, received: r.received };
     }
@@ -68,7 +72,9 @@ function windowOf(config, t0, lengthMs) {
 
 /** What the stack's client needs from the arguments. */
 function driverOptions(config) {
-  const caPem = readPem('--ca', config.ca, 'cert');
+  // --tls off (1.3): plaintext, no CA and no name to check (the parser refused --ca and --server-name).
+  const plaintext = config.tls === 'off';
+  const caPem = plaintext ? undefined : readPem('--ca', config.ca, 'cert');
   const work = {
     shape: config.shape,
     kind: KIND[config.payload],
@@ -76,7 +82,7 @@ function driverOptions(config) {
     responseSize: config.responseSize,
     messages: config.messagesPerStream,
   };
-  return { server: config.server, serverName: config.serverName, caPem, work, lanes: lanesOf(config) };
+  return { server: config.server, plaintext, serverName: config.serverName, caPem, work, lanes: lanesOf(config) };
 }
 
 /** A promise that never settles: the flow that awaits it is abandoned (stopping, or sampled). */
@@ -166,8 +172,8 @@ class ClientLifecycle {
   async run() {
     const connectNs = await this.connect();
     await this.validate();
-    const warmupCompleted = await this.warmup();
-    const armed = await this.arm(connectNs, warmupCompleted);
+    const warmup = await this.warmup();
+    const armed = await this.arm(connectNs, warmup);
     if (armed === undefined) return abandoned();
     await armed.started;
     return this.measure(armed.pacer);
@@ -194,23 +200,26 @@ class ClientLifecycle {
     }
   }
 
-  /** The warmup with the configured load model; returns its completed operations. */
+  /**
+   * The warmup with the configured load model; returns its completed operations and, per tenth
+   * of the warmup, those that completed in it (undefined without a warmup).
+   */
   async warmup() {
     const config = this.config;
     this.enter(phase.WARMUP);
-    if (!(config.warmupMs > 0)) return 0;
+    if (!(config.warmupMs > 0)) return { completed: 0, segments: undefined };
     const pacer = config.load === 'open' ? new Pacer() : undefined;
     await pacer?.ready;
     const window = windowOf(config, nowNs(), config.warmupMs);
-    const tally = new Tally(window, { requestSize: config.requestSize, responseSize: config.responseSize, open: config.load === 'open' });
+    const tally = new Tally(window, { requestSize: config.requestSize, responseSize: config.responseSize, open: config.load === 'open', segments: true });
     await runModel(config, this.driver, window, tally, "the warmup's drain bound", pacer);
     if (tally.failed > 0) {
       const { code: first, message } = tally.firstFailure;
       throw new Failure(phase.WARMUP, first, `${tally.failed} warmup operation(s) failed; the first: ${message}`);
     }
-    const completed = tally.completed;
+    const { completed, segments } = tally;
     tally.destroy();
-    return completed;
+    return { completed, segments };
   }
 
   /**
@@ -218,7 +227,7 @@ class ClientLifecycle {
    * when the window opens); returns the pacer and the promise of START, or undefined when
    * SHUTDOWN came first.
    */
-  async arm(connectNs, warmupCompleted) {
+  async arm(connectNs, warmup) {
     const pacer = this.config.load === 'open' ? new Pacer() : undefined;
     await pacer?.ready;
     this.enter(phase.ARMED);
@@ -226,13 +235,15 @@ class ClientLifecycle {
       this.onStart = resolve;
     });
     if (this.stopping) return undefined;
-    emit({
+    const armed = {
       event: 'armed',
       lanes: this.lanes,
       connections: this.driver.connections,
       connect_ns: String(Math.round(connectNs)),
-      warmup_completed: String(warmupCompleted),
-    });
+      warmup_completed: String(warmup.completed),
+    };
+    if (warmup.segments !== undefined) armed.warmup_segments = warmup.segments.map(String);
+    emit(armed);
     return { pacer, started };
   }
 

@@ -1,8 +1,10 @@
-// rpcarena-peer-javascript: an rpcarena peer (docs/peer-protocol.md, revision 1.2) on Node.js.
+// rpcarena-peer-javascript: an rpcarena peer (docs/peer-protocol.md, revision 1.3) on Node.js.
 //
 //   rpcarena-peer-javascript capabilities
-//   rpcarena-peer-javascript server --stack S --listen HOST:PORT --cert FILE --key FILE
-//   rpcarena-peer-javascript client --stack S --server HOST:PORT --server-name NAME --ca FILE ...
+//   rpcarena-peer-javascript server --stack S --listen HOST:PORT [--tls on] --cert FILE --key FILE
+//   rpcarena-peer-javascript server --stack S --listen HOST:PORT --tls off
+//   rpcarena-peer-javascript client --stack S --server HOST:PORT [--tls on] --server-name NAME --ca FILE ...
+//   rpcarena-peer-javascript client --stack S --server HOST:PORT --tls off ...
 //
 // stdout carries only events; diagnostics go to stderr. Exit codes: 0 after `stopped` or
 // `capabilities`, 2 after a startup configuration error, 1 after any other error.

@@ -35,6 +35,8 @@ export const Summary = type('Summary');
 export const Status = type('Status');
 export const Structured = type('Structured');
 export const Item = type('Item');
+/** The acknowledgement of a one-way Command (1.3). */
+export const Empty = type('Empty');
 
 /** Method paths, exactly as gRPC names them (and the native framing's HEADER carries). */
 export const METHOD = {
@@ -43,6 +45,12 @@ export const METHOD = {
   server_stream: '/rpcarena.bench.v1.BenchService/ServerStream',
   bidi: '/rpcarena.bench.v1.BenchService/Bidi',
 };
+
+/**
+ * The gRPC method of the one-way shape `send` (1.3). Not in METHOD: the native framing has no
+ * one-way call, so a native server answers this path as any unknown method (UNIMPLEMENTED).
+ */
+export const COMMAND_METHOD = '/rpcarena.bench.v1.BenchService/Command';
 
 /** The shape a method path names, or undefined. */
 export function shapeOfPath(p) {

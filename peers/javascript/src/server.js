@@ -1,4 +1,5 @@
-// The server role (docs/peer-protocol.md "Lifecycle"): load --cert and --key, bind exactly
+// The server role (docs/peer-protocol.md "Lifecycle"): load --cert and --key (none with
+// --tls off), bind exactly
 // --listen, print `ready`, serve until SHUTDOWN or the end of stdin, then print `stopped` with
 // the server's counters. WINDOW START and WINDOW END (revision 1.2) are answered at once with a
 // `window` event carrying the counters so far; START or any other line while serving is a
@@ -16,13 +17,15 @@ async function start(stack, options) {
 
 export async function runServer(config) {
   setPhase(phase.STARTUP);
-  const certPem = readPem('--cert', config.cert, 'cert');
-  const keyPem = readPem('--key', config.key, 'key');
+  // --tls off (1.3): plaintext, no certificate (the argument parser refused --cert and --key).
+  const plaintext = config.tls === 'off';
+  const certPem = plaintext ? undefined : readPem('--cert', config.cert, 'cert');
+  const keyPem = plaintext ? undefined : readPem('--key', config.key, 'key');
   const counters = new ServerCounters();
   setPhase(phase.LISTEN);
   let server;
   try {
-    server = await start(config.stack, { listen: config.listen, certPem, keyPem, counters });
+    server = await start(config.stack, { listen: config.listen, plaintext, certPem, keyPem, counters });
   } catch (e) {
     const listen = config.listen.host.includes(':') ? `[${config.listen.host}]:${config.listen.port}` : `${config.listen.host}:${config.listen.port}`;
     throw new Failure(phase.LISTEN, code.CONFIG, `--listen ${listen}: cannot bind: ${e?.message ?? e}`);
@@ -45,13 +48,13 @@ export function serveCommands(server, counters, resolve, reject) {
     if (stopping) return;
     const edge = windowEdge(command);
     if (edge !== undefined) {
-      emit({ event: 'window', edge, counters: counters.toEvent() });
+      emit({ event: 'window', edge, ...counters.fields() });
     } else if (command === 'SHUTDOWN') {
       stopping = true;
       Promise.race([server.close(), new Promise((r) => setTimeout(r, 1000).unref())])
         .catch(() => {})
         .then(() => {
-          emit({ event: 'stopped', counters: counters.toEvent() });
+          emit({ event: 'stopped', ...counters.fields() });
           resolve();
         });
     } else {

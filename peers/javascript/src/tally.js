@@ -5,6 +5,9 @@ import * as hist from './histogram.js';
 /** Length of one interval of the window. */
 export const INTERVAL_NS = 1_000_000_000;
 
+/** The warmup's tenths (armed.warmup_segments, 1.3). */
+export const SEGMENTS = 10;
+
 /** p99 send lag above which the open model says it fell behind its schedule. */
 export const FELL_BEHIND_LAG_NS = 1_000_000;
 
@@ -39,9 +42,10 @@ export class Tally {
   /**
    * @param {Window} window
    * @param {{requestSize:number, responseSize:number, intervals?:boolean, open?:boolean,
-   *          small?:boolean}} options  `small`: an auto-resizing histogram (per-stream tallies)
+   *          small?:boolean, segments?:boolean}} options  `small`: an auto-resizing histogram
+   *          (per-stream tallies); `segments`: count completions per tenth of the window (warmup)
    */
-  constructor(window, { requestSize, responseSize, intervals = false, open = false, small = false }) {
+  constructor(window, { requestSize, responseSize, intervals = false, open = false, small = false, segments = false }) {
     this.window = window;
     this.requestSize = requestSize;
     this.responseSize = responseSize;
@@ -54,6 +58,7 @@ export class Tally {
     this.firstFailure = undefined;
     this.lastEnd = undefined;
     this.intervals = intervals ? [] : undefined;
+    this.segments = segments ? new Array(SEGMENTS).fill(0) : undefined;
     if (open) {
       this.uncorrected = hist.latency();
       this.sendLag = hist.latency();
@@ -81,7 +86,18 @@ export class Tally {
         hist.record(slot.histogram, latency);
       }
     }
+    if (this.segments !== undefined) this.segments[this.segmentOf(end)]++;
     if (this.lastEnd === undefined || end > this.lastEnd) this.lastEnd = end;
+  }
+
+  /**
+   * The tenth of the window an operation that ended at `end` completed in: segment k covers
+   * [k, k+1) x window / 10 from its start; the drain counts in the last (docs/peer-protocol.md
+   * "armed": warmup_segments).
+   */
+  segmentOf(end) {
+    const k = Math.floor(((end - this.window.t0) * SEGMENTS) / this.window.lengthNs);
+    return Math.min(SEGMENTS - 1, Math.max(0, k));
   }
 
   /** `count` operations failed at `end` with `code` (the first failure's message is kept). */
@@ -112,6 +128,11 @@ export class Tally {
       this.failures.set(code, (this.failures.get(code) ?? 0) + count);
     }
     this.failed += other.failed;
+    if (this.segments !== undefined && other.segments !== undefined) {
+      other.segments.forEach((n, k) => {
+        this.segments[k] += n;
+      });
+    }
     if (this.firstFailure === undefined) this.firstFailure = other.firstFailure;
     if (other.lastEnd !== undefined && (this.lastEnd === undefined || other.lastEnd > this.lastEnd)) {
       this.lastEnd = other.lastEnd;

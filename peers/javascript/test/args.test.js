@@ -38,7 +38,7 @@ test('unknown, missing, repeated and out-of-range arguments are refused by name'
   refused(withArg('--window-ms', '0'), /--window-ms 0 is out of range/);
   refused(withArg('--stack', 'http3'), /--stack "http3"/);
   refused(withArg('--shape', 'pingpong'), /--shape pingpong: this client does not drive the pingpong shape/);
-  refused(withArg('--shape', 'ping'), /--shape "ping": expected one of unary, client_stream, server_stream, bidi$/);
+  refused(withArg('--shape', 'ping'), /--shape "ping": expected one of unary, client_stream, server_stream, bidi, send$/);
   refused(withArg('--server', 'localhost'), /--server "localhost": expected HOST:PORT/);
   refused([...CLIENT, '--concurrency'].slice(0, -1).concat(['--payload']), /--payload needs a value/);
 });
@@ -52,7 +52,7 @@ test('model arguments belong to their model', () => {
   assert.equal(open.seed, 0n);
   refused([...withArg('--load', 'open'), '--rate', '0'], /--rate "0"/);
   refused([...withArg('--load', 'open'), '--rate', '1', '--seed', '18446744073709551616'], /--seed/);
-  refused([...withArg('--load', 'send-saturation'), '--streams', '2', '--settle-ms', '10'], /needs --shape client_stream/);
+  refused([...withArg('--load', 'send-saturation'), '--streams', '2', '--settle-ms', '10'], /needs --shape client_stream or send, not unary/);
   const sat = parseArgs('client', [...withArg('--load', 'send-saturation'), '--streams', '3', '--settle-ms', '10'].map((v) => (v === 'unary' ? 'client_stream' : v)));
   assert.equal(lanesOf(sat), 3);
 });
@@ -67,4 +67,52 @@ test('server arguments', () => {
   assert.deepEqual(s.listen, { host: '127.0.0.1', port: 0 });
   refused(['--stack', 'quic', '--listen', '127.0.0.1:0', '--cert', 'c'], /--key is missing/, 'server');
   refused(['--stack', 'quic', '--listen', '127.0.0.1:0', '--cert', 'c', '--key', 'k', '--ca', 'x'], /unknown argument "--ca"/, 'server');
+});
+
+/** The client command with --tls off: without --ca and --server-name. */
+const PLAIN = [...CLIENT.slice(0, 4), '--tls', 'off', ...CLIENT.slice(8)];
+
+test('--tls off: no certificate arguments, each refused by name; --tls on (the default) requires them', () => {
+  assert.deepEqual(CLIENT.slice(4, 8), ['--server-name', '127.0.0.1', '--ca', 'ca.pem']);
+  const plain = parseArgs('client', PLAIN);
+  assert.equal(plain.tls, 'off');
+  assert.equal(plain.ca, undefined);
+  assert.equal(parseArgs('client', CLIENT).tls, 'on');
+  assert.equal(parseArgs('client', [...CLIENT, '--tls', 'on']).tls, 'on');
+  refused([...PLAIN, '--ca', 'ca.pem'], /^--ca does not apply to --tls off$/);
+  refused([...PLAIN, '--server-name', 'localhost'], /^--server-name does not apply to --tls off$/);
+  refused([...CLIENT.slice(0, 4), '--tls', 'on', ...CLIENT.slice(8)], /--server-name is missing/);
+  refused(withArg('--tls', 'maybe'), /--tls "maybe": expected one of on, off/);
+  refused([...PLAIN, '--tls', 'off'], /--tls is given twice/);
+  const server = ['--stack', 'tcp', '--listen', '127.0.0.1:0'];
+  assert.equal(parseArgs('server', [...server, '--tls', 'off']).tls, 'off');
+  refused([...server, '--tls', 'off', '--cert', 'c'], /^--cert does not apply to --tls off$/, 'server');
+  refused([...server, '--tls', 'off', '--key', 'k'], /^--key does not apply to --tls off$/, 'server');
+  refused(server, /--cert is missing/, 'server');
+  refused([...server, '--tls', 'on', '--cert', 'c'], /--key is missing/, 'server');
+});
+
+test('quic refuses --tls off in both roles, naming why', () => {
+  const quic = /^QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic$/;
+  refused(['--stack', 'quic', '--listen', '127.0.0.1:0', '--tls', 'off'], quic, 'server');
+  refused(PLAIN.map((v) => (v === 'grpc' ? 'quic' : v)), quic);
+  assert.equal(parseArgs('client', withArg('--stack', 'quic')).tls, 'on');
+});
+
+test('--shape send: grpc only, with every load model; its response size is ignored', () => {
+  const send = withArg('--shape', 'send');
+  const c = parseArgs('client', withArg('--shape', 'send'));
+  assert.equal(c.shape, 'send');
+  assert.equal(c.responseSize, 0, 'a command asks for no response');
+  for (const stack of ['quic', 'tcp']) {
+    refused(send.map((v) => (v === 'grpc' ? stack : v)), new RegExp(`^--shape send does not apply to --stack ${stack}: the native framing answers every request`));
+  }
+  const sat = parseArgs('client', [...send.map((v) => (v === 'closed' ? 'send-saturation' : v)), '--streams', '8', '--settle-ms', '200']);
+  assert.deepEqual([sat.shape, sat.load, lanesOf(sat)], ['send', 'send-saturation', 8]);
+  for (const [load, extra] of [['window', ['--in-flight', '4']], ['backpressure', ['--max-in-flight', '9']], ['open', ['--rate', '10']]]) {
+    assert.equal(parseArgs('client', [...send.map((v) => (v === 'closed' ? load : v)), ...extra]).load, load);
+  }
+  // Structured: --response-size is ignored (0), --request-size is still checked.
+  assert.equal(parseArgs('client', [...withArg('--shape', 'send').map((v, i, a) => (a[i - 1] === '--response-size' ? '1' : v)), '--payload', 'structured']).responseSize, 0);
+  refused([...send.map((v, i, a) => (a[i - 1] === '--request-size' ? '2' : v)), '--payload', 'structured'], /--request-size 2 cannot be built/);
 });

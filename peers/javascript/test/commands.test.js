@@ -55,21 +55,25 @@ test('window commands print the counters so far at once, any number in any order
   counters.responses = 12;
   handle('WINDOW START');
   counters.rpcs = 5;
-  counters.rejected = 1;
+  counters.commands = 2;
+  counters.reject('request 1: seq 7, expected 1\n(the second line)');
+  counters.reject('a later rejection is not the first');
   handle('WINDOW START');
   handle('WINDOW END');
+  const first = 'request 1: seq 7, expected 1 (the second line)';
+  const later = { rpcs: '5', requests: '12', responses: '12', commands: '2', rejected: '2' };
   assert.deepEqual(events, [
-    { protocol: 1, event: 'window', edge: 'end', counters: { rpcs: '0', requests: '0', responses: '0', rejected: '0' } },
-    { protocol: 1, event: 'window', edge: 'start', counters: { rpcs: '3', requests: '12', responses: '12', rejected: '0' } },
-    { protocol: 1, event: 'window', edge: 'start', counters: { rpcs: '5', requests: '12', responses: '12', rejected: '1' } },
-    { protocol: 1, event: 'window', edge: 'end', counters: { rpcs: '5', requests: '12', responses: '12', rejected: '1' } },
+    { protocol: 1, event: 'window', edge: 'end', counters: { rpcs: '0', requests: '0', responses: '0', commands: '0', rejected: '0' } },
+    { protocol: 1, event: 'window', edge: 'start', counters: { rpcs: '3', requests: '12', responses: '12', commands: '0', rejected: '0' } },
+    { protocol: 1, event: 'window', edge: 'start', counters: later, first_rejection: first },
+    { protocol: 1, event: 'window', edge: 'end', counters: later, first_rejection: first },
   ]);
   for (const e of events) assert.equal(e.allocations ?? e.allocated_bytes, undefined, 'no allocation counters declared');
   handle('SHUTDOWN');
   handle('WINDOW END');
   await done;
   assert.equal(events.length, 5, 'nothing after SHUTDOWN but stopped');
-  assert.deepEqual(events[4], { protocol: 1, event: 'stopped', counters: { rpcs: '5', requests: '12', responses: '12', rejected: '1' } });
+  assert.deepEqual(events[4], { protocol: 1, event: 'stopped', counters: later, first_rejection: first });
 });
 
 test('START and unknown lines end a serving server with a protocol error; a window command does not', async () => {

@@ -63,6 +63,14 @@ function server(stack, extra = []) {
   return new Peer(['server', '--stack', stack, '--listen', '127.0.0.1:0', '--cert', FIX('ip.pem'), '--key', FIX('ip.key'), ...extra]);
 }
 
+/** A server with --tls off (1.3): no certificate. */
+function plainServer(stack) {
+  return new Peer(['server', '--stack', stack, '--listen', '127.0.0.1:0', '--tls', 'off']);
+}
+
+/** Client overrides for --tls off: no --server-name, no --ca. */
+const PLAIN = Object.freeze({ '--tls': 'off', '--server-name': undefined, '--ca': undefined });
+
 function client(stack, address, overrides = {}) {
   const args = {
     '--stack': stack, '--server': address, '--server-name': '127.0.0.1', '--ca': FIX('ca.pem'),
@@ -81,12 +89,12 @@ async function expectError(peer, phase, code, exit) {
   return event;
 }
 
-test('capabilities: one line, revision 1.2, every stack declared in both roles', async () => {
+test('capabilities: one line, revision 1.3, every stack declared in both roles', async () => {
   const peer = new Peer(['capabilities']);
   const caps = await peer.next();
   assert.equal(await peer.exited, 0);
   assert.equal(caps.event, 'capabilities');
-  assert.equal(caps.revision, '1.2');
+  assert.equal(caps.revision, '1.3');
   assert.equal(caps.language, 'javascript');
   assert.equal(caps.allocations, undefined, 'V8 counts no allocations');
   for (const role of ['client', 'server']) {
@@ -96,7 +104,12 @@ test('capabilities: one line, revision 1.2, every stack declared in both roles',
       assert.ok(Array.isArray(entry.deviations) && typeof entry.settings.runtime === 'string');
       assert.equal(entry.load_models.length, role === 'client' ? 5 : 0);
       const shapes = ['unary', 'client_stream', 'server_stream', 'bidi'];
-      assert.deepEqual(entry.shapes, role === 'client' ? shapes : [...shapes, 'pingpong']);
+      const own = role === 'client' ? shapes : [...shapes, 'pingpong'];
+      // send (1.3) on grpc only; quic and tcp say why not, and quic takes only --tls on.
+      assert.deepEqual(entry.shapes, entry.stack === 'grpc' ? [...own, 'send'] : own);
+      assert.deepEqual(entry.tls, entry.stack === 'quic' ? ['on'] : ['on', 'off']);
+      if (entry.stack === 'grpc') assert.equal(entry.not_offered, undefined);
+      else assert.match(entry.not_offered.send, /native framing answers every request/);
     }
   }
   assert.equal(peer.lines.length, 0);
@@ -107,6 +120,11 @@ test('bad arguments and unreadable files are config errors with exit 2', async (
   await expectError(client('grpc', '127.0.0.1:1', { '--concurrency': '0' }), 'startup', 'config', 2);
   await expectError(client('grpc', '127.0.0.1:1', { '--ca': '/nonexistent/ca.pem' }), 'startup', 'config', 2);
   await expectError(server('grpc', ['--stack', 'quic']), 'startup', 'config', 2);
+  const quic = await expectError(plainServer('quic'), 'startup', 'config', 2);
+  assert.match(quic.message, /QUIC has TLS 1.3 inside/);
+  const ca = await expectError(client('tcp', '127.0.0.1:1', { ...PLAIN, '--ca': FIX('ca.pem') }), 'startup', 'config', 2);
+  assert.equal(ca.message, '--ca does not apply to --tls off');
+  await expectError(client('tcp', '127.0.0.1:1', { '--shape': 'send' }), 'startup', 'config', 2);
   await expectError(new Peer(['nonsense']), 'startup', 'config', 2);
 });
 
@@ -144,6 +162,8 @@ for (const stack of ['grpc', 'quic', 'tcp']) {
     assert.equal(armed.event, 'armed', JSON.stringify(armed));
     assert.equal(armed.lanes, 2);
     assert.equal(armed.connections, stack === 'tcp' ? 2 : 1);
+    assert.equal(armed.warmup_segments.length, 10);
+    assert.equal(armed.warmup_segments.reduce((sum, n) => sum + Number(n), 0), Number(armed.warmup_completed));
     // The server's window opens before the client's, so it covers every measured call. (The
     // controller sends WINDOW START right after START, docs/peer-protocol.md; this test's sum
     // holds only in this order: with START first, calls made before the server's answer fall
@@ -289,4 +309,99 @@ test('open, window, backpressure and send-saturation samples carry their fields'
   }
   s.end();
   assert.equal((await s.next()).event, 'stopped');
+});
+
+/**
+ * One sample of `c` inside the server's window (WINDOW START before START, WINDOW END after the
+ * sample); returns the sample and the server's counters over the window (end minus start).
+ */
+async function windowedSample(s, c) {
+  const armed = await c.next();
+  assert.equal(armed.event, 'armed', JSON.stringify(armed));
+  s.send('WINDOW START');
+  const start = await s.next();
+  c.send('START');
+  const sample = await c.next();
+  assert.equal(sample.event, 'sample', JSON.stringify(sample));
+  s.send('WINDOW END');
+  const end = await s.next();
+  assert.deepEqual([start.edge, end.edge], ['start', 'end']);
+  const served = Object.fromEntries(Object.keys(end.counters).map((k) => [k, Number(end.counters[k]) - Number(start.counters[k])]));
+  c.end();
+  assert.equal((await c.next()).event, 'stopped');
+  assert.equal(await c.exited, 0);
+  return { armed, sample, served, end };
+}
+
+for (const stack of ['grpc', 'tcp']) {
+  test(`${stack} --tls off: a plaintext sample between two JavaScript peers; a TLS client of it fails`, async () => {
+    const s = plainServer(stack);
+    const ready = await s.next();
+    assert.equal(ready.event, 'ready');
+    const c = client(stack, ready.address, { ...PLAIN, '--shape': 'bidi', '--payload': 'structured' });
+    const { armed, sample, served } = await windowedSample(s, c);
+    assert.equal(armed.connections, stack === 'tcp' ? 2 : 1);
+    assert.equal(sample.failed, '0', sample.first_failure);
+    const completed = Number(sample.completed);
+    assert.ok(completed > 0);
+    assert.equal(sample.requests, String(completed * 4));
+    assert.equal(sample.response_bytes, String(completed * 4 * 64));
+    assert.ok(served.rpcs >= completed && served.rejected === 0, JSON.stringify(served));
+    // A TLS client never talks to the plaintext server (its handshake fails).
+    const tls = client(stack, ready.address);
+    const error = await tls.next();
+    assert.equal(error.event, 'error', JSON.stringify(error));
+    assert.ok(['connect', 'validate'].includes(error.phase) && ['tls', 'connect'].includes(error.code), JSON.stringify(error));
+    assert.equal(await tls.exited, 1);
+    s.send('SHUTDOWN');
+    const stopped = await s.next();
+    assert.equal(stopped.event, 'stopped');
+    assert.equal(await s.exited, 0);
+  });
+}
+
+test('tcp: a plaintext client of a TLS server fails (it does not hang)', async () => {
+  const s = server('tcp');
+  const ready = await s.next();
+  const c = client('tcp', ready.address, PLAIN);
+  const error = await c.next();
+  assert.equal(error.event, 'error', JSON.stringify(error));
+  assert.ok(['validate'].includes(error.phase) && ['connect', 'invalid'].includes(error.code), JSON.stringify(error));
+  assert.equal(await c.exited, 1);
+  s.end();
+  assert.equal(await s.exited, 0);
+});
+
+test('grpc send: closed and send-saturation samples, counted by the server as commands', async () => {
+  const s = server('grpc');
+  const ready = await s.next();
+  const closed = client('grpc', ready.address, { '--shape': 'send', '--response-size': '0', '--messages-per-stream': '1' });
+  const one = await windowedSample(s, closed);
+  assert.equal(one.sample.failed, '0', one.sample.first_failure);
+  const completed = Number(one.sample.completed);
+  assert.ok(completed > 0);
+  assert.deepEqual([one.sample.requests, one.sample.responses, one.sample.request_bytes, one.sample.response_bytes], [String(completed), String(completed), String(completed * 64), '0']);
+  assert.ok(one.served.commands >= completed, JSON.stringify(one.served));
+  assert.equal(one.served.commands, one.served.rpcs);
+  assert.equal(one.served.responses, one.served.commands, 'every Empty counts as a response message');
+  const sat = client('grpc', ready.address, {
+    '--shape': 'send', '--response-size': '0', '--load': 'send-saturation', '--streams': '3', '--settle-ms': '500', '--payload': 'structured',
+  });
+  const { armed, sample, served } = await windowedSample(s, sat);
+  assert.equal(armed.lanes, 3);
+  assert.equal(sample.failed, '0', sample.first_failure);
+  assert.equal(sample.load, 'send-saturation');
+  assert.equal(sample.max_in_flight, '3');
+  assert.equal(sample.sent, sample.completed);
+  assert.equal(sample.received, undefined, 'only the server knows what arrived');
+  assert.equal(sample.responses, sample.completed);
+  assert.equal(sample.response_bytes, '0');
+  assert.equal(sample.intervals[0].completed, sample.completed);
+  assert.ok(served.commands >= Number(sample.completed), JSON.stringify(served));
+  s.send('SHUTDOWN');
+  const stopped = await s.next();
+  assert.equal(stopped.counters.rejected, '0');
+  assert.equal(stopped.first_rejection, undefined);
+  assert.ok(Number(stopped.counters.commands) >= completed + Number(sample.completed));
+  assert.equal(await s.exited, 0);
 });

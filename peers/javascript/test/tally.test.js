@@ -30,3 +30,17 @@ test('failures are counted by code with the first message, and the drain is capp
   assert.equal(sample.drain_ns, '500');
   assert.equal(sample.failed, '2');
 });
+
+test('warmup segments: completions per tenth of the window by their end, the drain in the last, absorbed tallies added', () => {
+  const window = new Window(1000, 1_000_000, 5_000_000);
+  const tally = new Tally(window, { requestSize: 1, responseSize: 1, segments: true });
+  for (const end of [1000, 1000 + 99_999, 1000 + 100_000, 1000 + 950_000, 1000 + 1_000_000, 1000 + 4_000_000]) {
+    tally.complete(1000, end, end - 1000, 1, 1);
+  }
+  const stream = new Tally(window, { requestSize: 1, responseSize: 1, segments: true, small: true });
+  stream.complete(1000, 1000 + 555_000, 1, 1, 0);
+  tally.absorb(stream);
+  assert.deepEqual(tally.segments, [2, 1, 0, 0, 0, 1, 0, 0, 0, 3]);
+  assert.equal(tally.segments.reduce((a, b) => a + b), tally.completed);
+  assert.equal(new Tally(window, { requestSize: 1, responseSize: 1 }).segments, undefined);
+});

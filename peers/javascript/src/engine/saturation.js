@@ -4,6 +4,7 @@
 // one message: `completed` counts the messages the summaries of completed streams confirmed.
 import { code } from '../protocol.js';
 import { Tally } from '../tally.js';
+import { runLanes } from './lanes.js';
 
 /**
  * One stream's admission of messages and its measurements (sans I/O: it is told the time). The
@@ -64,6 +65,7 @@ export async function runSaturation({ driver, streams, window, tally, clock, bou
       requestSize: tally.requestSize,
       responseSize: tally.responseSize,
       intervals: tally.intervals !== undefined,
+      segments: tally.segments !== undefined,
       small: true,
     });
     const sender = new StreamSender(window, own);
@@ -112,4 +114,16 @@ export async function runSaturation({ driver, streams, window, tally, clock, bou
     }
   }
   return { maxInFlight: opened, sent, received };
+}
+
+/**
+ * Send-saturation on `send` (1.3): `streams` lanes, each with one command in flight, the next
+ * started the moment the previous one was acknowledged, while before the deadline; every command
+ * is recorded as in the closed model and may take until the hard deadline (deadline +
+ * min(settle, drain)). `sent` is every command started, completed or failed (each was handed
+ * to the transport); there is no `received`: only the server counts what arrived.
+ */
+export async function runCommandSaturation({ driver, streams, window, tally, clock, bound = 'the settle bound' }) {
+  const { maxInFlight } = await runLanes({ driver, lanes: streams, window, tally, clock, bound });
+  return { maxInFlight, sent: tally.completed + tally.failed };
 }

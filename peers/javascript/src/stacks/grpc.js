@@ -1,4 +1,5 @@
-// The grpc stack: gRPC over HTTP/2 over TLS 1.3 on @grpc/grpc-js, one channel (one HTTP/2
+// The grpc stack: gRPC over HTTP/2 over TLS 1.3 (or, with --tls off, HTTP/2 with prior
+// knowledge: grpc-js's insecure credentials) on @grpc/grpc-js, one channel (one HTTP/2
 // connection) per client shared by every lane. Messages are encoded by protobufjs from the
 // repository's proto (src/proto.js); the service definition is built from the same types.
 //
@@ -8,11 +9,12 @@
 // WINDOW_UPDATE of the connection window on each new session, see BenchServer); no BDP probing
 // (grpc-js has none); SETTINGS_MAX_CONCURRENT_STREAMS 10,000 on the server; TCP_NODELAY on both
 // ends (grpc-js sets it on the client socket, `noDelay` on the server); no retries, no
-// compression.
+// compression. Plaintext changes nothing else: the server's HTTP/2 settings and noDelay are set
+// on its plain HTTP/2 server too (BenchServer).
 import grpc from '@grpc/grpc-js';
 import { Yielder } from '../engine/lanes.js';
 import { OpError, code, warn } from '../protocol.js';
-import { METHOD, Request, Response, Summary } from '../proto.js';
+import { COMMAND_METHOD, Empty, METHOD, Request, Response, Summary } from '../proto.js';
 import { MAX_MESSAGE_BYTES, SummaryBuilder, checkRequest, checkResponse, checkSummary, request, responseTo, streamHead } from '../workload.js';
 import { checkServerName, clientContext, handshakeMessage, looksLikeTls, serverContextOptions, sniOf } from '../tls.js';
 
@@ -53,6 +55,7 @@ export const SERVICE = {
   ClientStream: method(METHOD.client_stream, true, false, Summary),
   ServerStream: method(METHOD.server_stream, false, true, Response),
   Bidi: method(METHOD.bidi, true, true, Response),
+  Command: method(COMMAND_METHOD, false, false, Empty),
 };
 
 const BenchClient = grpc.makeGenericClientConstructor(SERVICE, 'BenchService');
@@ -102,15 +105,16 @@ function writeMessage(call, message) {
 
 export class GrpcClient {
   /**
-   * @param {object} o config: server {host, port}, serverName, caPem, work
+   * @param {object} o config: server {host, port}, plaintext (--tls off), serverName, caPem, work
    */
-  constructor({ server, serverName, caPem, work }) {
+  constructor({ server, plaintext = false, serverName, caPem, work }) {
     this.work = work;
     this.address = net6(server.host) ? `[${server.host}]:${server.port}` : `${server.host}:${server.port}`;
     this.serverName = serverName;
-    const credentials = grpc.credentials.createFromSecureContext(clientContext(caPem), {
-      checkServerIdentity: checkServerName(serverName),
-    });
+    this.plaintext = plaintext;
+    const credentials = plaintext
+      ? grpc.credentials.createInsecure()
+      : grpc.credentials.createFromSecureContext(clientContext(caPem), { checkServerIdentity: checkServerName(serverName) });
     const options = {
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
@@ -118,7 +122,7 @@ export class GrpcClient {
       'grpc.enable_retries': 0,
       'grpc.use_local_subchannel_pool': 1,
     };
-    const sni = sniOf(serverName);
+    const sni = plaintext ? undefined : sniOf(serverName);
     if (sni !== undefined) options['grpc.ssl_target_name_override'] = sni;
     this.client = new BenchClient(this.address, credentials, options);
     this.connections = 1;
@@ -149,7 +153,7 @@ export class GrpcClient {
     return new Promise((resolve) => {
       this.client.Unary({}, new grpc.Metadata(), { waitForReady: false }, (err) => {
         const details = err?.details ?? 'the channel could not connect';
-        if (looksLikeTls(details)) {
+        if (!this.plaintext && looksLikeTls(details)) {
           resolve(new OpError(code.TLS, handshakeMessage(this.address, this.serverName, details)));
         } else {
           resolve(new OpError(code.CONNECT, `cannot connect to ${this.address}: ${details}`));
@@ -171,7 +175,21 @@ export class GrpcClient {
     if (shape === 'unary') return this.unary(seq);
     if (shape === 'client_stream') return this.clientStream();
     if (shape === 'server_stream') return this.serverStream(seq);
+    if (shape === 'send') return this.command(seq);
     return this.bidi();
+  }
+
+  /**
+   * A one-way command (1.3): one Request with response_size 0, acknowledged by exactly one
+   * Empty and status OK. Read as a response stream, as `unary`, so that a second message fails
+   * the call instead of leaving it waiting.
+   */
+  async command(seq) {
+    const { kind, requestSize } = this.work;
+    const { path, requestSerialize, responseDeserialize } = SERVICE.Command;
+    const call = this.client.makeServerStreamRequest(path, requestSerialize, responseDeserialize, request(kind, seq, requestSize, 0, 0));
+    await acknowledged(call);
+    return ONE;
   }
 
   /**
@@ -297,6 +315,28 @@ function net6(host) {
   return host.includes(':');
 }
 
+/** Exactly one Empty, then status OK (the acknowledgement of a Command). */
+function acknowledged(call) {
+  return new Promise((resolve, reject) => {
+    let received = 0;
+    let failure;
+    call.on('data', (ack) => {
+      if (failure !== undefined) return;
+      received++;
+      if (ack.decodeError) failure = invalid(`undecodable acknowledgement: ${ack.decodeError}`);
+      else if (received > 1) failure = invalid('the server acknowledged a command with more than one Empty');
+      if (failure !== undefined) call.cancel();
+    });
+    call.on('error', () => {});
+    call.on('status', (s) => {
+      if (failure !== undefined) return reject(failure);
+      if (s.code !== status.OK) return reject(statusToOpError(s));
+      if (received !== 1) return reject(invalid('the server ended a command with status OK but no Empty'));
+      resolve();
+    });
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // Server
 
@@ -307,16 +347,33 @@ class BenchServerCredentials extends grpc.ServerCredentials {
   }
 }
 
+/** The HTTP/2 SETTINGS this peer's grpc server sends, with TLS or without. */
+const SERVER_SETTINGS = Object.freeze({
+  initialWindowSize: WINDOW,
+  maxConcurrentStreams: MAX_STREAMS,
+  maxFrameSize: 16384,
+  enablePush: false,
+});
+
 /**
  * grpc-js's Server, with the HTTP/2 connection window raised to 16 MiB on every new session:
  * grpc-js sets only the stream window (through SETTINGS) and has no option for the connection
  * window, which node:http2 changes only with setLocalWindowSize on a live session.
  * createHttp2Server is grpc-js's (undocumented) factory of its HTTP/2 servers; if it is missing
  * the server still works and says so on stderr.
+ *
+ * With insecure credentials (--tls off) grpc-js builds a plain node:http2 server from its own
+ * options only (no SETTINGS but max_concurrent_streams, no noDelay), so the same SETTINGS are set
+ * on it (`updateSettings`, which every later session sends) and TCP_NODELAY on each accepted
+ * socket: plaintext changes nothing but the TLS layer (docs/stacks.md "Plaintext").
  */
 class BenchServer extends grpc.Server {
   createHttp2Server(credentials) {
     const server = super.createHttp2Server(credentials);
+    if (credentials === PLAINTEXT) {
+      server.updateSettings(SERVER_SETTINGS);
+      server.on('connection', (socket) => socket.setNoDelay(true));
+    }
     server.on('session', (session) => {
       try {
         session.setLocalWindowSize(WINDOW);
@@ -332,8 +389,11 @@ if (typeof grpc.Server.prototype.createHttp2Server !== 'function') {
   warn('grpc-js has no Server.createHttp2Server: HTTP/2 connection windows stay at 65,535 bytes');
 }
 
+/** grpc-js's insecure server credentials: HTTP/2 with prior knowledge (h2c). */
+const PLAINTEXT = grpc.ServerCredentials.createInsecure();
+
 function refuse(counters, message) {
-  counters.rejected++;
+  counters.reject(message);
   warn(`rejected a call with status 3: ${message}`);
   return { code: status.INVALID_ARGUMENT, details: message };
 }
@@ -351,7 +411,25 @@ function handlers(counters) {
     ClientStream: (call, callback) => serveClientStream(counters, call, callback),
     ServerStream: (call) => serveServerStream(counters, call),
     Bidi: (call) => serveBidi(counters, call),
+    Command: (call, callback) => serveCommand(counters, call, callback),
   };
+}
+
+/**
+ * A one-way command (1.3): validated as a unary request whose response_size must be 0, counted
+ * in `commands`, acknowledged with Empty, which counts as a response message (as the client
+ * counts the acknowledgements it read in `responses`, and as the Go, Kotlin and C++ servers do).
+ */
+function serveCommand(counters, call, callback) {
+  counters.rpcs++;
+  counters.requests++;
+  const req = call.request;
+  let problem = problemOf(req, 'send');
+  if (!problem && req.responseSize !== 0) problem = `command: response_size ${req.responseSize}, expected 0 (a command has no response)`;
+  if (problem) return callback(refuse(counters, problem));
+  counters.commands++;
+  counters.responses++;
+  callback(null, {});
 }
 
 function serveUnary(counters, call, callback) {
@@ -446,27 +524,17 @@ function serveBidi(counters, call) {
   });
 }
 
-/** Starts a gRPC server on `listen`; resolves to {address, close()}. */
-export async function startGrpcServer({ listen, certPem, keyPem, counters }) {
+/** Starts a gRPC server on `listen` (plaintext: without TLS); resolves to {address, close()}. */
+export async function startGrpcServer({ listen, plaintext = false, certPem, keyPem, counters }) {
   const server = new BenchServer({
     'grpc.max_concurrent_streams': MAX_STREAMS,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
   });
   server.addService(SERVICE, handlers(counters));
-  const credentials = new BenchServerCredentials(
-    {
-      noDelay: true,
-      allowHTTP1: false,
-      settings: {
-        initialWindowSize: WINDOW,
-        maxConcurrentStreams: MAX_STREAMS,
-        maxFrameSize: 16384,
-        enablePush: false,
-      },
-    },
-    serverContextOptions(certPem, keyPem),
-  );
+  const credentials = plaintext
+    ? PLAINTEXT
+    : new BenchServerCredentials({ noDelay: true, allowHTTP1: false, settings: { ...SERVER_SETTINGS } }, serverContextOptions(certPem, keyPem));
   const host = listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   const port = await new Promise((resolve, reject) => {
     server.bindAsync(`${host}:${listen.port}`, credentials, (err, bound) => (err ? reject(err) : resolve(bound)));

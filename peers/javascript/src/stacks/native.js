@@ -8,7 +8,7 @@
 // (the last bytes and the end together: QUIC's FIN rides on them). Frames are batched and
 // flushed at 32 KiB, after the client's END, and when a server has answered everything it has
 // already received, so a unary call is one write each way.
-import { OpError, code, warn } from '../protocol.js';
+import { OpError, code, oneLine, warn } from '../protocol.js';
 import { METHOD, Request, Response, Status, Summary, shapeOfPath } from '../proto.js';
 import {
   SummaryBuilder,
@@ -226,13 +226,25 @@ export async function saturate(reader, io, work, sender, clock, oneCall) {
 // ---------------------------------------------------------------------------------------------
 // Server
 
-/** Server counters for the `stopped` event. */
+/**
+ * Server counters for the `window` and `stopped` events: calls (`rpcs`, a Command included),
+ * request and response messages, one-way commands received and validated (`commands`, 1.3), and
+ * rejected calls with the message of the first (`first_rejection`, 1.3).
+ */
 export class ServerCounters {
   constructor() {
     this.rpcs = 0;
     this.requests = 0;
     this.responses = 0;
+    this.commands = 0;
     this.rejected = 0;
+    this.firstRejection = undefined;
+  }
+
+  /** A call answered with a non-OK status; `message` says why (kept for the first one). */
+  reject(message) {
+    this.rejected++;
+    this.firstRejection ??= oneLine(message);
   }
 
   toEvent() {
@@ -240,8 +252,16 @@ export class ServerCounters {
       rpcs: String(this.rpcs),
       requests: String(this.requests),
       responses: String(this.responses),
+      commands: String(this.commands),
       rejected: String(this.rejected),
     };
+  }
+
+  /** The fields a `window` or `stopped` event carries: counters, and first_rejection once set. */
+  fields() {
+    const fields = { counters: this.toEvent() };
+    if (this.firstRejection !== undefined) fields.first_rejection = this.firstRejection;
+    return fields;
   }
 }
 
@@ -386,7 +406,7 @@ export async function serveCall(reader, io, counters) {
     header = await reader.next();
   } catch (e) {
     if (!(e instanceof FramingError)) return false;
-    counters.rejected++;
+    counters.reject(`a malformed frame before any call: ${e.message}`);
     await reply(io, batch, STATUS.INVALID_ARGUMENT, e.message);
     return false;
   }
@@ -404,7 +424,7 @@ export async function serveCall(reader, io, counters) {
     return await reply(io, batch, STATUS.OK);
   } catch (e) {
     if (e instanceof Gone) return false;
-    counters.rejected++;
+    counters.reject(e.message);
     if (e instanceof Rejected) {
       warn(`rejected a call with status ${e.status}: ${e.message}`);
       const next = e.endSeen || (await skipToEnd(reader));

@@ -1,7 +1,7 @@
-// The tcp stack: the native framing over TLS 1.3 over TCP on node:tls, ALPN rpcarena/1. One
-// connection per lane, opened concurrently at start; calls run one after another on a
-// connection (docs/stacks.md "tcp"). TCP_NODELAY on both ends; socket buffers are the kernel's
-// autotuned defaults.
+// The tcp stack: the native framing over TLS 1.3 over TCP on node:tls, ALPN rpcarena/1, or with
+// --tls off straight on node:net sockets (docs/stacks.md "Plaintext"). One connection per lane,
+// opened concurrently at start; calls run one after another on a connection (docs/stacks.md
+// "tcp"). TCP_NODELAY on both ends; socket buffers are the kernel's autotuned defaults.
 import net from 'node:net';
 import tls from 'node:tls';
 import { OpError, code, warn } from '../protocol.js';
@@ -89,10 +89,11 @@ class Connection {
 // Client
 
 export class TcpClient {
-  constructor({ server, serverName, caPem, work, lanes }) {
+  constructor({ server, plaintext = false, serverName, caPem, work, lanes }) {
     this.server = server;
     this.serverName = serverName;
-    this.context = clientContext(caPem);
+    this.plaintext = plaintext;
+    this.context = plaintext ? undefined : clientContext(caPem);
     this.work = work;
     this.lanes = lanes;
     this.address = net.isIPv6(server.host) ? `[${server.host}]:${server.port}` : `${server.host}:${server.port}`;
@@ -101,7 +102,26 @@ export class TcpClient {
     this.connections = lanes;
   }
 
+  /** One plaintext connection (--tls off). */
+  openPlain() {
+    return new Promise((resolve, reject) => {
+      const socket = net.connect({ host: this.server.host, port: this.server.port, noDelay: true });
+      const onError = (e) => {
+        socket.destroy();
+        reject(new OpError(code.CONNECT, `cannot connect to ${this.address}: ${e.message}`));
+      };
+      socket.once('error', onError);
+      socket.once('connect', () => {
+        socket.off('error', onError);
+        socket.on('error', () => {});
+        resolve(new Connection(socket));
+      });
+    });
+  }
+
+  /** One connection with its TLS handshake, checked to have chosen ALPN rpcarena/1. */
   open() {
+    if (this.plaintext) return this.openPlain();
     return new Promise((resolve, reject) => {
       const socket = tls.connect({
         host: this.server.host,
@@ -175,7 +195,7 @@ export class TcpClient {
     }
   }
 
-  /** TLS close_notify, then FIN, on every connection. */
+  /** TLS close_notify (with TLS), then FIN, on every connection. */
   async close() {
     for (const conn of this.conns) conn.socket.end();
   }
@@ -184,26 +204,33 @@ export class TcpClient {
 // ---------------------------------------------------------------------------------------------
 // Server
 
-/** Starts a tcp server on `listen`; resolves to {address, close()}; rejects if it cannot bind. */
-export async function startTcpServer({ listen, certPem, keyPem, counters }) {
+/**
+ * Starts a tcp server on `listen` (plaintext: node:net, no TLS); resolves to {address, close()};
+ * rejects if it cannot bind.
+ */
+export async function startTcpServer({ listen, plaintext = false, certPem, keyPem, counters }) {
   const sockets = new Set();
-  const server = tls.createServer(
-    { ...serverContextOptions(certPem, keyPem), ALPNProtocols: [ALPN], noDelay: true, handshakeTimeout: 10_000 },
-    async (socket) => {
-      sockets.add(socket);
-      socket.setNoDelay(true);
-      socket.on('error', () => {});
-      socket.on('close', () => sockets.delete(socket));
-      const conn = new Connection(socket);
-      try {
-        while (await serveCall(conn.reader, conn.io, counters));
-      } catch (e) {
-        warn(`serving a connection failed: ${e?.stack ?? e}`);
-      }
-      socket.end();
-    },
-  );
-  server.on('tlsClientError', (e) => warn(`a TLS handshake failed: ${e.message}`));
+  const serve = async (socket) => {
+    sockets.add(socket);
+    socket.setNoDelay(true);
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+    const conn = new Connection(socket);
+    try {
+      while (await serveCall(conn.reader, conn.io, counters));
+    } catch (e) {
+      warn(`serving a connection failed: ${e?.stack ?? e}`);
+    }
+    socket.end();
+  };
+  let server;
+  if (plaintext) {
+    server = net.createServer({ noDelay: true }, serve);
+  } else {
+    const options = { ...serverContextOptions(certPem, keyPem), ALPNProtocols: [ALPN], noDelay: true, handshakeTimeout: 10_000 };
+    server = tls.createServer(options, serve);
+    server.on('tlsClientError', (e) => warn(`a TLS handshake failed: ${e.message}`));
+  }
   await new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen({ host: listen.host, port: listen.port, ipv6Only: net.isIPv6(listen.host) }, resolve);

@@ -1,0 +1,38 @@
+// What each stack of this peer offers (docs/peer-protocol.md "capabilities", revision 1.3): the
+// shapes per role, the `--tls` values it takes, and why it does not carry a shape. The argument
+// parser refuses what is not offered with these reasons, and `capabilities` declares the same.
+import { SERVER_SHAPES, SHAPES } from './workload.js';
+
+export const STACKS = Object.freeze(['grpc', 'quic', 'tcp']);
+
+/** The one-way shape (1.3): one Command, acknowledged by an Empty; gRPC only here. */
+export const SEND = 'send';
+
+/** `--tls` values per stack: QUIC has TLS 1.3 inside and cannot run without it. */
+export const TLS_MODES = Object.freeze({
+  grpc: Object.freeze(['on', 'off']),
+  quic: Object.freeze(['on']),
+  tcp: Object.freeze(['on', 'off']),
+});
+
+/** Why a stack refuses `--tls off`, for the config error. */
+export const TLS_OFF_REFUSED = Object.freeze({
+  quic: 'QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic',
+});
+
+/** Shapes a stack cannot carry, and why (capabilities `not_offered`). */
+export const NOT_OFFERED = Object.freeze({
+  grpc: Object.freeze({}),
+  quic: Object.freeze({
+    send: 'the native framing answers every request with STATUS; a one-way command would need a frame type it does not have',
+  }),
+  tcp: Object.freeze({
+    send: 'the native framing answers every request with STATUS; a one-way command would need a frame type it does not have',
+  }),
+});
+
+/** The shapes a stack offers in a role (`client` or `server`). */
+export function shapesOf(stack, role) {
+  const base = role === 'client' ? SHAPES : SERVER_SHAPES;
+  return NOT_OFFERED[stack].send === undefined ? [...base, SEND] : [...base];
+}
