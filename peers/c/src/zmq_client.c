@@ -168,35 +168,43 @@ static void op_begin(zclient *cl, uint32_t lane, uint64_t intended) {
 
 /* ------------------------------------------------------------------ replies */
 
-/* A reply on the request endpoint: ends its operation, or fails the phase (an unknown id). */
+/* The operation a reply's id frame names, or NO_LANE when none in flight has that id. */
+static uint32_t slot_of(const zclient *cl, const zframe *frames, size_t n) {
+    if (n == 0 || frames[0].len != ZMQ_ID_BYTES) return NO_LANE;
+    uint64_t id = zmq_get_id(frames[0].data);
+    uint32_t slot = (uint32_t)id;
+    const zop *op = slot < cl->n_ops ? &cl->ops[slot] : NULL;
+    if (!op || !op->in_use || op->gen != (uint32_t)(id >> 32) || slot == cl->stalled) return NO_LANE;
+    return slot;
+}
+
+/* A reply on the request endpoint: ends its operation; one that names no operation in flight
+ * fails the phase on its own. */
 static void on_reply(zclient *cl, zmq_in *in) {
     zframe frames[ZMQ_MAX_FRAMES];
     size_t n = zmq_in_frames(in, frames), seen = in->total ? in->total - 1 : 0;
-    uint64_t now = now_ns();
+    uint64_t now = now_ns(), id;
     if (seen == 2 && frames[0].len == ZMQ_HELLO_LEN && memcmp(frames[0].data, ZMQ_HELLO, ZMQ_HELLO_LEN) == 0)
         return; /* a repeated hello answer */
     failure_t f;
-    uint64_t id;
+    uint32_t slot = slot_of(cl, frames, n);
+    bool framed = seen == n && zmq_reply_id(frames, n, &id, &f);
     if (seen != n) {
         char text[400];
         zmq_describe_frames(frames, n, text, sizeof text);
         fail_set(&f, CODE_INVALID, "a reply of %zu frames, expected 3 ([id][Status][Response]): %s", seen, text);
-        tally_fail(cl->t, now, 1, &f);
-        return;
-    }
-    if (!zmq_reply_id(frames, n, &id, &f)) {
-        tally_fail(cl->t, now, 1, &f);
-        return;
-    }
-    uint32_t slot = (uint32_t)id;
-    zop *op = slot < cl->n_ops ? &cl->ops[slot] : NULL;
-    if (!op || !op->in_use || op->gen != (uint32_t)(id >> 32) || slot == cl->stalled) {
+    } else if (framed && slot == NO_LANE) {
         char text[400];
         zmq_describe_frames(frames, n, text, sizeof text);
         fail_set(&f, CODE_INVALID, "a reply whose id %" PRIu64 " is not in flight: %s", id, text);
-        tally_fail(cl->t, now, 1, &f);
+        framed = false;
+    }
+    if (!framed) {
+        if (slot != NO_LANE) op_end(cl, slot, &f, now, 0);
+        else tally_fail(cl->t, now, 1, &f);
         return;
     }
+    zop *op = &cl->ops[slot];
     call_t c;
     call_init(&c, cl->w, op->seq);
     c.sent = 1;

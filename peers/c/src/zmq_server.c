@@ -50,7 +50,7 @@ static void rejected(const char *endpoint, const char *why, const zframe *frames
     char text[600];
     zmq_describe_frames(frames, n, text, sizeof text);
     count_one(&z_rejected);
-    server_note_rejection("%s on the %s endpoint: %s", why, endpoint, text);
+    server_note_rejection("%s endpoint: %s; %s", endpoint, why, text);
 }
 
 /* Sends a reply; a reply the client's queue cannot take is counted, never silent. */
