@@ -116,7 +116,7 @@ static void answer(zserver *z, const zframe *rid, const zframe *idf, const pb_re
         frames[3] = (zframe){z->extra.data, z->extra.len};
         n = 4; /* the Response a stream would send next: a reply of 4 frames */
     }
-    reply(z, rid, frames, n, req->seq);
+    reply(z, rid, frames, n, zmq_get_id(idf->data));
 }
 
 /* Decodes (and, unless the fault skips it, validates) a request or command. */
