@@ -1,3 +1,4 @@
+#define _GNU_SOURCE 1 /* ppoll */
 /* The zmq stack's client (docs/stacks.md "zmq") on libzmq's C API: one request and one command
  * ROUTER socket, every lane multiplexed on them by an 8-byte operation id, and the load model on
  * one thread (this one, the main thread) in a zmq_poll loop. A request is accepted when zmq_send
@@ -7,6 +8,7 @@
  * operation's slot and the slot's generation, so a late or unknown reply is recognized. */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,8 +21,10 @@
 
 #define CONNECT_BOUND_NS (30ULL * NS_PER_SEC)
 #define NO_LANE UINT32_MAX
-/* The open model spins (zmq_poll without waiting) for the last 2 ms before a start. */
-#define OPEN_SPIN_NS (2ULL * NS_PER_MS)
+/* The open model spins (socket checks without waiting) for the last 50 us before a start. */
+#define OPEN_SPIN_NS (50ULL * 1000ULL)
+/* While a message waits at the high-water mark, it is retried at least this often. */
+#define STALL_RETRY_NS NS_PER_MS
 
 typedef struct {
     uint64_t intended, start, seq;
@@ -299,23 +303,45 @@ static bool phase_done(const zclient *cl, uint64_t now) {
     }
 }
 
-/* How long zmq_poll may wait, in ms (0: do not wait). */
-static long poll_timeout(const zclient *cl, uint64_t now) {
+/* Until when the loop may wait (now or earlier: do not wait). */
+static uint64_t wait_until(const zclient *cl, uint64_t now) {
     const phase_t *p = cl->ph;
     uint64_t until = p->drain_end;
-    if (cl->stalled == NO_LANE && now < p->deadline) {
-        if (p->load == LOAD_BACKPRESSURE && !cl->stop_starting && cl->in_flight < cl->a->max_in_flight) return 0;
-        if (p->load != LOAD_OPEN && p->load != LOAD_BACKPRESSURE && cl->r_len > 0) return 0;
+    if (cl->stalled != NO_LANE) return now + STALL_RETRY_NS < until ? now + STALL_RETRY_NS : until;
+    if (now < p->deadline) {
+        if (p->load == LOAD_BACKPRESSURE && !cl->stop_starting && cl->in_flight < cl->a->max_in_flight) return now;
+        if (p->load != LOAD_OPEN && p->load != LOAD_BACKPRESSURE && cl->r_len > 0) return now;
         if (p->load == LOAD_OPEN && !cl->generator_done) {
             uint64_t next = cl->next_intended < p->deadline ? cl->next_intended : p->deadline;
-            if (next <= now + OPEN_SPIN_NS) return 0;
-            until = next - OPEN_SPIN_NS;
-        } else if (p->deadline < until) {
-            until = p->deadline;
+            return next > OPEN_SPIN_NS ? next - OPEN_SPIN_NS : now;
         }
+        if (p->deadline < until) until = p->deadline;
     }
-    if (until <= now) return 0;
-    return (long)((until - now + NS_PER_MS - 1) / NS_PER_MS);
+    return until;
+}
+
+/* Waits until `until` (ns, CLOCK_MONOTONIC) or until the data socket has `events`: ppoll on
+ * libzmq's ZMQ_FD (its edge-triggered signal, so ZMQ_EVENTS is read first), which keeps
+ * nanosecond timeouts where zmq_poll rounds to milliseconds. */
+static void wait_for(zclient *cl, short events, uint64_t until) {
+    uint64_t now = now_ns();
+    if (until <= now) return;
+    uint64_t left = until - now;
+    struct timespec ts = {(time_t)(left / NS_PER_SEC), (long)(left % NS_PER_SEC)};
+    if (!events) {
+        nanosleep(&ts, NULL);
+        return;
+    }
+    int ev = 0, fd = -1;
+    size_t len = sizeof ev;
+    if (zmq_getsockopt(cl->data, ZMQ_EVENTS, &ev, &len) == 0 && (ev & events)) return;
+    len = sizeof fd;
+    if (zmq_getsockopt(cl->data, ZMQ_FD, &fd, &len) != 0) {
+        nanosleep(&ts, NULL);
+        return;
+    }
+    struct pollfd pfd = {fd, POLLIN, 0};
+    if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR) diag("ppoll on ZMQ_FD: %s", strerror(errno));
 }
 
 /* ------------------------------------------------------------------ phases */
@@ -361,14 +387,8 @@ static void run_phase(void *self, const phase_t *p, tally_t *out) {
             time_out(cl);
             break;
         }
-        long timeout = poll_timeout(cl, now);
-        bool stalled = cl->stalled != NO_LANE;
-        if (stalled && timeout > 1) timeout = 1; /* retry at least every ms */
-        zmq_pollitem_t item = {cl->data, 0, (short)((unary ? ZMQ_POLLIN : 0) | (stalled ? ZMQ_POLLOUT : 0)), 0};
-        if (zmq_poll(&item, item.events ? 1 : 0, timeout) < 0 && errno != EINTR) {
-            diag("zmq_poll: %s", zmq_strerror(errno));
-            break;
-        }
+        short events = (short)((unary ? ZMQ_POLLIN : 0) | (cl->stalled != NO_LANE ? ZMQ_POLLOUT : 0));
+        wait_for(cl, events, wait_until(cl, now));
         if (unary) read_replies(cl);
         if (cl->stalled != NO_LANE) op_send(cl, cl->stalled);
     }
