@@ -43,7 +43,7 @@ typedef struct {
     zop *ops;
     uint32_t n_ops, cap_ops, *free_slots, n_free, in_flight;
     uint32_t stalled; /* the slot whose send met the high-water mark, or NO_LANE */
-    uint64_t stalled_since, last_id;
+    uint64_t last_id;
     /* the phase being run */
     const phase_t *ph;
     tally_t *t;
@@ -118,7 +118,6 @@ static bool op_send(zclient *cl, uint32_t slot) {
     int e = zmq_send_frames(cl->data, frames, 3);
     uint64_t now = now_ns();
     if (e == EAGAIN) {
-        if (cl->stalled == NO_LANE) cl->stalled_since = now;
         cl->stalled = slot;
         return false;
     }
