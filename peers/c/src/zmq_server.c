@@ -1,8 +1,9 @@
 /* The zmq stack's server (docs/stacks.md "zmq") on libzmq's C API: two ROUTER sockets, the
  * request endpoint at --listen and the command endpoint on a free port of the same host, served
  * by one thread in a zmq_poll loop (an eventfd wakes it at SHUTDOWN). Every request and command
- * is validated (docs/peer-protocol.md "Validation duties"); replies go with ZMQ_DONTWAIT, and one
- * that cannot be queued (the client at its high-water mark) is counted in `dropped`. */
+ * is validated (docs/peer-protocol.md "Validation duties"). A reply waits while the client is at
+ * its high-water mark (the push-back reaches the client); one the client can no longer receive
+ * (EHOSTUNREACH) is counted in `dropped`. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -53,20 +54,34 @@ static void rejected(const char *endpoint, const char *why, const zframe *frames
     server_note_rejection("%s endpoint: %s; %s", endpoint, why, text);
 }
 
-/* Sends a reply; a reply the client's queue cannot take is counted, never silent. */
+/* Sends a multipart message, waiting while the client's queue is at its high-water mark (as a
+ * blocking send would: nothing else is read meanwhile, so the push-back reaches the client),
+ * but still woken by SHUTDOWN. 0, or the errno that ended it (ECANCELED: shutting down). */
+static int send_waiting(zserver *z, const zframe *frames, size_t n) {
+    for (;;) {
+        int e = zmq_send_frames(z->req, frames, n);
+        if (e != EAGAIN) return e;
+        zmq_pollitem_t items[2] = {{z->req, 0, ZMQ_POLLOUT, 0}, {NULL, z->stop_fd, ZMQ_POLLIN, 0}};
+        /* ROUTER's POLLOUT says some peer has room, not necessarily this one: retry each ms */
+        if (zmq_poll(items, 2, 1) > 0 && items[1].revents) return ECANCELED;
+    }
+}
+
+/* Sends a reply; one the client cannot receive (it is gone: EHOSTUNREACH) is counted in
+ * `dropped`, never silent (docs/stacks.md "zmq": replies go without ZMQ_DONTWAIT). */
 static void reply(zserver *z, const zframe *rid, const zframe *frames, size_t n, uint64_t id) {
     zframe all[5];
     all[0] = *rid;
     memcpy(all + 1, frames, n * sizeof *frames);
-    int e = zmq_send_frames(z->req, all, n + 1);
+    int e = send_waiting(z, all, n + 1);
     if (e == 0) {
         count_one(&z_responses);
         return;
     }
+    if (e == ECANCELED) return; /* SHUTDOWN while the client's queue was full */
     count_one(&z_dropped);
     server_note_rejection("the reply to id %" PRIu64 " was dropped: %s (%s)", id,
-                          e == EAGAIN ? "the client's queue is at its high-water mark"
-                                      : "the client is not connected",
+                          e == EHOSTUNREACH ? "the client is not connected" : "the send failed",
                           zmq_strerror(e));
 }
 
@@ -139,7 +154,7 @@ static void on_request(zserver *z, const zframe *rid, const zframe *frames, size
         zframe hello[2] = {{(const uint8_t *)ZMQ_HELLO, ZMQ_HELLO_LEN},
                            {(const uint8_t *)z->cmd_port, strlen(z->cmd_port)}};
         zframe all[3] = {*rid, hello[0], hello[1]};
-        if (zmq_send_frames(z->req, all, 3) != 0) diag("zmq: could not answer a HELLO");
+        if (send_waiting(z, all, 3) != 0) diag("zmq: could not answer a HELLO");
         return;
     }
     count_one(&z_rpcs);
