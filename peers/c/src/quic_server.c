@@ -221,8 +221,10 @@ static void on_data(qconn *conn, qstream *s) {
         buf_consume(&s->rbuf, used);
     }
     if (s->fin_received && !c->end_seen && !c->replied) {
-        if (buf_avail(&s->rbuf) || c->method == -2) broken(c, "the stream ended inside a frame or before HEADER");
-        else qs_finish(s); /* the client hung up mid-call: nothing to answer */
+        /* A stream that ends before its first byte carries no call (the Rust backpressure
+         * submitter opens one, finds the deadline passed and finishes it): not a rejection. */
+        if (buf_avail(&s->rbuf)) broken(c, "the stream ended inside a frame");
+        else qs_finish(s); /* no call, or the client hung up mid-call: nothing to answer */
         c->replied = true;
     }
 }
