@@ -26,6 +26,8 @@ const LIBRARIES: &[&str] = &[
     "tokio-rustls",
     "ring",
     "tokio",
+    "zmq",
+    "zmq-sys",
 ];
 
 const PACKAGE: &str = "rpcarena-peer-rust";

@@ -53,11 +53,13 @@ pub enum Stack {
     Quic,
     /// Native framing over TLS over TCP, one connection per lane.
     Tcp,
+    /// ZeroMQ ROUTER to ROUTER over TCP, plaintext only (revision 1.3).
+    Zmq,
 }
 
 impl Stack {
     /// Every stack, in report order.
-    pub const ALL: [Stack; 3] = [Stack::Grpc, Stack::Quic, Stack::Tcp];
+    pub const ALL: [Stack; 4] = [Stack::Grpc, Stack::Quic, Stack::Tcp, Stack::Zmq];
 
     /// The name used in arguments and capabilities.
     pub fn as_str(self) -> &'static str {
@@ -65,6 +67,28 @@ impl Stack {
             Stack::Grpc => "grpc",
             Stack::Quic => "quic",
             Stack::Tcp => "tcp",
+            Stack::Zmq => "zmq",
+        }
+    }
+}
+
+/// `--tls` (revision 1.3): TLS 1.3 as docs/stacks.md says (`on`, the default) or plaintext
+/// (`off`: h2c prior knowledge on grpc, the native framing straight on TCP on tcp).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum TlsMode {
+    /// TLS 1.3 with the private CA (`--cert`/`--key`, `--ca`/`--server-name` required).
+    #[default]
+    On,
+    /// Plaintext TCP; the TLS arguments are refused.
+    Off,
+}
+
+impl TlsMode {
+    /// The name used in arguments and capabilities.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TlsMode::On => "on",
+            TlsMode::Off => "off",
         }
     }
 }
@@ -113,12 +137,15 @@ pub struct ServerArgs {
     /// Address to bind, HOST:PORT; port 0 asks for any free port.
     #[arg(long, value_parser = parse_host_port)]
     pub listen: String,
-    /// PEM certificate chain, leaf first.
+    /// on (default) or off: plaintext, without --cert and --key.
+    #[arg(long, value_enum, default_value = "on")]
+    pub tls: TlsMode,
+    /// PEM certificate chain, leaf first (--tls on only).
     #[arg(long)]
-    pub cert: PathBuf,
-    /// PEM private key (PKCS#8).
+    pub cert: Option<PathBuf>,
+    /// PEM private key (PKCS#8) (--tls on only).
     #[arg(long)]
-    pub key: PathBuf,
+    pub key: Option<PathBuf>,
     /// Diagnostic, not part of the protocol: stall every this many milliseconds (with
     /// `--stall-ms`), holding every response for the stall's length (docs/stacks.md).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u64).range(1..), requires = "stall_ms")]
@@ -140,12 +167,15 @@ pub struct ClientArgs {
     /// HOST:PORT from the server's `ready` event.
     #[arg(long, value_parser = parse_host_port)]
     pub server: String,
-    /// DNS name or IP address to verify the server certificate against.
+    /// on (default) or off: plaintext, without --ca and --server-name.
+    #[arg(long, value_enum, default_value = "on")]
+    pub tls: TlsMode,
+    /// DNS name or IP address to verify the server certificate against (--tls on only).
     #[arg(long, value_parser = parse_server_name)]
-    pub server_name: ServerName<'static>,
-    /// PEM certificate of the private CA, the only trust anchor.
+    pub server_name: Option<ServerName<'static>>,
+    /// PEM certificate of the private CA, the only trust anchor (--tls on only).
     #[arg(long)]
-    pub ca: PathBuf,
+    pub ca: Option<PathBuf>,
     /// unary, client_stream, server_stream or bidi.
     #[arg(long, value_parser = parse_shape)]
     pub shape: Shape,
@@ -242,18 +272,72 @@ where
 /// structured payload can have, and a stall shorter than its period.
 fn check(command: &Command) -> Result<(), String> {
     match command {
-        Command::Client(args) => check_client(args),
-        Command::Server(args) => match (args.stall_every_ms, args.stall_ms) {
-            (Some(every), Some(length)) if length >= every => Err(format!(
-                "--stall-ms {length} must be shorter than --stall-every-ms {every}"
-            )),
-            _ => Ok(()),
-        },
+        Command::Client(args) => {
+            let given = [
+                ("--ca", args.ca.is_some()),
+                ("--server-name", args.server_name.is_some()),
+            ];
+            check_tls(args.stack, args.tls, &given)?;
+            check_client(args)
+        }
+        Command::Server(args) => check_server(args),
         Command::Capabilities => Ok(()),
     }
 }
 
+/// The TLS arguments (`given`: name and whether it is there) against `--tls` and the stack
+/// (revision 1.3, "Plaintext"): required with `on`, refused with `off`; quic has no plaintext.
+fn check_tls(stack: Stack, tls: TlsMode, given: &[(&str, bool)]) -> Result<(), String> {
+    if stack == Stack::Quic && tls == TlsMode::Off {
+        return Err(
+            "QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic".to_string(),
+        );
+    }
+    if stack == Stack::Zmq && tls == TlsMode::On {
+        return Err(
+            "ZeroMQ has no TLS (CurveZMQ is another protocol); --stack zmq needs --tls off"
+                .to_string(),
+        );
+    }
+    for (name, present) in given {
+        match (tls, present) {
+            (TlsMode::Off, true) => return Err(format!("{name} does not apply to --tls off")),
+            (TlsMode::On, false) => {
+                return Err(format!(
+                    "--tls on needs {name} (or give --tls off for plaintext)"
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn check_server(args: &ServerArgs) -> Result<(), String> {
+    let given = [
+        ("--cert", args.cert.is_some()),
+        ("--key", args.key.is_some()),
+    ];
+    check_tls(args.stack, args.tls, &given)?;
+    match (args.stall_every_ms, args.stall_ms) {
+        (Some(every), Some(length)) if length >= every => Err(format!(
+            "--stall-ms {length} must be shorter than --stall-every-ms {every}"
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn check_client(args: &ClientArgs) -> Result<(), String> {
+    if let Some((_, why)) = crate::capabilities::not_offered(args.stack)
+        .into_iter()
+        .find(|(shape, _)| *shape == args.shape)
+    {
+        return Err(format!(
+            "--stack {} does not carry --shape {}: {why}",
+            args.stack.as_str(),
+            args.shape
+        ));
+    }
     for (name, size) in [
         ("--request-size", args.request_size),
         ("--response-size", args.response_size),
@@ -311,9 +395,11 @@ fn check_client(args: &ClientArgs) -> Result<(), String> {
             payload: args.payload,
         })?;
     }
-    if args.load == Load::SendSaturation && args.shape != Shape::ClientStream {
+    if args.load == Load::SendSaturation && !matches!(args.shape, Shape::ClientStream | Shape::Send)
+    {
         return Err(format!(
-            "--load send-saturation runs client streams only, not --shape {}",
+            "--load send-saturation runs client streams or commands (--shape client_stream or \
+             send) only, not --shape {}",
             args.shape
         ));
     }
@@ -437,7 +523,11 @@ mod tests {
         assert_eq!(args.shape, Shape::Bidi);
         assert_eq!(args.concurrency, 4);
         assert_eq!(args.messages_per_stream, 128);
-        assert_eq!(args.server_name.to_str(), "127.0.0.1");
+        assert_eq!(
+            args.server_name.as_ref().map(|n| n.to_str()).as_deref(),
+            Some("127.0.0.1")
+        );
+        assert_eq!(args.tls, TlsMode::On);
     }
 
     #[test]
@@ -547,7 +637,7 @@ mod tests {
             "send-saturation",
             &["--streams", "8", "--settle-ms", "5"],
         ));
-        assert!(sat.contains("client streams only"), "{sat}");
+        assert!(sat.contains("client streams or commands"), "{sat}");
         for rate in ["0", "-1", "nan", "inf", "20000000"] {
             assert!(
                 invalid(with_extra("open", &["--rate", rate])).contains("--rate"),
@@ -640,6 +730,72 @@ mod tests {
             panic!("help");
         };
         assert!(!help.contains("conformance"), "{help}");
+    }
+
+    /// `args` without `name` and its value.
+    fn without(mut args: Vec<&'static str>, name: &str) -> Vec<&'static str> {
+        let pos = args.iter().position(|a| *a == name).expect("present");
+        args.drain(pos..pos + 2);
+        args
+    }
+
+    #[test]
+    fn plaintext_refuses_the_tls_arguments_and_tls_requires_them() {
+        let plain = with("--stack", "tcp");
+        let plain = without(without(plain, "--ca"), "--server-name");
+        let mut off = plain.clone();
+        off.extend(["--tls", "off"]);
+        let Ok(Command::Client(client)) = parse(off.clone()) else {
+            panic!("a plaintext client parses");
+        };
+        assert_eq!(
+            (client.tls, client.ca, client.server_name),
+            (TlsMode::Off, None, None)
+        );
+        // --tls on (the default) needs both
+        assert!(invalid(plain.clone()).contains("--tls on needs --ca"));
+        let mut with_ca = off.clone();
+        with_ca.extend(["--ca", "ca.pem"]);
+        assert_eq!(invalid(with_ca), "--ca does not apply to --tls off");
+        let mut with_name = off.clone();
+        with_name.extend(["--server-name", "127.0.0.1"]);
+        assert!(invalid(with_name).contains("--server-name does not apply to --tls off"));
+        let mut quic = off.clone();
+        let pos = quic.iter().position(|a| *a == "--stack").expect("present");
+        quic[pos + 1] = "quic";
+        assert!(invalid(quic).contains("QUIC has TLS 1.3 inside"));
+        let mut bad = plain;
+        bad.extend(["--tls", "maybe"]);
+        assert!(invalid(bad).contains("--tls"));
+        // servers: the same rules for --cert and --key
+        let server = |extra: &[&'static str]| {
+            let mut args = vec![
+                "peer",
+                "server",
+                "--stack",
+                "grpc",
+                "--listen",
+                "127.0.0.1:0",
+            ];
+            args.extend_from_slice(extra);
+            parse(args)
+        };
+        let Ok(Command::Server(plain)) = server(&["--tls", "off"]) else {
+            panic!("a plaintext server parses");
+        };
+        assert_eq!(
+            (plain.tls, plain.cert, plain.key),
+            (TlsMode::Off, None, None)
+        );
+        assert!(
+            matches!(server(&["--tls", "off", "--key", "k"]), Err(ArgError::Invalid(m)) if m == "--key does not apply to --tls off")
+        );
+        assert!(
+            matches!(server(&["--cert", "c"]), Err(ArgError::Invalid(m)) if m.contains("needs --key"))
+        );
+        assert!(
+            matches!(parse(server_args(&["--tls", "on"])), Ok(Command::Server(s)) if s.tls == TlsMode::On)
+        );
     }
 
     #[test]

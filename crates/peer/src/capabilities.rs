@@ -11,7 +11,7 @@
 //! socket buffers.
 
 use crate::allocations;
-use crate::args::Stack;
+use crate::args::{Stack, TlsMode};
 use crate::stacks::{self, grpc, quic, tcp};
 use crate::tls;
 use rpcarena_protocol::event::{Capabilities, Event, Roles, Setting, StackCapability};
@@ -41,12 +41,26 @@ pub fn libraries(stack: Stack) -> Vec<(&'static str, &'static str)> {
             ("quinn-proto", env!("RPCARENA_LIB_QUINN_PROTO")),
         ],
         Stack::Tcp => &[("tokio-rustls", env!("RPCARENA_LIB_TOKIO_RUSTLS"))],
+        Stack::Zmq => {
+            return vec![
+                ("zmq", env!("RPCARENA_LIB_ZMQ")),
+                ("zmq-sys", env!("RPCARENA_LIB_ZMQ_SYS")),
+                ("libzmq", libzmq()),
+                ("prost", env!("RPCARENA_LIB_PROST")),
+            ];
+        }
     };
     own.iter().copied().chain(common).collect()
 }
 
+/// The version of the libzmq linked in (zmq-sys's bundled build), as `zmq::version()` says.
+fn libzmq() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(stacks::zmq::libzmq_version)
+}
+
 /// The revision of docs/peer-protocol.md this peer follows.
-pub const REVISION: &str = "1.2";
+pub const REVISION: &str = "1.3";
 
 /// How this binary was built (recorded by build.rs) and what runs it.
 pub fn build() -> BTreeMap<String, String> {
@@ -63,8 +77,9 @@ pub fn build() -> BTreeMap<String, String> {
     .collect()
 }
 
-/// The files this peer runs from: its own executable (statically linked Rust, nothing else but
-/// the C library, which `build.target` names).
+/// The files this peer runs from: its own executable (statically linked Rust and libzmq, nothing
+/// else but the C library and libstdc++ that the bundled libzmq needs, system libraries that
+/// `build.target` names).
 pub fn files() -> Vec<String> {
     match std::env::current_exe() {
         Ok(path) => vec![path.display().to_string()],
@@ -82,6 +97,19 @@ pub fn settings(stack: Stack, tcp_congestion: &str) -> BTreeMap<String, Setting>
         Stack::Grpc => grpc::declared(),
         Stack::Quic => quic::declared(),
         Stack::Tcp => tcp::declared(),
+        Stack::Zmq => {
+            // plaintext only: no TLS settings, no ALPN; libzmq's TCP sockets get the host's
+            // congestion control
+            let shared = [
+                ("compression", stacks::COMPRESSION.into()),
+                ("runtime", stacks::zmq::RUNTIME.into()),
+            ];
+            return stacks::zmq::declared()
+                .into_iter()
+                .chain(shared)
+                .map(|(key, value)| (key.to_string(), value))
+                .collect();
+        }
     };
     let alpn = String::from_utf8_lossy(tls::alpn(stack)).into_owned();
     let mut shared = vec![
@@ -100,21 +128,62 @@ pub fn settings(stack: Stack, tcp_congestion: &str) -> BTreeMap<String, Setting>
         .collect()
 }
 
+/// The shapes `stack` carries: grpc every one (`send` is the `Command` RPC); the native framing
+/// of quic and tcp every one but `send`.
+pub fn shapes(stack: Stack) -> Vec<Shape> {
+    Shape::EVERY
+        .into_iter()
+        .filter(|shape| !not_offered(stack).iter().any(|(s, _)| s == shape))
+        .collect()
+}
+
+/// The shapes `stack` cannot carry, and why (revision 1.3, `not_offered`).
+pub fn not_offered(stack: Stack) -> Vec<(Shape, &'static str)> {
+    const NO_STREAMS: &str = "the zmq mapping (docs/stacks.md) has one request with one reply \
+        and one-way commands; streams are not offered";
+    match stack {
+        Stack::Grpc => Vec::new(),
+        Stack::Zmq => [
+            Shape::ClientStream,
+            Shape::ServerStream,
+            Shape::Bidi,
+            Shape::Pingpong,
+        ]
+        .into_iter()
+        .map(|shape| (shape, NO_STREAMS))
+        .collect(),
+        Stack::Quic | Stack::Tcp => vec![(
+            Shape::Send,
+            "the native framing answers every request with a STATUS frame; a one-way command \
+             would need a frame type it does not have",
+        )],
+    }
+}
+
+/// The `--tls` values `stack` takes (revision 1.3): quic only `on` (QUIC has TLS inside), the
+/// TCP stacks both.
+pub fn tls_modes(stack: Stack) -> Vec<String> {
+    let modes: &[TlsMode] = match stack {
+        Stack::Quic => &[TlsMode::On],
+        Stack::Zmq => &[TlsMode::Off],
+        Stack::Grpc | Stack::Tcp => &[TlsMode::On, TlsMode::Off],
+    };
+    modes.iter().map(|m| m.as_str().to_string()).collect()
+}
+
 /// The event this peer answers `capabilities` with.
 pub fn event() -> Event {
     let tcp_congestion = stacks::tcp_congestion_in_use();
     // Every shape: each server's bidi handler answers every request as it arrives, so it serves
     // pingpong too (crate::stacks).
-    let shapes: Vec<String> = Shape::EVERY
-        .iter()
-        .filter(|s| !s.is_one_way())
-        .map(|s| s.as_str().to_string())
-        .collect();
     let entry = |stack: Stack, load_models: Vec<String>| StackCapability {
         stack: stack.as_str().to_string(),
         // every stack runs crate::fault's modes in both roles
         conformance_faults: true,
-        shapes: shapes.clone(),
+        shapes: shapes(stack)
+            .iter()
+            .map(|s| s.as_str().to_string())
+            .collect(),
         load_models,
         payloads: Payload::ALL
             .iter()
@@ -126,8 +195,11 @@ pub fn event() -> Event {
             .collect::<BTreeMap<_, _>>(),
         settings: settings(stack, &tcp_congestion),
         deviations: Some(Vec::new()),
-        tls: Vec::new(),
-        not_offered: BTreeMap::new(),
+        tls: tls_modes(stack),
+        not_offered: not_offered(stack)
+            .into_iter()
+            .map(|(shape, why)| (shape.as_str().to_string(), why.to_string()))
+            .collect(),
     };
     let models: Vec<String> = LOAD_MODELS.iter().map(|m| m.to_string()).collect();
     Event::Capabilities(Capabilities {
@@ -161,18 +233,42 @@ mod tests {
         for role in [Role::Client, Role::Server] {
             for stack in Stack::ALL {
                 let offered = caps.roles.stack(role, stack.as_str()).expect("offered");
-                let every: Vec<&str> = Shape::EVERY.iter().map(Shape::as_str).collect();
-                assert_eq!(offered.shapes, every);
-                assert!(offered.shapes.contains(&"pingpong".to_string()));
                 assert!(offered.conformance_faults, "{role} {stack:?}");
                 assert_eq!(offered.load_models.is_empty(), role == Role::Server);
+                // every shape is offered or said not to be, with a reason
+                assert_eq!(
+                    offered.shapes.len() + offered.not_offered.len(),
+                    Shape::EVERY.len(),
+                    "{offered:?}"
+                );
+                if stack == Stack::Zmq {
+                    assert_eq!(offered.shapes, ["unary", "send"]);
+                    assert_eq!(offered.tls, ["off"]);
+                    assert!(offered.libraries["libzmq"].starts_with("4.3."));
+                    continue;
+                }
+                let every: Vec<&str> = Shape::EVERY
+                    .iter()
+                    .filter(|s| stack == Stack::Grpc || !s.is_one_way())
+                    .map(Shape::as_str)
+                    .collect();
+                assert_eq!(offered.shapes, every);
+                assert_eq!(
+                    offered.not_offered.contains_key("send"),
+                    stack != Stack::Grpc,
+                    "{offered:?}"
+                );
                 assert!(offered.libraries.contains_key("rustls"));
             }
         }
         let grpc = caps.roles.stack(Role::Client, "grpc").expect("offered");
         assert!(grpc.libraries["tonic"].starts_with("0.14."), "{grpc:?}");
+        assert!(grpc.takes_tls(true) && grpc.takes_tls(false), "{grpc:?}");
+        let tcp = caps.roles.stack(Role::Server, "tcp").expect("offered");
+        assert!(tcp.takes_tls(false), "{tcp:?}");
         let quic = caps.roles.stack(Role::Server, "quic").expect("offered");
         assert!(quic.libraries["quinn"].starts_with("0.11."), "{quic:?}");
+        assert!(quic.takes_tls(true) && !quic.takes_tls(false), "{quic:?}");
     }
 
     /// The keys docs/stacks.md says every peer declares, where they apply to the stack.
@@ -195,7 +291,7 @@ mod tests {
         let Ok(Event::Capabilities(caps)) = parse_event(&line) else {
             panic!("capabilities must round-trip");
         };
-        assert_eq!(caps.revision.as_deref(), Some("1.2"));
+        assert_eq!(caps.revision.as_deref(), Some("1.3"));
         let counted = caps.allocations.as_ref().expect("allocations declared");
         assert!(counted.counts && counted.bytes, "{counted:?}");
         assert!(counted.source.contains("allocator"), "{counted:?}");
@@ -212,6 +308,23 @@ mod tests {
             for stack in Stack::ALL {
                 let entry = caps.roles.stack(role, stack.as_str()).expect("offered");
                 assert_eq!(entry.deviations, Some(vec![]));
+                if stack == Stack::Zmq {
+                    // plaintext only: no TLS settings, no ALPN
+                    for key in [
+                        "sndhwm",
+                        "rcvhwm",
+                        "router_mandatory",
+                        "linger_ms",
+                        "io_threads",
+                    ] {
+                        assert!(entry.settings.contains_key(key), "zmq: {key}");
+                    }
+                    assert_eq!(
+                        entry.settings["congestion_control"],
+                        Setting::from("host default")
+                    );
+                    continue;
+                }
                 for key in REQUIRED {
                     assert!(entry.settings.contains_key(*key), "{stack:?}: {key}");
                 }
@@ -253,6 +366,10 @@ mod tests {
                 .expect("the workspace lockfile is readable");
         for stack in Stack::ALL {
             for (name, version) in libraries(stack) {
+                if name == "libzmq" {
+                    // the C library zmq-sys builds, not a crate
+                    continue;
+                }
                 let entry = format!("name = \"{name}\"\nversion = \"{version}\"");
                 assert!(
                     lock.contains(&entry),

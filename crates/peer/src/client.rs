@@ -19,10 +19,12 @@ use crate::fault::{ClientFault, Misjudged, judge};
 use crate::stacks::grpc::GrpcClient;
 use crate::stacks::quic::QuicClient;
 use crate::stacks::tcp::TcpClient;
+use crate::stacks::zmq_client::ZmqClient;
 use crate::stacks::{ClientSettings, ClientStack, RawCall, Workload};
 use crate::tls;
 use crate::transport::Poller;
 use rpcarena_protocol::event::{Armed, Command, Event, Stopped, code, phase};
+use rpcarena_protocol::workload::Shape;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,6 +48,7 @@ pub fn load_model(args: &ClientArgs) -> LoadModel {
         Load::SendSaturation => LoadModel::SendSaturation {
             streams: args.streams.unwrap_or(args.concurrency),
             settle_ns: args.settle_ms.unwrap_or(0).saturating_mul(1_000_000),
+            commands: args.shape == Shape::Send,
         },
         Load::Open => LoadModel::Open(OpenConfig {
             rate: args.rate.unwrap_or(1.0),
@@ -114,15 +117,32 @@ pub async fn run_model<S: ClientStack>(
             };
             Ok((S::lanes_back(submitter), totals))
         }
-        LoadModel::SendSaturation { settle_ns, .. } => {
-            // Summaries may take the settle time, and never more than the drain allows.
+        LoadModel::SendSaturation {
+            settle_ns,
+            commands,
+            streams,
+        } => {
+            // Summaries (commands: admitted commands) may take the settle time, and never more
+            // than the drain allows.
             let settle = Window {
                 hard_deadline: window
                     .deadline
                     .saturating_add(settle_ns.min(window.hard_deadline - window.deadline)),
                 ..window
             };
-            run_saturation(lanes, clock, settle, bound).await
+            if !commands {
+                return run_saturation(lanes, clock, settle, bound).await;
+            }
+            // On send (revision 1.3): S closed lanes of one command each; only the server knows
+            // what arrived, so no `received`.
+            let (lanes, mut totals) = run_closed(lanes, clock, settle, bound).await?;
+            totals.model = ModelReport {
+                load: model.name(),
+                max_in_flight: Some(u64::from(streams)),
+                sent: Some(totals.tally.completed + totals.tally.failed),
+                ..ModelReport::default()
+            };
+            Ok((lanes, totals))
         }
         LoadModel::Open(config) => run_open(lanes, config, clock, window, bound).await,
     }
@@ -130,12 +150,17 @@ pub async fn run_model<S: ClientStack>(
 
 /// Runs the client through one sample.
 pub async fn run(args: ClientArgs) -> Result<(), Failure> {
-    let config =
-        tls::client_config(&args.ca, tls::alpn(args.stack)).fail(phase::STARTUP, code::CONFIG)?;
+    // args.rs has checked that --ca and --server-name are given exactly when --tls is on.
+    let config = match &args.ca {
+        Some(ca) => Some(Arc::new(
+            tls::client_config(ca, tls::alpn(args.stack)).fail(phase::STARTUP, code::CONFIG)?,
+        )),
+        None => None,
+    };
     let settings = ClientSettings {
         server: args.server.clone(),
         server_name: args.server_name.clone(),
-        tls: Arc::new(config),
+        tls: config,
         workload: Workload {
             shape: args.shape,
             request_size: args.request_size,
@@ -150,6 +175,7 @@ pub async fn run(args: ClientArgs) -> Result<(), Failure> {
         Stack::Grpc => sample::<GrpcClient>(&args, &settings, commands).await,
         Stack::Quic => sample::<QuicClient>(&args, &settings, commands).await,
         Stack::Tcp => sample::<TcpClient>(&args, &settings, commands).await,
+        Stack::Zmq => sample::<ZmqClient>(&args, &settings, commands).await,
     }
 }
 
@@ -331,6 +357,7 @@ impl<S: ClientStack> Phases<'_, S> {
         let poller = self.stack.transport_probe().map(Poller::start);
         // The whole process's allocations from START to the end of the drain.
         let allocated_before = allocations::snapshot();
+        let cpu_before = self.stack.submit_cpu_ns().await;
         let window = self.window(self.args.window_ms);
         let bound = match self.model {
             LoadModel::SendSaturation { .. } => {
@@ -349,12 +376,16 @@ impl<S: ClientStack> Phases<'_, S> {
             return Ok(None);
         };
         let allocated = allocations::snapshot().since(allocated_before);
+        let cpu_after = self.stack.submit_cpu_ns().await;
         let mut report = totals
             .report(&window)
             .map_err(|e| Failure::new(phase::MEASURE, code::INTERNAL, ClientError::Report(e)))?;
         report.transport = poller.and_then(Poller::finish).map(Box::new);
         report.allocations = Some(allocated.count);
         report.allocated_bytes = Some(allocated.bytes);
+        report.submit_cpu_ns = cpu_before
+            .zip(cpu_after)
+            .map(|(before, after)| after.saturating_sub(before));
         emit(&Event::Sample(report));
         Ok(Some(lanes))
     }
@@ -467,10 +498,18 @@ async fn probe<S: ClientStack>(
             .map_err(|e| op_failure(phase::VALIDATE, e))?;
         judge(fault, &verdict)
             .map_err(|e| Failure::new(phase::VALIDATE, e.code(), ClientError::Fault(e)))?;
-        eprintln!(
-            "rpcarena-peer-rust: the server refused the malformed call with INVALID_ARGUMENT: {}",
-            verdict.message
-        );
+        if verdict.message == crate::stacks::zmq_client::NO_ANSWER {
+            eprintln!(
+                "rpcarena-peer-rust: sent the malformed command; {}",
+                verdict.message
+            );
+        } else {
+            eprintln!(
+                "rpcarena-peer-rust: the server refused the malformed call with \
+                 INVALID_ARGUMENT: {}",
+                verdict.message
+            );
+        }
         bounded("the well-formed call after the malformed one", lane.call(0))
             .await
             .map_err(|e| Failure::new(phase::VALIDATE, e.code, ClientError::AfterFault(e)))?;

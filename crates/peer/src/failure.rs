@@ -50,6 +50,15 @@ pub enum Cause {
     /// The async runtime cannot start.
     #[error(transparent)]
     Runtime(std::io::Error),
+    /// Anything else, said in one sentence (e.g. a stack that cannot run as configured).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<String> for Cause {
+    fn from(message: String) -> Cause {
+        Cause::Other(message)
+    }
 }
 
 impl Failure {

@@ -28,6 +28,7 @@
 //! | `early-status` | quic, tcp: STATUS OK before the last response, which follows the STATUS (data after STATUS; bidi: before the first response). grpc: the trailers (status OK) end the stream, so nothing can follow them: the last response is left out, as with `missing-message` | `invalid` |
 //! | `error-status` | status INTERNAL (13) instead of any response (bidi: at the first request) | `rpc` |
 //! | `corrupt-structured` | structured: one field of every body changed, its size kept (`created_unix_ms` + 1, or the title's first letter; an empty body becomes a 3-byte one); zeros: a structured body beside the zero bytes (the wrong kind) | `invalid` |
+//! | (shape `send`) | grpc's `Command`: `error-status` answers INTERNAL, every other mode the usual `Empty` (there is nothing to corrupt); zmq: nothing is answered, so only `skip-validation` applies | `rpc` (error-status), else none |
 //! | `skip-validation` | answers correctly but checks no request: the server that skips its validation duty, which the kit must catch with the client modes below (they then fail with `invalid`) | none: a well-formed client passes |
 //!
 //! # Client modes (`client ... --conformance-fault MODE`)
@@ -214,6 +215,19 @@ impl Answer for pb::Response {
     }
 }
 
+/// A command's acknowledgement (shape `send` on grpc).
+impl Answer for pb::Empty {
+    fn correct(_: Shape, _: &[pb::Request]) -> Vec<pb::Empty> {
+        vec![pb::Empty {}]
+    }
+
+    fn extra(_: Shape, _: &[pb::Request], _: &[Self]) -> Option<Self> {
+        None
+    }
+
+    fn corrupt(&mut self, _: ServerFault) {}
+}
+
 impl Answer for pb::Summary {
     fn correct(_: Shape, requests: &[pb::Request]) -> Vec<pb::Summary> {
         let mut summary = SummaryBuilder::default();
@@ -242,6 +256,9 @@ pub fn plan<M: Answer>(fault: ServerFault, shape: Shape, requests: &[pb::Request
     if shape.rpc() == Shape::Bidi {
         return bidi_plan(fault, requests);
     }
+    if shape.is_one_way() {
+        return command_plan(fault, requests);
+    }
     let mut messages = M::correct(shape, requests);
     let mut ending = Ending::Ok;
     match fault {
@@ -268,6 +285,21 @@ pub fn plan<M: Answer>(fault: ServerFault, shape: Shape, requests: &[pb::Request
         ServerFault::SkipValidation => {}
     }
     Plan { messages, ending }
+}
+
+/// A command's answer (shape `send`, grpc's `Empty`): there is nothing to corrupt, so only
+/// `error-status` differs (INTERNAL); every other mode acknowledges as usual.
+fn command_plan<M: Answer>(fault: ServerFault, requests: &[pb::Request]) -> Plan<M> {
+    if fault == ServerFault::ErrorStatus {
+        return Plan {
+            messages: Vec::new(),
+            ending: internal(fault),
+        };
+    }
+    Plan {
+        messages: M::correct(Shape::Send, requests),
+        ending: Ending::Ok,
+    }
 }
 
 /// The status INTERNAL of `error-status`, and of `wrong-summary` on a shape other than a client
@@ -484,6 +516,8 @@ impl ClientFault {
                 (ClientFault::LengthChange, 1) => other_length(payload, request_size),
                 _ => request_size,
             };
+            // a command asks for no response (shape send)
+            let response_size = if shape.is_one_way() { 0 } else { response_size };
             request(payload, seq, size, response_size, response_messages)
         };
         let mut requests: Vec<pb::Request> = (0..count).map(build).collect();

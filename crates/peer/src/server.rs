@@ -23,9 +23,14 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// Runs the server until SHUTDOWN.
 pub async fn run(args: ServerArgs) -> Result<(), Failure> {
-    let config = tls::server_config(&args.cert, &args.key, tls::alpn(args.stack))
-        .fail(phase::STARTUP, code::CONFIG)?;
-    let config = Arc::new(config);
+    // args.rs has checked that --cert and --key are given exactly when --tls is on.
+    let config = match (&args.cert, &args.key) {
+        (Some(cert), Some(key)) => Some(Arc::new(
+            tls::server_config(cert, key, tls::alpn(args.stack))
+                .fail(phase::STARTUP, code::CONFIG)?,
+        )),
+        _ => None,
+    };
     let mut commands = Commands::from_stdin();
     let addr = resolve(&args.listen)
         .await
@@ -41,18 +46,29 @@ pub async fn run(args: ServerArgs) -> Result<(), Failure> {
     let state = Arc::new(ServerState {
         stall: stall(&args),
         fault: args.conformance_fault,
+        counts_dropped: args.stack == Stack::Zmq,
         ..ServerState::default()
     });
     let mut server = match args.stack {
         Stack::Grpc => stacks::grpc::serve(addr, config, state.clone()).await?,
-        Stack::Quic => stacks::quic::serve(addr, config, state.clone()).await?,
+        Stack::Quic => {
+            let Some(config) = config else {
+                return Err(Failure::new(
+                    phase::STARTUP,
+                    code::CONFIG,
+                    "QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic".to_string(),
+                ));
+            };
+            stacks::quic::serve(addr, config, state.clone()).await?
+        }
         Stack::Tcp => stacks::tcp::serve(addr, config, state.clone()).await?,
+        Stack::Zmq => stacks::zmq_server::serve(addr, state.clone()).await?,
     };
     // The server's transport statistics from here to SHUTDOWN (docs/peer-protocol.md,
     // "Transport statistics").
     let transport = match args.stack {
         Stack::Quic => "quic",
-        Stack::Grpc | Stack::Tcp => "tcp",
+        Stack::Grpc | Stack::Tcp | Stack::Zmq => "tcp",
     };
     let poller = ServerPoller::start(transport, state.connections.clone());
     emit(&Event::Ready(Ready {
@@ -115,12 +131,32 @@ async fn serve_until_shutdown(
 /// The server's counters so far, as `stopped` and `window` report them.
 fn counters(state: &ServerState) -> BTreeMap<String, u64> {
     let (rpcs, requests, responses, rejected) = state.counters.snapshot();
-    BTreeMap::from([
+    let mut counters = BTreeMap::from([
         ("rpcs".to_string(), rpcs),
         ("requests".to_string(), requests),
         ("responses".to_string(), responses),
         ("rejected".to_string(), rejected),
-    ])
+        ("commands".to_string(), state.counters.commands()),
+    ]);
+    if state.counts_dropped {
+        counters.insert("dropped".to_string(), state.counters.dropped());
+    }
+    counters
+}
+
+/// The first rejection, once anything was rejected or dropped (revision 1.3).
+fn first_rejection(state: &ServerState) -> Option<String> {
+    let (_, _, _, rejected) = state.counters.snapshot();
+    if rejected == 0 && state.counters.dropped() == 0 {
+        return None;
+    }
+    Some(
+        state
+            .first_rejection
+            .get()
+            .cloned()
+            .unwrap_or_else(|| "a call was rejected (no message kept)".to_string()),
+    )
 }
 
 /// The `window` event answering the command of `edge`: the counters and the process's
@@ -132,7 +168,7 @@ fn window(state: &ServerState, edge: Edge) -> Event {
         counters: counters(state),
         allocations: Some(allocated.count),
         allocated_bytes: Some(allocated.bytes),
-        first_rejection: None,
+        first_rejection: first_rejection(state),
     })
 }
 
@@ -145,6 +181,6 @@ fn stopped(state: &ServerState, transport: Option<Box<TransportStats>>) -> Event
         transport,
         allocations: Some(allocated.count),
         allocated_bytes: Some(allocated.bytes),
-        first_rejection: None,
+        first_rejection: first_rejection(state),
     })
 }

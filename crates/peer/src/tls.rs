@@ -31,6 +31,8 @@ pub fn alpn(stack: Stack) -> &'static [u8] {
     match stack {
         Stack::Grpc => ALPN_H2,
         Stack::Quic | Stack::Tcp => ALPN_NATIVE,
+        // never used: zmq runs without TLS
+        Stack::Zmq => b"",
     }
 }
 

@@ -94,7 +94,12 @@ fn server_faults_fail_the_clients_validation(stack: &str) {
         let mut calls = 0;
         // pingpong too: a fault server answers a bidi call request by request, so a lock-step
         // client fails by the fault's check, not by a stall (EVENT_TIMEOUT would catch one)
-        for shape in Shape::EVERY {
+        // (send on grpc: every mode but error-status acknowledges as usual; see
+        // send_faults_on_grpc)
+        for shape in common::shapes(stack)
+            .into_iter()
+            .filter(|s| !s.is_one_way())
+        {
             for payload in *payloads {
                 let args = client_args(&pki, stack, &address, shape, payload, None);
                 let stderr = pki.path(&format!("{stack}-{fault}-{shape}-{payload}.stderr"));
@@ -156,7 +161,8 @@ fn malformed_calls_are_refused_and_the_server_keeps_serving(stack: &str) {
     let (server, address) = start_server(&pki, stack);
     let mut refused = 0;
     for (fault, shapes) in CLIENT_FAULTS {
-        for &shape in *shapes {
+        let offered = common::shapes(stack);
+        for &shape in shapes.iter().filter(|s| offered.contains(s)) {
             let args = fault_client_args(&pki, stack, &address, fault, shape);
             let stderr = pki.path(&format!("{stack}-{fault}-{shape}.stderr"));
             let mut client = Peer::spawn(&args, &stderr);
@@ -232,4 +238,118 @@ fn a_server_that_skips_validation_fails_the_fault_client() {
         let counters = stop(server);
         assert_eq!(counters["rejected"], 0, "{stack}: {counters:?}");
     }
+}
+
+/// Shape send on grpc (revision 1.3): a fault server's `error-status` answers the command with
+/// INTERNAL (`rpc`); every other mode has nothing to corrupt in `Empty` and acknowledges, so the
+/// client passes its validation and arms.
+#[test]
+fn send_faults_on_grpc() {
+    let pki = Pki::new();
+    for (fault, code) in [("error-status", Some("rpc")), ("wrong-seq", None)] {
+        let (server, address) = start_server_with(&pki, "grpc", &["--conformance-fault", fault]);
+        let args = client_args(&pki, "grpc", &address, Shape::Send, "zeros", None);
+        let mut client = Peer::spawn(&args, &pki.path(&format!("send-{fault}.stderr")));
+        let context = format!("grpc server {fault}, send");
+        match (client.next_event(), code) {
+            (Event::Error(error), Some(code)) => {
+                assert_eq!(
+                    (error.phase.as_str(), error.code.as_str()),
+                    ("validate", code)
+                );
+                assert_eq!(client.exit_code(), 1, "{context}");
+            }
+            (Event::Armed(_), None) => client.send("SHUTDOWN"),
+            (other, _) => panic!("{context}: {other:?}\n{}", client.stderr_text()),
+        }
+        drop(client);
+        let counters = stop(server);
+        assert!(
+            counters["commands"] >= 1 || code.is_some(),
+            "{context}: {counters:?}"
+        );
+    }
+}
+
+/// Conformance faults on zmq (docs/stacks.md, "Conformance faults on zmq"): the server modes on
+/// unary fail the Rust client's validation with the stack's codes; the client modes are refused
+/// with Status 3 on unary, and on send the malformed command is counted by the server, which the
+/// kit reads with WINDOW END.
+#[test]
+fn zmq_faults_in_both_roles() {
+    let pki = Pki::new();
+    let unary = |address: &str, payload: &str, fault: Option<&str>, shape: Shape| {
+        let mut args = common::plain_client_args(
+            "zmq",
+            address,
+            &[
+                ("--shape", &shape),
+                ("--load", &"closed"),
+                ("--payload", &payload),
+                ("--concurrency", &1),
+                ("--request-size", &64),
+                ("--response-size", &64),
+                ("--messages-per-stream", &1),
+                ("--warmup-ms", &0),
+                ("--window-ms", &100),
+                ("--drain-ms", &2000),
+            ],
+        );
+        if let Some(fault) = fault {
+            args.extend(strings(&["--conformance-fault", fault]));
+        }
+        args
+    };
+    for (fault, code) in [
+        ("wrong-seq", "invalid"),
+        ("short-payload", "invalid"),
+        ("missing-message", "invalid"),
+        ("early-status", "invalid"),
+        ("extra-message", "invalid"),
+        ("error-status", "rpc"),
+        ("wrong-summary", "rpc"),
+    ] {
+        let (server, address) =
+            common::start_plain_server(&pki, "zmq", &["--conformance-fault", fault]);
+        let args = unary(&address, "zeros", None, Shape::Unary);
+        let mut client = Peer::spawn(&args, &pki.path(&format!("zmq-{fault}.stderr")));
+        let Event::Error(error) = client.next_event() else {
+            panic!("zmq {fault}: expected an error\n{}", client.stderr_text());
+        };
+        assert_eq!(
+            (error.phase.as_str(), error.code.as_str()),
+            ("validate", code),
+            "{fault}: {error:?}"
+        );
+        if fault == "extra-message" {
+            assert!(error.message.contains("a reply of 4 frames"), "{error:?}");
+        }
+        assert_eq!(client.exit_code(), 1);
+        drop(client);
+        stop(server);
+    }
+    let (mut server, address) = common::start_plain_server(&pki, "zmq", &[]);
+    for shape in [Shape::Unary, Shape::Send] {
+        for fault in ["nonzero-byte", "response-size-too-large"] {
+            let args = unary(&address, "zeros", Some(fault), shape);
+            let mut client =
+                Peer::spawn(&args, &pki.path(&format!("zmq-c-{fault}-{shape}.stderr")));
+            assert!(
+                matches!(client.next_event(), Event::Stopped(_)),
+                "zmq client {fault} {shape}\n{}",
+                client.stderr_text()
+            );
+            assert_eq!(client.exit_code(), 0);
+        }
+    }
+    server.send("WINDOW END");
+    let Event::Window(window) = server.next_event() else {
+        panic!("expected window");
+    };
+    // four malformed (two refused requests, two counted commands), four good ones
+    assert_eq!(window.counters["rejected"], 4, "{window:?}");
+    assert_eq!(window.counters["commands"], 2, "{window:?}");
+    let first = window.first_rejection.expect("a first rejection");
+    assert!(first.contains("payload byte"), "{first}");
+    stop(server);
 }

@@ -209,7 +209,7 @@ fn every_model_on(stack: &str) {
     }
 
     // structured payloads on every shape: validated exactly, bytes as configured
-    for shape in Shape::EVERY {
+    for shape in common::shapes(stack) {
         let mut run = Run::new(shape, &["--load", "closed"]);
         run.payload = "structured";
         run.window_ms = 200;

@@ -46,7 +46,7 @@ fn every_shape_on(stack: &str, connections: u32) {
     let pki = Pki::new();
     let (mut server, address) = start_server(&pki, stack);
     let mut completed_total = 0;
-    for shape in Shape::EVERY {
+    for shape in common::shapes(stack) {
         let args = client_args(&pki, stack, &address, shape, "ca.pem");
         let stderr = pki.path(&format!("{stack}-{shape}-client.stderr"));
         let mut client = Peer::spawn(&args, &stderr);
@@ -206,9 +206,9 @@ fn capabilities_lists_every_stack_and_exits_0() {
         panic!("expected capabilities");
     };
     assert_eq!(caps.peer, "rpcarena-peer-rust");
-    assert_eq!(caps.roles.client.len(), 3);
-    assert_eq!(caps.roles.server.len(), 3);
-    assert_eq!(caps.revision.as_deref(), Some("1.2"));
+    assert_eq!(caps.roles.client.len(), 4);
+    assert_eq!(caps.roles.server.len(), 4);
+    assert_eq!(caps.revision.as_deref(), Some("1.3"));
     assert!(caps.build["toolchain"].starts_with("rustc "), "{caps:?}");
     let counted = caps
         .allocations
@@ -222,7 +222,14 @@ fn capabilities_lists_every_stack_and_exits_0() {
         assert_eq!(entry.deviations, Some(vec![]), "{entry:?}");
         assert!(entry.settings.contains_key("runtime"), "{entry:?}");
         assert!(entry.conformance_faults, "{entry:?}");
-        assert!(entry.shapes.iter().any(|s| s == "pingpong"), "{entry:?}");
+        // pingpong on every stack with streams; zmq says why it has none
+        let pingpong = entry.shapes.iter().any(|s| s == "pingpong");
+        assert_eq!(pingpong, entry.stack != "zmq", "{entry:?}");
+        assert_eq!(
+            entry.not_offered.contains_key("pingpong"),
+            !pingpong,
+            "{entry:?}"
+        );
     }
     assert_eq!(peer.exit_code(), 0);
 }
@@ -277,4 +284,231 @@ fn servers_bind_exactly_the_listen_address() {
         assert!(matches!(server.next_event(), Event::Stopped(_)));
         assert_eq!(server.exit_code(), 0);
     }
+}
+
+/// `--tls off` (revision 1.3): grpc (h2c with prior knowledge) and tcp (frames straight on TCP)
+/// serve a plaintext client, unary and (grpc) send, with the counts of a TLS run; and a
+/// plaintext client cannot talk to a TLS server (the bytes are not a TLS record).
+#[test]
+fn plaintext_round_trips_on_grpc_and_tcp() {
+    let pki = Pki::new();
+    for stack in ["grpc", "tcp"] {
+        let listen = [
+            "server",
+            "--stack",
+            stack,
+            "--listen",
+            "127.0.0.1:0",
+            "--tls",
+            "off",
+        ];
+        let mut server = Peer::spawn(
+            &strings(&listen),
+            &pki.path(&format!("{stack}-plain-server.stderr")),
+        );
+        let Event::Ready(ready) = server.next_event() else {
+            panic!("{stack}: expected ready\n{}", server.stderr_text());
+        };
+        let shapes = common::shapes(stack);
+        let mut completed = 0;
+        for shape in [Shape::Unary, Shape::Send] {
+            if !shapes.contains(&shape) {
+                continue;
+            }
+            let mut args = strings(&["client", "--stack", stack, "--server", &ready.address]);
+            args.extend(strings(&["--tls", "off", "--shape", shape.as_str()]));
+            args.extend(strings(&[
+                "--load",
+                "closed",
+                "--concurrency",
+                "2",
+                "--request-size",
+                "100",
+                "--response-size",
+                "0",
+                "--messages-per-stream",
+                "1",
+                "--warmup-ms",
+                "50",
+                "--window-ms",
+                "200",
+                "--drain-ms",
+                "5000",
+            ]));
+            let stderr = pki.path(&format!("{stack}-{shape}-plain.stderr"));
+            let mut client = Peer::spawn(&args, &stderr);
+            let context = format!("plaintext {stack} {shape}\n{}", client.stderr_text());
+            let (_, sample) = armed_then_sample(&mut client, &context);
+            assert_sound(&sample, &context);
+            assert_operation_counts(&sample, shape, 1, (100, 0), &context);
+            completed += sample.completed;
+            shut_down_client(&mut client, &context);
+        }
+        server.send("WINDOW END");
+        let Event::Window(window) = server.next_event() else {
+            panic!("{stack}: expected window\n{}", server.stderr_text());
+        };
+        assert!(window.counters["rpcs"] >= completed, "{window:?}");
+        assert_eq!(window.counters["rejected"], 0, "{window:?}");
+        assert_eq!(window.first_rejection, None, "{window:?}");
+        if stack == "grpc" {
+            assert!(window.counters["commands"] > 0, "{window:?}");
+        }
+        server.send("SHUTDOWN");
+        assert!(matches!(server.next_event(), Event::Stopped(_)));
+        assert_eq!(server.exit_code(), 0);
+    }
+}
+
+/// A plaintext client against a TLS server fails to connect or to validate, never hangs.
+#[test]
+fn a_plaintext_client_cannot_talk_to_a_tls_server() {
+    let pki = Pki::new();
+    let (_server, address) = start_server(&pki, "tcp");
+    let mut args = strings(&[
+        "client", "--stack", "tcp", "--server", &address, "--tls", "off",
+    ]);
+    args.extend(strings(&[
+        "--shape",
+        "unary",
+        "--load",
+        "closed",
+        "--concurrency",
+        "1",
+        "--request-size",
+        "1",
+        "--response-size",
+        "1",
+        "--messages-per-stream",
+        "1",
+        "--warmup-ms",
+        "0",
+        "--window-ms",
+        "100",
+        "--drain-ms",
+        "1000",
+    ]));
+    let mut client = Peer::spawn(&args, &pki.path("plain-vs-tls.stderr"));
+    let Event::Error(error) = client.next_event() else {
+        panic!("expected an error\n{}", client.stderr_text());
+    };
+    assert_ne!(error.code, "internal", "{error:?}");
+    assert_eq!(client.exit_code(), 1);
+}
+
+/// The zmq stack (revision 1.3) on loopback: unary and send with every load model the stack
+/// runs, the server's counters (commands, dropped), `submit_cpu_ns` of the socket thread, and
+/// the shapes and TLS mode it refuses.
+#[test]
+fn zmq_serves_unary_and_send() {
+    let pki = Pki::new();
+    let (mut server, address) = common::start_plain_server(&pki, "zmq", &[]);
+    let mut unary_completed = 0;
+    let mut commands = 0;
+    let models: [&[(&str, &dyn std::fmt::Display)]; 3] = [
+        &[("--load", &"closed")],
+        &[("--load", &"window"), ("--in-flight", &8)],
+        &[("--load", &"open"), ("--rate", &2000)],
+    ];
+    for shape in [Shape::Unary, Shape::Send] {
+        for model in models {
+            let mut options: Vec<(&str, &dyn std::fmt::Display)> = vec![
+                ("--shape", &shape),
+                ("--concurrency", &4),
+                ("--request-size", &REQUEST_SIZE),
+                ("--response-size", &RESPONSE_SIZE),
+                ("--messages-per-stream", &1),
+                ("--warmup-ms", &100),
+                ("--window-ms", &300),
+                ("--drain-ms", &5000),
+            ];
+            options.extend_from_slice(model);
+            let args = common::plain_client_args("zmq", &address, &options);
+            let mut client = Peer::spawn(&args, &pki.path(&format!("zmq-{shape}.stderr")));
+            let context = format!("zmq {shape} {}", args.join(" "));
+            let (armed, sample) = armed_then_sample(&mut client, &context);
+            assert_eq!(armed.connections, 2, "{context}");
+            let context = format!("{context}: {sample:?}\n{}", client.stderr_text());
+            assert_sound(&sample, &context);
+            let response_size = if shape == Shape::Send {
+                0
+            } else {
+                RESPONSE_SIZE
+            };
+            assert_eq!(sample.requests, sample.completed, "{context}");
+            assert_eq!(sample.request_bytes, sample.completed * REQUEST_SIZE);
+            // a zmq command has no acknowledgement
+            let acks = if shape == Shape::Send {
+                0
+            } else {
+                sample.completed
+            };
+            assert_eq!(sample.responses, acks, "{context}");
+            assert_eq!(sample.response_bytes, acks * response_size, "{context}");
+            assert!(sample.submit_cpu_ns.is_some_and(|ns| ns > 0), "{context}");
+            match shape {
+                Shape::Send => commands += sample.completed,
+                _ => unary_completed += sample.completed,
+            }
+            shut_down_client(&mut client, &context);
+        }
+    }
+    server.send("WINDOW END");
+    let Event::Window(window) = server.next_event() else {
+        panic!("expected window\n{}", server.stderr_text());
+    };
+    let counters = &window.counters;
+    assert!(counters["commands"] >= commands, "{counters:?}");
+    assert!(counters["responses"] >= unary_completed, "{counters:?}");
+    assert_eq!(
+        (counters["rejected"], counters["dropped"]),
+        (0, 0),
+        "{counters:?}"
+    );
+    assert_eq!(window.first_rejection, None);
+    server.send("SHUTDOWN");
+    assert!(matches!(server.next_event(), Event::Stopped(_)));
+    assert_eq!(server.exit_code(), 0, "{}", server.stderr_text());
+}
+
+/// zmq refuses, before anything runs, a stream shape and TLS.
+#[test]
+fn zmq_refuses_streams_and_tls() {
+    let pki = Pki::new();
+    let refused = |args: Vec<String>, expected: &str| {
+        let mut peer = Peer::spawn(&args, &pki.path("zmq-refused.stderr"));
+        let Event::Error(error) = peer.next_event() else {
+            panic!("expected an error for {args:?}");
+        };
+        assert!(error.message.contains(expected), "{error:?}");
+        assert_eq!(peer.exit_code(), 2);
+    };
+    let bidi = common::plain_client_args(
+        "zmq",
+        "127.0.0.1:1",
+        &[
+            ("--shape", &"bidi"),
+            ("--load", &"closed"),
+            ("--concurrency", &1),
+            ("--request-size", &1),
+            ("--response-size", &1),
+            ("--messages-per-stream", &1),
+            ("--warmup-ms", &0),
+            ("--window-ms", &10),
+            ("--drain-ms", &10),
+        ],
+    );
+    refused(bidi, "--stack zmq does not carry --shape bidi");
+    let tls = strings(&[
+        "server",
+        "--stack",
+        "zmq",
+        "--listen",
+        "127.0.0.1:0",
+        "--cert",
+        "c",
+        "--key",
+        "k",
+    ]);
+    refused(tls, "ZeroMQ has no TLS");
 }

@@ -222,6 +222,9 @@ pub enum LoadModel {
         streams: u32,
         /// How long after the deadline the summaries may take (bounded by the drain too).
         settle_ns: Nanos,
+        /// Revision 1.3, `--shape send`: S lanes of one-way commands, one in flight each,
+        /// instead of S client streams.
+        commands: bool,
     },
     /// Operations at intended start times.
     Open(open::OpenConfig),

@@ -1,10 +1,14 @@
 //! `grpc`: tonic, gRPC over HTTP/2 over TLS over TCP, with this crate's own rustls configs
-//! (crate::tls) instead of tonic's TLS features so that every stack's TLS is identical.
+//! (crate::tls) instead of tonic's TLS features so that every stack's TLS is identical. With
+//! `--tls off` (revision 1.3) the same connector and acceptor hand tonic the bare TCP stream:
+//! HTTP/2 with prior knowledge (h2c; tonic's client and server speak only HTTP/2, so the preface
+//! goes out at once, without ALPN or `Upgrade`).
 //!
 //! Client: one `Channel`, i.e. one HTTP/2 connection, shared by every lane, as gRPC clients are
 //! meant to be used. Server: tonic's `Server` over a stream of TLS connections accepted here.
 //! HTTP/2 settings are set explicitly and equally on both ends (docs/stacks.md, "grpc").
 
+use super::conn::{ClientConn, OverTcp, ServerConn};
 use super::framing::method_path;
 use super::tcp::{accept_tcp, accept_tls, connect_tls};
 use super::validate::RequestCheck;
@@ -31,7 +35,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 use tonic::transport::server::Connected;
 use tonic::transport::{Channel, Endpoint, Server};
@@ -87,7 +90,8 @@ pub struct GrpcLane {
     workload: Workload,
 }
 
-/// The tower connector tonic calls to open its connection: TCP (with TCP_NODELAY) plus our TLS.
+/// The tower connector tonic calls to open its connection: TCP (with TCP_NODELAY) plus our TLS
+/// (none with `--tls off`).
 #[derive(Clone)]
 struct TlsTcpConnector {
     addr: SocketAddr,
@@ -97,7 +101,7 @@ struct TlsTcpConnector {
 }
 
 impl tower::Service<http::Uri> for TlsTcpConnector {
-    type Response = TokioIo<tokio_rustls::client::TlsStream<TcpStream>>;
+    type Response = TokioIo<ClientConn>;
     type Error = OpError;
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, OpError>> + Send>>;
 
@@ -109,7 +113,7 @@ impl tower::Service<http::Uri> for TlsTcpConnector {
         let connector = self.clone();
         Box::pin(async move {
             let stream = connect_tls(connector.addr, &connector.settings).await?;
-            connector.sockets.register(stream.get_ref().0);
+            connector.sockets.register(stream.tcp());
             Ok(TokioIo::new(stream))
         })
     }
@@ -160,7 +164,12 @@ impl ClientStack for GrpcClient {
 
     async fn connect(settings: &ClientSettings) -> Result<(GrpcClient, Vec<GrpcLane>), OpError> {
         let addr = resolve_server(settings).await?;
-        let endpoint = Endpoint::from_shared(format!("https://{}", settings.server))
+        let scheme = if settings.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        let endpoint = Endpoint::from_shared(format!("{scheme}://{}", settings.server))
             .map_err(|e| {
                 OpError::new(
                     code::CONFIG,
@@ -367,6 +376,7 @@ impl RawCall for GrpcLane {
         let requests = stream::iter(requests);
         match shape {
             Shape::ClientStream => verdict(self.start::<pb::Summary>(shape, requests).await).await,
+            Shape::Send => verdict(self.start::<pb::Empty>(shape, requests).await).await,
             _ => verdict(self.start::<pb::Response>(shape, requests).await).await,
         }
     }
@@ -424,10 +434,12 @@ impl Lane for GrpcLane {
         let requests = move || stream::iter((0..n).map(move |i| workload.request(i, 0)));
         self.ready().await?;
         match shape {
-            Shape::Send => Err(OpError::new(
-                code::INTERNAL,
-                "shape send is not offered by this peer yet",
-            )),
+            Shape::Send => {
+                // The acknowledgement is `Empty` with status OK: exactly one message.
+                let responses = self.start(shape, one(0)).await.map_err(status_error)?;
+                let _: pb::Empty = read_one(responses).await?;
+                Ok(workload.outcome(1, 1, 0))
+            }
             Shape::Unary => {
                 let responses = self.start(shape, one(0)).await.map_err(status_error)?;
                 let response: pb::Response = read_one(responses).await?;
@@ -558,7 +570,7 @@ impl GrpcService {
 
 /// INVALID_ARGUMENT with `message`, counted as a rejected call.
 fn refuse(state: &ServerState, message: String) -> Status {
-    state.reject();
+    state.reject_with(&message);
     Status::invalid_argument(message)
 }
 
@@ -597,10 +609,19 @@ impl BenchService for GrpcService {
         Ok(Response::new(summary))
     }
 
-    async fn command(&self, _request: Request<pb::Request>) -> Result<Response<pb::Empty>, Status> {
-        Err(Status::unimplemented(
-            "Command (shape send, protocol 1.3) is not served by this Rust peer yet",
-        ))
+    /// Shape `send` (revision 1.3): validated as a unary request whose `response_size` is 0,
+    /// counted in `commands`, acknowledged with `Empty`.
+    async fn command(&self, request: Request<pb::Request>) -> Result<Response<pb::Empty>, Status> {
+        let mut tally = CallTally::new(&self.state);
+        let request = request.into_inner();
+        tally.request();
+        RequestCheck::new(Shape::Send)
+            .check(&request)
+            .map_err(|m| self.refuse(m))?;
+        self.state.command();
+        self.state.hold().await;
+        tally.response();
+        Ok(Response::new(pb::Empty {}))
     }
 
     type ServerStreamStream = ResponseStream;
@@ -700,11 +721,12 @@ fn stalled(responses: ResponseStream, state: &Arc<ServerState>) -> ResponseStrea
     }))
 }
 
-/// An accepted TLS connection, as tonic's server wants it (tonic's own `Connected` impl for TLS
-/// streams needs its TLS features, which would bring a second TLS configuration path), with its
-/// registration for the server's transport statistics (read one last time when it ends).
+/// An accepted connection (TLS, or plain TCP with `--tls off`), as tonic's server wants it
+/// (tonic's own `Connected` impl for TLS streams needs its TLS features, which would bring a
+/// second TLS configuration path), with its registration for the server's transport statistics
+/// (read one last time when it ends).
 struct TlsConnection {
-    stream: tokio_rustls::server::TlsStream<TcpStream>,
+    stream: ServerConn,
     _registration: crate::transport::Registration,
 }
 
@@ -756,12 +778,12 @@ impl AsyncWrite for TlsConnection {
 /// Binds `addr` and serves until stopped.
 pub async fn serve(
     addr: SocketAddr,
-    tls: Arc<rustls::ServerConfig>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     state: Arc<ServerState>,
 ) -> Result<RunningServer, Failure> {
     let (listener, local_addr) = super::bind_tcp(addr).await?;
     let (connections, incoming) = tokio::sync::mpsc::channel::<io::Result<TlsConnection>>(1024);
-    let acceptor = TlsAcceptor::from(tls);
+    let acceptor = tls.map(TlsAcceptor::from);
     let registry = state.connections.clone();
     let accept_loop = tokio::spawn(async move {
         loop {
@@ -771,7 +793,7 @@ pub async fn serve(
             let connections = connections.clone();
             let registration = registry.register_tcp(&tcp);
             tokio::spawn(async move {
-                if let Some(stream) = accept_tls(tcp, remote, &acceptor).await {
+                if let Some(stream) = accept_tls(tcp, remote, acceptor.as_ref()).await {
                     let connection = TlsConnection {
                         stream,
                         _registration: registration,

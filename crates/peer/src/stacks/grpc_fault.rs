@@ -9,7 +9,7 @@
 //! HTTP/2 trailers end a stream, so `early-status` cannot put a message after them: it leaves
 //! the last message out (the status OK comes before it would have).
 
-use super::framing::shape_of_path;
+use super::framing::{method_path, shape_of_path};
 use super::validate::RequestCheck;
 use super::{CallTally, MAX_MESSAGE, ServerState};
 use crate::fault::{Answer, Ending, ServerFault, Step, bidi_end, bidi_request, plan};
@@ -61,7 +61,13 @@ where
     }
 
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
-        let shape = shape_of_path(request.uri().path().as_bytes());
+        let path = request.uri().path();
+        // Command (shape send) is a gRPC method only: the native framing has no one-way call.
+        let shape = if path == method_path(Shape::Send) {
+            Some(Shape::Send)
+        } else {
+            shape_of_path(path.as_bytes())
+        };
         let (state, fault) = (self.state.clone(), self.fault);
         Box::pin(async move {
             Ok(match shape {
@@ -69,6 +75,14 @@ where
                     grpc::<pb::Summary>()
                         .streaming(
                             FaultCall::<pb::Summary>::new(state, fault, Shape::ClientStream),
+                            request,
+                        )
+                        .await
+                }
+                Some(Shape::Send) => {
+                    grpc::<pb::Empty>()
+                        .streaming(
+                            FaultCall::<pb::Empty>::new(state, fault, Shape::Send),
                             request,
                         )
                         .await
@@ -142,7 +156,7 @@ async fn answer<M: Answer>(
     let mut check = RequestCheck::new(shape);
     let mut received = Vec::new();
     let refuse = |message: String| {
-        state.reject();
+        state.reject_with(&message);
         Status::invalid_argument(message)
     };
     while let Some(request) = requests.message().await? {
@@ -160,6 +174,9 @@ async fn answer<M: Answer>(
             "a {shape} call carries exactly one request, got {}",
             received.len()
         )));
+    }
+    if shape.is_one_way() {
+        state.command();
     }
     let plan = plan::<M>(fault, shape, &received);
     let step = Step {

@@ -11,6 +11,7 @@
 //! [`grpc_fault`] is the gRPC server of a conformance fault (crate::fault); the native stacks run
 //! faults in [`native`].
 
+pub mod conn;
 pub mod framing;
 pub mod grpc;
 pub mod grpc_fault;
@@ -19,6 +20,10 @@ pub mod quic;
 pub mod tcp;
 pub mod validate;
 pub mod workload;
+pub mod zmq;
+pub mod zmq_client;
+pub mod zmq_server;
+pub mod zmq_wire;
 
 pub use workload::Workload;
 
@@ -127,10 +132,11 @@ pub fn tune_tcp(stream: &tokio::net::TcpStream) -> std::io::Result<()> {
 pub struct ClientSettings {
     /// `--server` as given (HOST:PORT).
     pub server: String,
-    /// `--server-name`, parsed.
-    pub server_name: ServerName<'static>,
-    /// The client TLS configuration (crate::tls), with the stack's ALPN.
-    pub tls: Arc<rustls::ClientConfig>,
+    /// `--server-name`, parsed (`None` with `--tls off`).
+    pub server_name: Option<ServerName<'static>>,
+    /// The client TLS configuration (crate::tls), with the stack's ALPN (`None` with `--tls
+    /// off`: plaintext).
+    pub tls: Option<Arc<rustls::ClientConfig>>,
     /// The workload.
     pub workload: Workload,
     /// Number of lanes.
@@ -188,6 +194,12 @@ pub trait ClientStack: Sized + Send + 'static {
     /// stack cannot.
     fn transport_probe(&self) -> Option<crate::transport::Probe> {
         None
+    }
+
+    /// The CPU time so far of the thread that submits every operation (revision 1.3,
+    /// `submit_cpu_ns`), where the stack has one (zmq's socket thread).
+    fn submit_cpu_ns(&self) -> impl Future<Output = Option<u64>> + Send {
+        async { None }
     }
 
     /// Closes every connection (bounded in time).
@@ -264,13 +276,16 @@ impl RunningServer {
 }
 
 /// A server's counters, reported in `stopped`: RPCs handled, messages received and sent, and
-/// calls answered with a non-OK status.
+/// calls answered with a non-OK status; revision 1.3: one-way commands received and validated
+/// (shape `send`) and replies dropped at a high-water mark (zmq).
 #[derive(Debug, Default)]
 pub struct Counters {
     rpcs: AtomicU64,
     requests: AtomicU64,
     responses: AtomicU64,
     rejected: AtomicU64,
+    commands: AtomicU64,
+    dropped: AtomicU64,
 }
 
 impl Counters {
@@ -282,6 +297,32 @@ impl Counters {
             self.responses.load(Ordering::Relaxed),
             self.rejected.load(Ordering::Relaxed),
         )
+    }
+
+    /// One-way commands received and validated (shape `send`).
+    pub fn commands(&self) -> u64 {
+        self.commands.load(Ordering::Relaxed)
+    }
+
+    /// Replies dropped because the client's queue was at its high-water mark (zmq).
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Adds to the counters at once (the zmq server counts on its own thread and adds in
+    /// batches): rpcs, requests, responses, commands, dropped.
+    pub fn add(&self, rpcs: u64, requests: u64, responses: u64, commands: u64, dropped: u64) {
+        for (counter, n) in [
+            (&self.rpcs, rpcs),
+            (&self.requests, requests),
+            (&self.responses, responses),
+            (&self.commands, commands),
+            (&self.dropped, dropped),
+        ] {
+            if n > 0 {
+                counter.fetch_add(n, Ordering::Relaxed);
+            }
+        }
     }
 }
 
@@ -297,12 +338,37 @@ pub struct ServerState {
     pub fault: Option<ServerFault>,
     /// Every accepted connection, for the `stopped` event's transport statistics.
     pub connections: crate::transport::ServerConnections,
+    /// Whether the stack counts `dropped` (zmq), which `window` and `stopped` then print.
+    pub counts_dropped: bool,
+    /// Revision 1.3: the message of the first call, command or frame rejected, for `window` and
+    /// `stopped`.
+    pub first_rejection: std::sync::OnceLock<String>,
 }
 
 impl ServerState {
     /// One call was answered with a non-OK status (a rare path: one shared atomic addition).
     pub fn reject(&self) {
         self.counters.rejected.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// One call, command or frame was rejected for `why`: counted, and `why` kept (on one line)
+    /// if it is the first.
+    pub fn reject_with(&self, why: &str) {
+        self.reject();
+        self.note_rejection(why);
+    }
+
+    /// Keeps `why` as the first rejection if none was kept yet (the counter is the caller's).
+    pub fn note_rejection(&self, why: &str) {
+        if self.first_rejection.get().is_none() {
+            let line = why.split_whitespace().collect::<Vec<_>>().join(" ");
+            let _ = self.first_rejection.set(line);
+        }
+    }
+
+    /// One command (shape `send`) received and validated.
+    pub fn command(&self) {
+        self.counters.commands.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Waits out a stall in progress, if any, before a response message is sent.
@@ -373,6 +439,11 @@ impl CallTally {
     /// The call was answered with a non-OK status.
     pub fn reject(&self) {
         self.state.reject();
+    }
+
+    /// The call was answered with a non-OK status for `why` (kept if it is the first).
+    pub fn reject_with(&self, why: &str) {
+        self.state.reject_with(why);
     }
 }
 

@@ -479,7 +479,7 @@ pub async fn serve_call<R: RecvHalf, W: SendHalf>(
         Some(Ok(frame)) => frame,
         Some(Err(FrameError::Io(_))) => return CallEnd::Closed,
         Some(Err(e)) => {
-            state.reject();
+            state.reject_with(&e.to_string());
             return reply(
                 writer,
                 status::INVALID_ARGUMENT,
@@ -519,7 +519,7 @@ pub async fn serve_call<R: RecvHalf, W: SendHalf>(
             message,
             end_seen,
         }) => {
-            state.reject();
+            state.reject_with(&message);
             eprintln!("rpcarena-peer-rust: rejected a call with status {code}: {message}");
             let end = if end_seen || skip_to_end(reader).await {
                 CallEnd::Next
@@ -529,7 +529,7 @@ pub async fn serve_call<R: RecvHalf, W: SendHalf>(
             reply(writer, code, message, end).await
         }
         Err(CallError::Broken(message)) => {
-            state.reject();
+            state.reject_with(&message);
             eprintln!("rpcarena-peer-rust: closing a malformed call: {message}");
             reply(writer, status::INVALID_ARGUMENT, message, CallEnd::Closed).await
         }
@@ -886,7 +886,8 @@ mod tests {
     async fn every_shape_round_trips_and_a_connection_carries_many_calls() {
         let state = Arc::new(ServerState::default());
         let (mut reader, mut writer) = server(state.clone());
-        for shape in Shape::EVERY {
+        // (send is not offered on the native framing)
+        for shape in Shape::EVERY.into_iter().filter(|s| !s.is_one_way()) {
             for seq in 0..3 {
                 let outcome = call(&mut reader, &mut writer, &workload(shape), seq)
                     .await

@@ -233,7 +233,14 @@ impl ClientStack for QuicClient {
         let endpoint = endpoint(socket, None).map_err(|e| {
             OpError::new(code::CONNECT, format!("cannot start a QUIC endpoint: {e}"))
         })?;
-        let crypto = QuicClientConfig::try_from(settings.tls.clone()).map_err(|e| {
+        // args.rs refuses --tls off for quic, so both are there.
+        let (Some(tls), Some(server_name)) = (&settings.tls, &settings.server_name) else {
+            return Err(OpError::new(
+                code::CONFIG,
+                "QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic",
+            ));
+        };
+        let crypto = QuicClientConfig::try_from(tls.clone()).map_err(|e| {
             OpError::new(
                 code::INTERNAL,
                 format!("TLS configuration unusable for QUIC: {e}"),
@@ -241,7 +248,7 @@ impl ClientStack for QuicClient {
         })?;
         let mut config = quinn::ClientConfig::new(Arc::new(crypto));
         config.transport_config(Arc::new(transport_config()));
-        let name = settings.server_name.to_str();
+        let name = server_name.to_str();
         let connecting = endpoint
             .connect_with(config, server, &name)
             .map_err(|e| OpError::new(code::CONFIG, format!("cannot connect to {server}: {e}")))?;

@@ -1,6 +1,8 @@
 //! `tcp`: the native framing over TLS over TCP, the floor without HTTP/2. One connection per
 //! lane; a connection carries its lane's calls one after another (after STATUS, the next HEADER).
+//! With `--tls off` (revision 1.3) the frames go straight onto the TCP socket.
 
+use super::conn::{ClientConn, MaybeTls, OverTcp, ServerConn};
 use super::native::{self, CallEnd, Reader, Writer};
 use super::{
     ClientSettings, ClientStack, HANDSHAKE_TIMEOUT, RawCall, RunningServer, ServerState,
@@ -18,9 +20,9 @@ use std::time::Duration;
 use tokio::io::{ReadHalf, WriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinSet;
-use tokio_rustls::{TlsAcceptor, TlsConnector, client, server};
+use tokio_rustls::{TlsAcceptor, TlsConnector};
 
-type ClientStream = client::TlsStream<TcpStream>;
+type ClientStream = ClientConn;
 
 /// The stack's own settings as `capabilities` declares them (docs/stacks.md, "Settings every
 /// peer declares"): no windows of its own (the kernel's TCP windows, autotuned), one connection
@@ -37,8 +39,9 @@ pub fn declared() -> Vec<(&'static str, Setting)> {
 /// How long closing a connection may take.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
-/// Opens a TCP connection with TCP_NODELAY and performs the TLS handshake; errors carry code
-/// `connect` or `tls`. Shared with the gRPC connector so both TCP stacks connect identically.
+/// Opens a TCP connection with TCP_NODELAY and performs the TLS handshake (none with `--tls
+/// off`); errors carry code `connect` or `tls`. Shared with the gRPC connector so both TCP stacks
+/// connect identically.
 pub async fn connect_tls(
     addr: SocketAddr,
     settings: &ClientSettings,
@@ -51,17 +54,17 @@ pub async fn connect_tls(
     })?;
     tune_tcp(&tcp)
         .map_err(|e| OpError::new(code::CONNECT, format!("cannot set TCP_NODELAY: {e}")))?;
-    TlsConnector::from(settings.tls.clone())
-        .connect(settings.server_name.clone(), tcp)
+    let (Some(tls), Some(server_name)) = (&settings.tls, &settings.server_name) else {
+        return Ok(MaybeTls::Plain(tcp));
+    };
+    TlsConnector::from(tls.clone())
+        .connect(server_name.clone(), tcp)
         .await
+        .map(MaybeTls::Tls)
         .map_err(|e| {
             OpError::new(
                 code::TLS,
-                crate::tls::handshake_error_message(
-                    &e,
-                    &settings.server,
-                    &settings.server_name.to_str(),
-                ),
+                crate::tls::handshake_error_message(&e, &settings.server, &server_name.to_str()),
             )
         })
 }
@@ -82,18 +85,22 @@ pub async fn accept_tcp(listener: &TcpListener) -> (TcpStream, SocketAddr) {
 }
 
 /// The server's side of an accepted connection: TCP_NODELAY (a socket that refuses it is
-/// reported and served as it is), then the TLS handshake within [`HANDSHAKE_TIMEOUT`]. A failed
-/// or late handshake is reported on stderr and gives `None`.
+/// reported and served as it is), then the TLS handshake within [`HANDSHAKE_TIMEOUT`] (none
+/// without an acceptor, `--tls off`). A failed or late handshake is reported on stderr and gives
+/// `None`.
 pub async fn accept_tls(
     tcp: TcpStream,
     remote: SocketAddr,
-    acceptor: &TlsAcceptor,
-) -> Option<server::TlsStream<TcpStream>> {
+    acceptor: Option<&TlsAcceptor>,
+) -> Option<ServerConn> {
     if let Err(e) = tune_tcp(&tcp) {
         eprintln!("rpcarena-peer-rust: cannot set TCP_NODELAY for {remote}: {e}");
     }
+    let Some(acceptor) = acceptor else {
+        return Some(MaybeTls::Plain(tcp));
+    };
     match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
-        Ok(Ok(stream)) => Some(stream),
+        Ok(Ok(stream)) => Some(MaybeTls::Tls(stream)),
         Ok(Err(e)) => {
             eprintln!("rpcarena-peer-rust: TLS handshake with {remote} failed: {e}");
             None
@@ -145,7 +152,7 @@ impl ClientStack for TcpClient {
         let lanes = streams
             .into_iter()
             .map(|stream| {
-                sockets.register(stream.get_ref().0);
+                sockets.register(stream.tcp());
                 let (read, write) = tokio::io::split(stream);
                 TcpLane {
                     reader: native::reader(read),
@@ -220,11 +227,11 @@ impl RawCall for TcpLane {
 /// slow handshake never delays another connection).
 pub async fn serve(
     addr: SocketAddr,
-    tls: Arc<rustls::ServerConfig>,
+    tls: Option<Arc<rustls::ServerConfig>>,
     state: Arc<ServerState>,
 ) -> Result<RunningServer, Failure> {
     let (listener, local_addr) = super::bind_tcp(addr).await?;
-    let acceptor = TlsAcceptor::from(tls);
+    let acceptor = tls.map(TlsAcceptor::from);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let task = tokio::spawn(async move {
         // Dropping the set at the end aborts every connection task.
@@ -254,11 +261,11 @@ pub async fn serve(
 async fn serve_connection(
     tcp: TcpStream,
     remote: SocketAddr,
-    acceptor: TlsAcceptor,
+    acceptor: Option<TlsAcceptor>,
     state: Arc<ServerState>,
 ) {
     let _registration = state.connections.register_tcp(&tcp);
-    let Some(stream) = accept_tls(tcp, remote, &acceptor).await else {
+    let Some(stream) = accept_tls(tcp, remote, acceptor.as_ref()).await else {
         return;
     };
     let (read, write) = tokio::io::split(stream);

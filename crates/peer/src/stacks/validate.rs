@@ -149,6 +149,12 @@ fn check_ranges(shape: Shape, kind: Payload, request: &pb::Request) -> Result<()
     }
     kind.check_size(request.response_size)
         .map_err(|e| format!("response_size: {e}"))?;
+    if shape == Shape::Send && request.response_size != 0 {
+        return Err(format!(
+            "response_size {}: a command (shape send) has no response, expected 0",
+            request.response_size
+        ));
+    }
     if shape == Shape::ServerStream && !(1..=MAX_MESSAGES).contains(&request.response_messages) {
         return Err(format!(
             "response_messages {} is outside 1..={MAX_MESSAGES}",

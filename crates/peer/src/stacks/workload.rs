@@ -27,12 +27,19 @@ pub struct Workload {
 
 impl Workload {
     /// Request `seq`, asking for `response_messages` responses (a server stream's N, else 0).
+    /// A command (shape `send`) asks for no response: `response_size` 0 whatever
+    /// `--response-size` said.
     pub fn request(&self, seq: u64, response_messages: u32) -> pb::Request {
+        let response_size = if self.shape.is_one_way() {
+            0
+        } else {
+            self.response_size
+        };
         request(
             self.payload,
             seq,
             self.request_size,
-            self.response_size,
+            response_size,
             response_messages,
         )
     }

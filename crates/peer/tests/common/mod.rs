@@ -229,6 +229,8 @@ pub fn assert_operation_counts(
 ) {
     let requests = shape.requests_per_op(messages as u32);
     let responses = shape.responses_per_op(messages as u32);
+    // a command's acknowledgement (grpc's Empty) carries no payload
+    let response_size = if shape.is_one_way() { 0 } else { response_size };
     assert_eq!(sample.requests, sample.completed * requests, "{context}");
     assert_eq!(sample.responses, sample.completed * responses, "{context}");
     assert_eq!(
@@ -241,6 +243,57 @@ pub fn assert_operation_counts(
         sample.responses * response_size,
         "{context}"
     );
+}
+
+/// The shapes `stack` carries (revision 1.3): `send` on grpc and zmq, every other shape on
+/// the native stacks, unary and send on zmq.
+pub fn shapes(stack: &str) -> Vec<Shape> {
+    if stack == "zmq" {
+        return vec![Shape::Unary, Shape::Send];
+    }
+    Shape::EVERY
+        .into_iter()
+        .filter(|shape| stack == "grpc" || !shape.is_one_way())
+        .collect()
+}
+
+/// A plaintext server (`--tls off`) of `stack` with `extra` arguments, and its address.
+pub fn start_plain_server(pki: &Pki, stack: &str, extra: &[&str]) -> (Peer, String) {
+    let mut args = strings(&[
+        "server",
+        "--stack",
+        stack,
+        "--listen",
+        "127.0.0.1:0",
+        "--tls",
+        "off",
+    ]);
+    args.extend(strings(extra));
+    let name = format!("{stack}-plain-{}-server.stderr", extra.join("-"));
+    let server = Peer::spawn(&args, &pki.path(&name));
+    let Event::Ready(ready) = server.next_event() else {
+        panic!(
+            "the server's first event must be ready\n{}",
+            server.stderr_text()
+        );
+    };
+    (server, ready.address)
+}
+
+/// A plaintext client's command line: `--stack`, `--server`, `--tls off`, then `options`.
+pub fn plain_client_args(
+    stack: &str,
+    address: &str,
+    options: &[(&str, &dyn Display)],
+) -> Vec<String> {
+    let mut args = strings(&[
+        "client", "--stack", stack, "--server", address, "--tls", "off",
+    ]);
+    for (name, value) in options {
+        args.push(name.to_string());
+        args.push(value.to_string());
+    }
+    args
 }
 
 pub fn start_server(pki: &Pki, stack: &str) -> (Peer, String) {
