@@ -9,7 +9,7 @@ HDR_PACKAGE="native-hdr-histogram@1.0.0"
 HDR_TARBALL="native-hdr-histogram-1.0.0.tgz"
 HDR_INTEGRITY="sha512-m6rSY8FCsJpM6wQ68lcKymXEPWkVPsClzNcxHE5nAQsDK5gLycWQ1eHhBW2M9Hu1yBSuJTcqH1J09Sr44447qQ=="
 HDR_C_VERSION="0.11.1"
-APT_PACKAGES="build-essential cmake pkg-config libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev zlib1g-dev npm"
+APT_PACKAGES="build-essential cmake pkg-config libgrpc-dev libprotobuf-c-dev protobuf-c-compiler libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev libzmq3-dev zlib1g-dev npm"
 
 missing() {
     echo "build.sh: $1 is missing; install the build dependencies with:" >&2
@@ -20,7 +20,7 @@ missing() {
 for tool in cc cmake pkg-config protoc-c npm tar sha512sum base64 perl dpkg-query; do
     command -v "$tool" >/dev/null 2>&1 || missing "$tool"
 done
-for module in grpc libprotobuf-c libngtcp2 libngtcp2_crypto_gnutls gnutls zlib; do
+for module in grpc libprotobuf-c libngtcp2 libngtcp2_crypto_gnutls gnutls libzmq zlib; do
     pkg-config --exists "$module" || missing "the pkg-config module $module"
 done
 
@@ -48,7 +48,7 @@ fi
 deb() { dpkg-query -W -f='${Version}' "$1" 2>/dev/null || echo unknown; }
 LIBS="libgrpc29=$(deb libgrpc29);libssl3=$(deb libssl3);libngtcp2-9=$(deb libngtcp2-9)"
 LIBS="$LIBS;libngtcp2-crypto-gnutls2=$(deb libngtcp2-crypto-gnutls2);libgnutls30=$(deb libgnutls30)"
-LIBS="$LIBS;libprotobuf-c1=$(deb libprotobuf-c1);HdrHistogram_c=$HDR_C_VERSION (npm $HDR_PACKAGE)"
+LIBS="$LIBS;libzmq5=$(deb libzmq5);libprotobuf-c1=$(deb libprotobuf-c1);HdrHistogram_c=$HDR_C_VERSION (npm $HDR_PACKAGE)"
 {
     printf '#define PEER_BUILD_FLAGS "%s"\n' "-O2 -std=gnu11 -ffile-prefix-map (CMake Release)"
     printf '#define PEER_LIB_VERSIONS "%s"\n' "$LIBS"

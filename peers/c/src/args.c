@@ -7,16 +7,25 @@
 
 #include "util.h"
 
-static const char *const STACKS[] = {"grpc", "quic"};
-static const char *const SHAPES[] = {"unary", "client_stream", "server_stream", "bidi"};
+static const char *const STACKS[] = {"grpc", "quic", "zmq"};
+static const char *const SHAPES[] = {"unary", "client_stream", "server_stream", "bidi", "send"};
 static const char *const LOADS[] = {"closed", "window", "backpressure", "send-saturation",
                                     "open"};
 static const char *const PAYLOADS[] = {"zeros", "structured"};
+static const char *const SERVER_FAULTS[] = {
+    "none",           "wrong-seq",     "short-payload", "nonzero-byte",
+    "wrong-summary",  "missing-message", "extra-message", "early-status",
+    "error-status",   "corrupt-structured", "skip-validation"};
+static const char *const CLIENT_FAULTS[] = {
+    "none",       "nonzero-byte", "corrupt-structured", "seq-order", "length-change",
+    "response-size-too-large", "response-messages-zero", "empty-stream"};
 
 const char *stack_name(stack_kind s) { return STACKS[s]; }
 const char *shape_name(shape_kind s) { return SHAPES[s]; }
 const char *load_name(load_kind l) { return LOADS[l]; }
 const char *payload_name(payload_kind p) { return PAYLOADS[p]; }
+const char *server_fault_name(server_fault f) { return SERVER_FAULTS[f]; }
+const char *client_fault_name(client_fault f) { return CLIENT_FAULTS[f]; }
 
 uint32_t client_lanes(const client_args *a) {
     switch (a->load) {
@@ -111,24 +120,59 @@ enum {
     A_STACK, A_LISTEN, A_CERT, A_KEY, A_SERVER, A_SERVER_NAME, A_CA, A_SHAPE, A_CONCURRENCY,
     A_REQUEST_SIZE, A_RESPONSE_SIZE, A_MESSAGES, A_LOAD, A_PAYLOAD, A_IN_FLIGHT,
     A_MAX_IN_FLIGHT, A_STREAMS, A_SETTLE_MS, A_RATE, A_ARRIVAL, A_SEED, A_WARMUP_MS,
-    A_WINDOW_MS, A_DRAIN_MS, A_COUNT
+    A_WINDOW_MS, A_DRAIN_MS, A_TLS, A_FAULT, A_COUNT
 };
 
 static const char *const ARG_NAMES[A_COUNT] = {
     "--stack", "--listen", "--cert", "--key", "--server", "--server-name", "--ca", "--shape",
     "--concurrency", "--request-size", "--response-size", "--messages-per-stream", "--load",
     "--payload", "--in-flight", "--max-in-flight", "--streams", "--settle-ms", "--rate",
-    "--arrival", "--seed", "--warmup-ms", "--window-ms", "--drain-ms",
+    "--arrival", "--seed", "--warmup-ms", "--window-ms", "--drain-ms", "--tls",
+    "--conformance-fault",
 };
 
-static const int SERVER_ARGS[] = {A_STACK, A_LISTEN, A_CERT, A_KEY};
-static const int CLIENT_REQUIRED[] = {A_STACK,         A_SERVER,       A_SERVER_NAME, A_CA,
-                                      A_SHAPE,         A_CONCURRENCY,  A_REQUEST_SIZE,
-                                      A_RESPONSE_SIZE, A_MESSAGES,     A_LOAD,
-                                      A_WARMUP_MS,     A_WINDOW_MS,    A_DRAIN_MS};
+static const int SERVER_ARGS[] = {A_STACK, A_LISTEN};
+static const int CLIENT_REQUIRED[] = {A_STACK,        A_SERVER,        A_SHAPE,
+                                      A_CONCURRENCY,  A_REQUEST_SIZE,  A_RESPONSE_SIZE,
+                                      A_MESSAGES,     A_LOAD,          A_WARMUP_MS,
+                                      A_WINDOW_MS,    A_DRAIN_MS};
 
+static bool server_allows(int id) {
+    return id == A_STACK || id == A_LISTEN || id == A_CERT || id == A_KEY || id == A_TLS ||
+           id == A_FAULT;
+}
 static bool client_allows(int id) {
-    return id >= A_SERVER && id != A_LISTEN && id != A_CERT && id != A_KEY;
+    return id == A_STACK || id == A_TLS || id == A_FAULT ||
+           (id >= A_SERVER && id != A_LISTEN && id != A_CERT && id != A_KEY);
+}
+
+static bool set_tls(const char *v, bool *out, char *err, size_t errlen) {
+    if (strcmp(v, "on") == 0) *out = true;
+    else if (strcmp(v, "off") == 0) *out = false;
+    else ERR("--tls %s: expected on or off", v);
+    return true;
+}
+
+static bool set_fault(const char *const *names, size_t n, const char *v, int *out, char *err,
+                      size_t errlen) {
+    int k = find(names, n, v);
+    if (k <= 0) ERR("--conformance-fault %s: not a conformance fault mode of this role", v);
+    *out = k;
+    return true;
+}
+
+/* Which --tls values a stack takes (docs/peer-protocol.md "Plaintext"), then the TLS files:
+ * required with on, refused with off. `files` and `names` list the role's TLS arguments. */
+static bool check_tls(stack_kind stack, bool tls, const bool *seen, const int *files,
+                      size_t n, char *err, size_t errlen) {
+    if (stack == STACK_QUIC && !tls)
+        ERR("--tls off: QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic");
+    if (stack == STACK_ZMQ && tls) ERR("--tls on: zmq has no TLS; run it with --tls off");
+    for (size_t i = 0; i < n; i++) {
+        if (tls && !seen[files[i]]) ERR("missing argument %s (needed with --tls on)", ARG_NAMES[files[i]]);
+        if (!tls && seen[files[i]]) ERR("%s does not apply to --tls off", ARG_NAMES[files[i]]);
+    }
+    return true;
 }
 
 static bool set_server(server_args *s, int id, const char *v, char *err, size_t errlen) {
@@ -136,8 +180,8 @@ static bool set_server(server_args *s, int id, const char *v, char *err, size_t 
     char host[ARG_TEXT];
     switch (id) {
     case A_STACK: {
-        int k = find(STACKS, 2, v);
-        if (k < 0) ERR("--stack %s: this peer serves grpc and quic", v);
+        int k = find(STACKS, STACK_COUNT, v);
+        if (k < 0) ERR("--stack %s: this peer serves grpc, quic and zmq", v);
         s->stack = (stack_kind)k;
         return true;
     }
@@ -151,6 +195,17 @@ static bool set_server(server_args *s, int id, const char *v, char *err, size_t 
     case A_KEY:
         if (!copy_text(s->key, sizeof s->key, v)) ERR("--key: expected a file path");
         return true;
+    case A_TLS: return set_tls(v, &s->tls, err, errlen);
+    case A_FAULT: {
+        int k = 0;
+        if (!set_fault(SERVER_FAULTS, SF_COUNT, v, &k, err, errlen)) {
+            /* docs/stacks.md's zmq section calls skip-validation no-validation */
+            if (strcmp(v, "no-validation") != 0) return false;
+            k = SF_SKIP_VALIDATION;
+        }
+        s->fault = (server_fault)k;
+        return true;
+    }
     }
     ERR("%s does not apply to the server command", ARG_NAMES[id]);
 }
@@ -173,52 +228,9 @@ static bool set_ms(const char *name, const char *v, uint64_t min, uint64_t *out,
     return true;
 }
 
-static bool set_client(client_args *c, int id, const char *v, char *err, size_t errlen) {
-    uint16_t port;
-    char host[ARG_TEXT];
-    int k;
+/* The load models' own arguments. */
+static bool set_model_arg(client_args *c, int id, const char *v, char *err, size_t errlen) {
     switch (id) {
-    case A_STACK:
-        if ((k = find(STACKS, 2, v)) < 0) ERR("--stack %s: this peer drives grpc and quic", v);
-        c->stack = (stack_kind)k;
-        return true;
-    case A_SERVER:
-        if (!split_host_port(v, host, sizeof host, &port) || port == 0 ||
-            !copy_text(c->server, sizeof c->server, v))
-            ERR("--server %s: expected HOST:PORT with a port from 1 to 65535", v);
-        return true;
-    case A_SERVER_NAME:
-        if (!valid_server_name(v) || !copy_text(c->server_name, sizeof c->server_name, v))
-            ERR("--server-name %s: neither a DNS name nor an IP address", v);
-        return true;
-    case A_CA:
-        if (!copy_text(c->ca, sizeof c->ca, v)) ERR("--ca: expected a file path");
-        return true;
-    case A_SHAPE:
-        if (strcmp(v, "pingpong") == 0)
-            ERR("--shape pingpong: this client does not drive pingpong (its servers serve it); "
-                "expected unary, client_stream, server_stream or bidi");
-        if ((k = find(SHAPES, 4, v)) < 0)
-            ERR("--shape %s: expected unary, client_stream, server_stream or bidi", v);
-        c->shape = (shape_kind)k;
-        return true;
-    case A_CONCURRENCY:
-        return set_u32("--concurrency", v, 1, MAX_CONCURRENCY, &c->concurrency, err, errlen);
-    case A_REQUEST_SIZE:
-        return set_u32("--request-size", v, 0, MAX_PAYLOAD, &c->request_size, err, errlen);
-    case A_RESPONSE_SIZE:
-        return set_u32("--response-size", v, 0, MAX_PAYLOAD, &c->response_size, err, errlen);
-    case A_MESSAGES:
-        return set_u32("--messages-per-stream", v, 1, MAX_MESSAGES, &c->messages, err, errlen);
-    case A_LOAD:
-        if ((k = find(LOADS, 5, v)) < 0)
-            ERR("--load %s: expected closed, window, backpressure, send-saturation or open", v);
-        c->load = (load_kind)k;
-        return true;
-    case A_PAYLOAD:
-        if ((k = find(PAYLOADS, 2, v)) < 0) ERR("--payload %s: expected zeros or structured", v);
-        c->payload = (payload_kind)k;
-        return true;
     case A_IN_FLIGHT:
         return set_u32("--in-flight", v, 1, MAX_IN_FLIGHT_ARG, &c->in_flight, err, errlen);
     case A_MAX_IN_FLIGHT:
@@ -240,16 +252,110 @@ static bool set_client(client_args *c, int id, const char *v, char *err, size_t 
         if (!parse_u64(v, 0, UINT64_MAX, &c->seed))
             ERR("--seed %s: expected a whole number from 0 to 18446744073709551615", v);
         return true;
+    }
+    ERR("%s does not apply to the client command", ARG_NAMES[id]);
+}
+
+static bool set_client(client_args *c, int id, const char *v, char *err, size_t errlen) {
+    uint16_t port;
+    char host[ARG_TEXT];
+    int k;
+    switch (id) {
+    case A_STACK:
+        if ((k = find(STACKS, STACK_COUNT, v)) < 0)
+            ERR("--stack %s: this peer drives grpc, quic and zmq", v);
+        c->stack = (stack_kind)k;
+        return true;
+    case A_TLS: return set_tls(v, &c->tls, err, errlen);
+    case A_FAULT:
+        if (!set_fault(CLIENT_FAULTS, CF_COUNT, v, &k, err, errlen)) return false;
+        c->fault = (client_fault)k;
+        return true;
+    case A_SERVER:
+        if (!split_host_port(v, host, sizeof host, &port) || port == 0 ||
+            !copy_text(c->server, sizeof c->server, v))
+            ERR("--server %s: expected HOST:PORT with a port from 1 to 65535", v);
+        return true;
+    case A_SERVER_NAME:
+        if (!valid_server_name(v) || !copy_text(c->server_name, sizeof c->server_name, v))
+            ERR("--server-name %s: neither a DNS name nor an IP address", v);
+        return true;
+    case A_CA:
+        if (!copy_text(c->ca, sizeof c->ca, v)) ERR("--ca: expected a file path");
+        return true;
+    case A_SHAPE:
+        if (strcmp(v, "pingpong") == 0)
+            ERR("--shape pingpong: this client does not drive pingpong (its servers serve it); "
+                "expected unary, client_stream, server_stream, bidi or send");
+        if ((k = find(SHAPES, SHAPE_COUNT, v)) < 0)
+            ERR("--shape %s: expected unary, client_stream, server_stream, bidi or send", v);
+        c->shape = (shape_kind)k;
+        return true;
+    case A_CONCURRENCY:
+        return set_u32("--concurrency", v, 1, MAX_CONCURRENCY, &c->concurrency, err, errlen);
+    case A_REQUEST_SIZE:
+        return set_u32("--request-size", v, 0, MAX_PAYLOAD, &c->request_size, err, errlen);
+    case A_RESPONSE_SIZE:
+        return set_u32("--response-size", v, 0, MAX_PAYLOAD, &c->response_size, err, errlen);
+    case A_MESSAGES:
+        return set_u32("--messages-per-stream", v, 1, MAX_MESSAGES, &c->messages, err, errlen);
+    case A_LOAD:
+        if ((k = find(LOADS, 5, v)) < 0)
+            ERR("--load %s: expected closed, window, backpressure, send-saturation or open", v);
+        c->load = (load_kind)k;
+        return true;
+    case A_PAYLOAD:
+        if ((k = find(PAYLOADS, 2, v)) < 0) ERR("--payload %s: expected zeros or structured", v);
+        c->payload = (payload_kind)k;
+        return true;
     case A_WARMUP_MS: return set_ms("--warmup-ms", v, 0, &c->warmup_ms, err, errlen);
     case A_WINDOW_MS: return set_ms("--window-ms", v, 1, &c->window_ms, err, errlen);
     case A_DRAIN_MS: return set_ms("--drain-ms", v, 0, &c->drain_ms, err, errlen);
     }
-    ERR("%s does not apply to the client command", ARG_NAMES[id]);
+    return set_model_arg(c, id, v, err, errlen);
+}
+
+/* The shapes each stack carries: quic every stream shape but no one-way message, zmq unary and
+ * send (docs/stacks.md "zmq"), grpc all five. */
+static bool check_stack_shape(const client_args *c, char *err, size_t errlen) {
+    if (c->stack == STACK_QUIC && c->shape == SHAPE_SEND)
+        ERR("--shape send: --stack quic has no one-way message (the native framing answers every "
+            "request); use --stack grpc or zmq");
+    if (c->stack == STACK_ZMQ && c->shape != SHAPE_UNARY && c->shape != SHAPE_SEND)
+        ERR("--shape %s: --stack zmq carries unary and send only (no streams)", SHAPES[c->shape]);
+    if (c->load == LOAD_SEND_SATURATION && c->shape != SHAPE_CLIENT_STREAM && c->shape != SHAPE_SEND)
+        ERR("--load send-saturation runs client streams or one-way commands only, not --shape %s",
+            SHAPES[c->shape]);
+    return true;
+}
+
+/* A client conformance fault: on zmq only, and only where the mode applies. */
+static bool check_client_fault(const client_args *c, char *err, size_t errlen) {
+    if (c->fault == CF_NONE) return true;
+    if (c->stack != STACK_ZMQ)
+        ERR("--conformance-fault: this peer implements the conformance faults on --stack zmq only");
+    switch (c->fault) {
+    case CF_SEQ_ORDER:
+    case CF_LENGTH_CHANGE:
+    case CF_EMPTY_STREAM:
+        ERR("--conformance-fault %s applies to --shape client_stream, bidi or pingpong, not %s",
+            CLIENT_FAULTS[c->fault], SHAPES[c->shape]);
+    case CF_RESPONSE_MESSAGES_ZERO:
+        ERR("--conformance-fault %s applies to --shape server_stream, not %s",
+            CLIENT_FAULTS[c->fault], SHAPES[c->shape]);
+    case CF_CORRUPT_STRUCTURED:
+        if (c->payload != PAYLOAD_STRUCTURED)
+            ERR("--conformance-fault corrupt-structured needs --payload structured");
+        return true;
+    default: return true;
+    }
 }
 
 static bool check_client(const client_args *c, const bool *seen, char *err, size_t errlen) {
     for (size_t i = 0; i < sizeof CLIENT_REQUIRED / sizeof CLIENT_REQUIRED[0]; i++)
         if (!seen[CLIENT_REQUIRED[i]]) ERR("missing argument %s", ARG_NAMES[CLIENT_REQUIRED[i]]);
+    static const int files[] = {A_SERVER_NAME, A_CA};
+    if (!check_tls(c->stack, c->tls, seen, files, 2, err, errlen)) return false;
     if (c->payload == PAYLOAD_STRUCTURED) {
         if (c->request_size == 1 || c->request_size == 2)
             ERR("--request-size %u with --payload structured: a structured payload is 0 or at "
@@ -276,13 +382,22 @@ static bool check_client(const client_args *c, const bool *seen, char *err, size
         if (!given && specific[i].required && specific[i].owner == c->load)
             ERR("--load %s needs %s", LOADS[c->load], ARG_NAMES[specific[i].id]);
     }
-    if (c->load == LOAD_SEND_SATURATION && c->shape != SHAPE_CLIENT_STREAM)
-        ERR("--load send-saturation runs client streams only, not --shape %s", SHAPES[c->shape]);
+    return check_stack_shape(c, err, errlen) && check_client_fault(c, err, errlen);
+}
+
+static bool check_server(const server_args *s, const bool *seen, char *err, size_t errlen) {
+    for (size_t i = 0; i < sizeof SERVER_ARGS / sizeof SERVER_ARGS[0]; i++)
+        if (!seen[SERVER_ARGS[i]]) ERR("missing argument %s", ARG_NAMES[SERVER_ARGS[i]]);
+    static const int files[] = {A_CERT, A_KEY};
+    if (!check_tls(s->stack, s->tls, seen, files, 2, err, errlen)) return false;
+    if (s->fault != SF_NONE && s->stack != STACK_ZMQ)
+        ERR("--conformance-fault: this peer implements the conformance faults on --stack zmq only");
     return true;
 }
 
 bool args_parse(int argc, char **argv, command_t *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
+    out->server.tls = out->client.tls = true;
     if (argc < 2) ERR("no command given; expected capabilities, server or client");
     const char *cmd = argv[1];
     if (strcmp(cmd, "capabilities") == 0) {
@@ -300,10 +415,7 @@ bool args_parse(int argc, char **argv, command_t *out, char *err, size_t errlen)
         int id = -1;
         for (int k = 0; k < A_COUNT; k++)
             if (strcmp(ARG_NAMES[k], name) == 0) id = k;
-        bool allowed = id >= 0 && (out->kind == CMD_CLIENT
-                                       ? client_allows(id) || id == A_STACK
-                                       : (id == A_STACK || id == A_LISTEN || id == A_CERT ||
-                                          id == A_KEY));
+        bool allowed = id >= 0 && (out->kind == CMD_CLIENT ? client_allows(id) : server_allows(id));
         if (!allowed) ERR("unknown argument %s for the %s command", name, cmd);
         if (i + 1 >= argc) ERR("%s needs a value", name);
         if (seen[id]) ERR("%s given more than once", name);
@@ -313,10 +425,6 @@ bool args_parse(int argc, char **argv, command_t *out, char *err, size_t errlen)
                                           : set_server(&out->server, id, value, err, errlen);
         if (!ok) return false;
     }
-    if (out->kind == CMD_SERVER) {
-        for (size_t i = 0; i < sizeof SERVER_ARGS / sizeof SERVER_ARGS[0]; i++)
-            if (!seen[SERVER_ARGS[i]]) ERR("missing argument %s", ARG_NAMES[SERVER_ARGS[i]]);
-        return true;
-    }
+    if (out->kind == CMD_SERVER) return check_server(&out->server, seen, err, errlen);
     return check_client(&out->client, seen, err, errlen);
 }

@@ -7,8 +7,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum { STACK_GRPC = 0, STACK_QUIC = 1 } stack_kind;
-typedef enum { SHAPE_UNARY = 0, SHAPE_CLIENT_STREAM, SHAPE_SERVER_STREAM, SHAPE_BIDI } shape_kind;
+typedef enum { STACK_GRPC = 0, STACK_QUIC = 1, STACK_ZMQ = 2 } stack_kind;
+#define STACK_COUNT 3
+/* SHAPE_SEND (1.3): a one-way command (gRPC's Command RPC, zmq's command endpoint). */
+typedef enum {
+    SHAPE_UNARY = 0,
+    SHAPE_CLIENT_STREAM,
+    SHAPE_SERVER_STREAM,
+    SHAPE_BIDI,
+    SHAPE_SEND
+} shape_kind;
+#define SHAPE_COUNT 5
 typedef enum {
     LOAD_CLOSED = 0,
     LOAD_WINDOW,
@@ -19,10 +28,40 @@ typedef enum {
 typedef enum { PAYLOAD_ZEROS = 0, PAYLOAD_STRUCTURED = 1 } payload_kind;
 typedef enum { ARRIVAL_CONSTANT = 0, ARRIVAL_POISSON = 1 } arrival_kind;
 
+/* Conformance faults (docs/stacks.md "Conformance faults", crates/peer/src/fault.rs), names as
+ * the Rust peer spells them; this peer implements them on --stack zmq only. */
+typedef enum {
+    SF_NONE = 0,
+    SF_WRONG_SEQ,
+    SF_SHORT_PAYLOAD,
+    SF_NONZERO_BYTE,
+    SF_WRONG_SUMMARY,
+    SF_MISSING_MESSAGE,
+    SF_EXTRA_MESSAGE,
+    SF_EARLY_STATUS,
+    SF_ERROR_STATUS,
+    SF_CORRUPT_STRUCTURED,
+    SF_SKIP_VALIDATION,
+    SF_COUNT
+} server_fault;
+typedef enum {
+    CF_NONE = 0,
+    CF_NONZERO_BYTE,
+    CF_CORRUPT_STRUCTURED,
+    CF_SEQ_ORDER,
+    CF_LENGTH_CHANGE,
+    CF_RESPONSE_SIZE_TOO_LARGE,
+    CF_RESPONSE_MESSAGES_ZERO,
+    CF_EMPTY_STREAM,
+    CF_COUNT
+} client_fault;
+
 #define ARG_TEXT 512
 
 typedef struct {
     stack_kind stack;
+    bool tls; /* --tls on (the default) or off (1.3) */
+    server_fault fault;
     char listen[ARG_TEXT];
     char cert[ARG_TEXT * 8];
     char key[ARG_TEXT * 8];
@@ -30,6 +69,8 @@ typedef struct {
 
 typedef struct {
     stack_kind stack;
+    bool tls; /* --tls on (the default) or off (1.3) */
+    client_fault fault;
     char server[ARG_TEXT];
     char server_name[ARG_TEXT];
     char ca[ARG_TEXT * 8];
@@ -71,6 +112,8 @@ const char *stack_name(stack_kind s);
 const char *shape_name(shape_kind s);
 const char *load_name(load_kind l);
 const char *payload_name(payload_kind p);
+const char *server_fault_name(server_fault f);
+const char *client_fault_name(client_fault f);
 
 /* Lanes of a model (armed.lanes): --in-flight for window, --streams for send-saturation,
  * --concurrency for the others. */

@@ -3,9 +3,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "json.h"
 #include "peer_build.h"
 #include "util.h"
+#include "zmq_common.h"
 
 const char *lib_version(const char *name) {
     static char value[128];
@@ -35,11 +37,18 @@ static void strings(json_t *j, const char *key, const char *const *items, size_t
 #define ARR(a) a, sizeof a / sizeof a[0]
 
 static const char *const SHAPES[] = {"unary", "client_stream", "server_stream", "bidi"};
+static const char *const GRPC_SHAPES[] = {"unary", "client_stream", "server_stream", "bidi", "send"};
 /* Both servers answer each bidi request as soon as it is validated (grpc_server.c on_recv,
  * quic_server.c on_message), which is all pingpong asks of a server (docs/peer-protocol.md
  * "Shapes"); the clients do not drive it. */
 static const char *const SERVER_SHAPES[] = {"unary", "client_stream", "server_stream", "bidi",
                                             "pingpong"};
+static const char *const GRPC_SERVER_SHAPES[] = {"unary", "client_stream", "server_stream", "bidi",
+                                                 "pingpong", "send"};
+static const char *const ZMQ_SHAPES[] = {"unary", "send"};
+static const char *const TLS_BOTH[] = {"on", "off"};
+static const char *const TLS_ON[] = {"on"};
+static const char *const TLS_OFF[] = {"off"};
 static const char *const MODELS[] = {"closed", "window", "backpressure", "send-saturation", "open"};
 static const char *const PAYLOADS[] = {"zeros", "structured"};
 static const char *const TLS13[] = {"1.3"};
@@ -68,9 +77,12 @@ static const char *const QUIC_DEVIATIONS[] = {
 
 static void libraries(json_t *j, int stack) {
     json_open_obj(j, "libraries");
-    if (stack == 0) {
+    if (stack == STACK_GRPC) {
         json_str(j, "grpc-core (libgrpc29)", lib_version("libgrpc29"));
         json_str(j, "openssl (libssl3)", lib_version("libssl3"));
+    } else if (stack == STACK_ZMQ) {
+        json_str(j, "libzmq", zmq_version_text());
+        json_str(j, "libzmq (libzmq5)", lib_version("libzmq5"));
     } else {
         json_str(j, "ngtcp2 (libngtcp2-9)", lib_version("libngtcp2-9"));
         json_str(j, "ngtcp2_crypto_gnutls", lib_version("libngtcp2-crypto-gnutls2"));
@@ -81,10 +93,28 @@ static void libraries(json_t *j, int stack) {
     json_close(j);
 }
 
-static void settings(json_t *j, int stack, unsigned cpus) {
+static void zmq_settings(json_t *j, int client) {
+    json_int(j, "sndhwm", ZMQ_HWM);
+    json_int(j, "rcvhwm", ZMQ_HWM);
+    json_bool(j, "router_mandatory", true);
+    json_int(j, "linger_ms", 0);
+    json_int(j, "io_threads", 1);
+    json_bool(j, "tcp_nodelay", true);
+    json_str(j, "congestion_control", "host default");
+    json_str(j, "max_message_bytes", "unlimited (ZMQ_MAXMSGSIZE -1, libzmq's default)");
+    json_str(j, "connections", "2 (a request and a command ROUTER socket)");
+    json_str(j, "compression", "none");
+    json_str(j, "runtime", client ? "the load model on one thread (a zmq_poll loop; submit_cpu_ns is its CPU), "
+                                    "libzmq's one I/O thread"
+                                  : "one thread in a zmq_poll loop serving both endpoints, libzmq's one I/O thread");
+}
+
+static void settings(json_t *j, int stack, int client, unsigned cpus) {
     char runtime[160];
     json_open_obj(j, "settings");
-    if (stack == 0) {
+    if (stack == STACK_ZMQ) {
+        zmq_settings(j, client);
+    } else if (stack == STACK_GRPC) {
         strings(j, "tls_versions", ARR(TLS13));
         strings(j, "tls_groups", ARR(X25519));
         strings(j, "tls_ciphers", ARR(OPENSSL_CIPHERS));
@@ -130,21 +160,48 @@ static void settings(json_t *j, int stack, unsigned cpus) {
     json_close(j);
 }
 
-static void stack_entry(json_t *j, int stack, int client, unsigned cpus) {
-    json_open_obj(j, NULL);
-    json_str(j, "stack", stack == 0 ? "grpc" : "quic");
-    if (client) {
-        strings(j, "shapes", ARR(SHAPES));
-        strings(j, "load_models", ARR(MODELS));
+static void shapes(json_t *j, int stack, int client) {
+    if (stack == STACK_ZMQ) strings(j, "shapes", ARR(ZMQ_SHAPES));
+    else if (stack == STACK_GRPC && client) strings(j, "shapes", ARR(GRPC_SHAPES));
+    else if (stack == STACK_GRPC) strings(j, "shapes", ARR(GRPC_SERVER_SHAPES));
+    else if (client) strings(j, "shapes", ARR(SHAPES));
+    else strings(j, "shapes", ARR(SERVER_SHAPES));
+    if (client) strings(j, "load_models", ARR(MODELS));
+    else strings(j, "load_models", NULL, 0);
+}
+
+/* The shapes a stack cannot carry, and why (1.3). */
+static void not_offered(json_t *j, int stack) {
+    if (stack == STACK_GRPC) return;
+    json_open_obj(j, "not_offered");
+    if (stack == STACK_QUIC) {
+        json_str(j, "send", "the native framing answers every request with a STATUS frame; a one-way "
+                            "command would need a frame type it does not have");
     } else {
-        strings(j, "shapes", ARR(SERVER_SHAPES));
-        strings(j, "load_models", NULL, 0);
+        static const char *const streams[] = {"client_stream", "server_stream", "bidi", "pingpong"};
+        for (size_t i = 0; i < 4; i++)
+            json_str(j, streams[i], "the zmq mapping (docs/stacks.md) has a request with one reply and a "
+                                    "one-way command, no streams");
     }
+    json_close(j);
+}
+
+static void stack_entry(json_t *j, int stack, int client, unsigned cpus) {
+    static const char *const names[] = {"grpc", "quic", "zmq"};
+    json_open_obj(j, NULL);
+    json_str(j, "stack", names[stack]);
+    shapes(j, stack, client);
     strings(j, "payloads", ARR(PAYLOADS));
+    if (stack == STACK_GRPC) strings(j, "tls", ARR(TLS_BOTH));
+    else if (stack == STACK_QUIC) strings(j, "tls", ARR(TLS_ON));
+    else strings(j, "tls", ARR(TLS_OFF));
+    not_offered(j, stack);
+    if (stack == STACK_ZMQ) json_bool(j, "conformance_faults", true);
     libraries(j, stack);
-    settings(j, stack, cpus);
-    if (stack == 0) strings(j, "deviations", ARR(GRPC_DEVIATIONS));
-    else strings(j, "deviations", ARR(QUIC_DEVIATIONS));
+    settings(j, stack, client, cpus);
+    if (stack == STACK_GRPC) strings(j, "deviations", ARR(GRPC_DEVIATIONS));
+    else if (stack == STACK_QUIC) strings(j, "deviations", ARR(QUIC_DEVIATIONS));
+    else strings(j, "deviations", NULL, 0);
     json_close(j);
 }
 
@@ -157,7 +214,7 @@ char *capabilities_event(const char *exe, unsigned cpus) {
     json_str(&j, "peer", "rpcarena-peer-c");
     json_str(&j, "language", "c");
     json_str(&j, "version", PEER_VERSION);
-    json_str(&j, "revision", "1.2");
+    json_str(&j, "revision", "1.3");
     json_open_obj(&j, "build");
     json_str(&j, "toolchain", PEER_COMPILER);
     json_str(&j, "flags", PEER_BUILD_FLAGS);
@@ -171,7 +228,7 @@ char *capabilities_event(const char *exe, unsigned cpus) {
     json_open_obj(&j, "roles");
     for (int role = 1; role >= 0; role--) {
         json_open_arr(&j, role ? "client" : "server");
-        for (int stack = 0; stack < 2; stack++) stack_entry(&j, stack, role, cpus);
+        for (int stack = 0; stack < STACK_COUNT; stack++) stack_entry(&j, stack, role, cpus);
         json_close_arr(&j);
     }
     json_close(&j);

@@ -55,8 +55,9 @@ static char *read_ca(const char *path) {
 static uint64_t connect_stack(const client_args *a, const workload_t *w, const char *ca, client_stack *s) {
     failure_t f;
     fail_clear(&f);
-    bool made = a->stack == STACK_GRPC ? grpc_client_new(a, w, ca, s, &f)
-                                       : quic_client_new(a, w, ca, s, &f);
+    bool made = a->stack == STACK_GRPC  ? grpc_client_new(a, w, ca, s, &f)
+                : a->stack == STACK_QUIC ? quic_client_new(a, w, ca, s, &f)
+                                         : zmq_client_new(a, w, s, &f);
     if (!made) out_error_exit(PH_STARTUP, f.code, "%s", f.msg);
 
     /* A client reads stdin from the moment it starts connecting. */
@@ -82,20 +83,25 @@ static void validate(const client_args *a, client_stack *s, phase_t *p, tally_t 
     tally_free(t);
 }
 
-/* The warm-up (none when --warmup-ms is 0); returns how many operations it completed. */
-static uint64_t warm_up(const client_args *a, client_stack *s, phase_t *p, tally_t *t) {
+/* The warm-up (none when --warmup-ms is 0): how many operations it completed, in total and
+ * per tenth of it. */
+static uint64_t warm_up(const client_args *a, client_stack *s, phase_t *p, tally_t *t,
+                        uint64_t segments[WARMUP_SEGMENTS]) {
     if (a->warmup_ms == 0) return 0;
     control_set_phase(PH_WARMUP);
     phase_make(p, RUN_WARMUP, a, now_ns());
     tally_init(t, p);
     s->run(s->self, p, t);
     fail_phase_if_failed(t, PH_WARMUP);
-    uint64_t completed = a->load == LOAD_SEND_SATURATION ? t->received : t->completed;
+    bool streams = a->load == LOAD_SEND_SATURATION && a->shape == SHAPE_CLIENT_STREAM;
+    uint64_t completed = streams ? t->received : t->completed;
+    memcpy(segments, t->segments, sizeof t->segments);
     tally_free(t);
     return completed;
 }
 
-static void emit_armed(const client_args *a, const client_stack *s, uint64_t connect_ns, uint64_t warmup_completed) {
+static void emit_armed(const client_args *a, const client_stack *s, uint64_t connect_ns,
+                       uint64_t warmup_completed, const uint64_t *segments) {
     json_t j;
     json_init(&j);
     json_open(&j);
@@ -105,6 +111,11 @@ static void emit_armed(const client_args *a, const client_stack *s, uint64_t con
     json_int(&j, "connections", s->connections);
     json_counter(&j, "connect_ns", connect_ns);
     json_counter(&j, "warmup_completed", warmup_completed);
+    if (a->warmup_ms > 0) {
+        json_open_arr(&j, "warmup_segments");
+        for (int k = 0; k < WARMUP_SEGMENTS; k++) json_counter(&j, NULL, segments[k]);
+        json_close_arr(&j);
+    }
     json_close(&j);
     out_event_then_phase(json_text(&j), PH_ARMED);
     json_free(&j);
@@ -124,18 +135,29 @@ static void measure(const client_args *a, client_stack *s, uint64_t t0, phase_t 
     tally_free(t);
 }
 
+/* --conformance-fault: the malformed operation and a good one instead of measuring. */
+static _Noreturn void fault_check(client_stack *s) {
+    control_set_phase(PH_VALIDATE);
+    failure_t f;
+    fail_clear(&f);
+    if (!s->fault_check || !s->fault_check(s->self, &f)) out_error_exit(PH_VALIDATE, f.code, "%s", f.msg);
+    close_and_stop(s);
+}
+
 void client_main(const client_args *a) {
-    char *ca = read_ca(a->ca);
+    char *ca = a->tls ? read_ca(a->ca) : NULL; /* --tls off (1.3): no --ca */
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 
     workload_t w = {a->shape, a->request_size, a->response_size, a->messages, a->payload};
     client_stack s = {0};
     uint64_t connect_ns = connect_stack(a, &w, ca, &s);
+    if (a->fault != CF_NONE) fault_check(&s);
     phase_t p;
     tally_t t;
     validate(a, &s, &p, &t);
-    uint64_t warmup_completed = warm_up(a, &s, &p, &t);
-    emit_armed(a, &s, connect_ns, warmup_completed);
+    uint64_t segments[WARMUP_SEGMENTS] = {0};
+    uint64_t warmup_completed = warm_up(a, &s, &p, &t, segments);
+    emit_armed(a, &s, connect_ns, warmup_completed, segments);
 
     uint64_t t0 = 0;
     if (control_wait(&t0) != CTL_START) close_and_stop(&s);

@@ -22,6 +22,8 @@ typedef struct {
     void (*close)(void *self);
     /* The transport statistics of the last RUN_MEASURE phase (out->present false: none). */
     void (*transport)(void *self, tstats *out);
+    /* --conformance-fault (zmq): the malformed operation, then a good one; false with why. */
+    bool (*fault_check)(void *self, failure_t *f);
     unsigned connections;
 } client_stack;
 
@@ -29,6 +31,7 @@ bool grpc_client_new(const client_args *a, const workload_t *w, const char *ca_p
                      client_stack *out, failure_t *f);
 bool quic_client_new(const client_args *a, const workload_t *w, const char *ca_pem,
                      client_stack *out, failure_t *f);
+bool zmq_client_new(const client_args *a, const workload_t *w, client_stack *out, failure_t *f);
 
 /* Runs the client command; never returns. */
 _Noreturn void client_main(const client_args *a);

@@ -32,7 +32,11 @@ static void counters_object(json_t *j, const server_counters *c) {
     json_counter(j, "requests", c->requests);
     json_counter(j, "responses", c->responses);
     json_counter(j, "rejected", c->rejected);
+    json_counter(j, "commands", c->commands);
+    if (c->has_dropped) json_counter(j, "dropped", c->dropped);
     json_close(j);
+    if (c->first_rejection && (c->rejected > 0 || c->dropped > 0))
+        json_str(j, "first_rejection", c->first_rejection);
 }
 
 void window_event(json_t *j, line_kind edge, const server_counters *c) {

@@ -4,6 +4,7 @@
 #ifndef RPCARENA_COMMANDS_H
 #define RPCARENA_COMMANDS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "json.h"
@@ -24,6 +25,11 @@ line_kind classify_line(char *line, char **trimmed);
 /* What a server has counted so far: the `counters` of its `window` and `stopped` events. */
 typedef struct {
     uint64_t rpcs, requests, responses, rejected;
+    uint64_t commands; /* 1.3: one-way commands received and validated (shape send) */
+    uint64_t dropped;  /* 1.3, zmq: replies not queued at the client's high-water mark */
+    bool has_dropped;  /* the stack counts `dropped` (zmq) */
+    /* 1.3: the first call, command or frame rejected (or reply dropped), NULL while none */
+    const char *first_rejection;
 } server_counters;
 
 /* Reads a server's counters at this moment (called from the stdin thread). */

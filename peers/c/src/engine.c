@@ -24,6 +24,7 @@ void phase_make(phase_t *p, run_kind kind, const client_args *a, uint64_t t0) {
         break;
     case RUN_WARMUP:
         p->deadline = t0 + a->warmup_ms * NS_PER_MS;
+        p->segment_ns = a->warmup_ms * NS_PER_MS / WARMUP_SEGMENTS;
         p->drain_end = p->deadline + (a->load == LOAD_SEND_SATURATION
                                           ? (a->settle_ms < a->drain_ms ? a->settle_ms : a->drain_ms) * NS_PER_MS
                                           : drain);
@@ -77,6 +78,12 @@ static void interval_record(tally_t *t, const phase_t *p, uint64_t start, uint64
     t->iv_completed[k]++;
 }
 
+static void segment_record(tally_t *t, const phase_t *p, uint64_t end) {
+    if (!p->segment_ns) return;
+    uint64_t k = end > p->t0 ? (end - p->t0) / p->segment_ns : 0;
+    t->segments[k < WARMUP_SEGMENTS ? k : WARMUP_SEGMENTS - 1]++;
+}
+
 void tally_ok(tally_t *t, const phase_t *p, uint64_t intended, uint64_t start, uint64_t end,
               uint64_t requests, uint64_t responses, uint64_t request_bytes,
               uint64_t response_bytes) {
@@ -89,6 +96,7 @@ void tally_ok(tally_t *t, const phase_t *p, uint64_t intended, uint64_t start, u
     hist_record(t->hist, latency);
     if (t->open) hist_record(t->uncorrected, end > start ? end - start : 0);
     interval_record(t, p, start, latency);
+    segment_record(t, p, end);
     if (end > t->last_end) t->last_end = end;
 }
 
@@ -96,6 +104,7 @@ void tally_message(tally_t *t, const phase_t *p, uint64_t start, uint64_t latenc
     t->completed++;
     hist_record(t->hist, latency);
     interval_record(t, p, start, latency);
+    segment_record(t, p, start + latency);
 }
 
 void tally_fail(tally_t *t, uint64_t end, uint64_t count, const failure_t *f) {
@@ -139,6 +148,11 @@ void tally_merge(tally_t *into, const tally_t *from) {
     into->received += from->received;
     into->offered += from->offered;
     if (from->max_in_flight > into->max_in_flight) into->max_in_flight = from->max_in_flight;
+    for (int k = 0; k < WARMUP_SEGMENTS; k++) into->segments[k] += from->segments[k];
+    if (from->has_submit_cpu) {
+        into->has_submit_cpu = true;
+        into->submit_cpu_ns = from->submit_cpu_ns;
+    }
 }
 
 void tally_operation(tally_t *t, const phase_t *p, const op_record *r) {
@@ -261,8 +275,10 @@ char *sample_event(const tally_t *t, const phase_t *p, const client_args *a,
     if (a->load != LOAD_CLOSED) json_counter(&j, "max_in_flight", t->max_in_flight);
     if (a->load == LOAD_SEND_SATURATION) {
         json_counter(&j, "sent", t->sent);
-        json_counter(&j, "received", t->received);
+        /* on send only the server knows what arrived (its `commands`) */
+        if (a->shape != SHAPE_SEND) json_counter(&j, "received", t->received);
     }
+    if (t->has_submit_cpu) json_counter(&j, "submit_cpu_ns", t->submit_cpu_ns);
     if (a->load == LOAD_OPEN) {
         char rate[64];
         snprintf(rate, sizeof rate, "%.17g", a->rate);

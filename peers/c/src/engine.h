@@ -21,7 +21,10 @@ typedef struct {
     load_kind load;
     uint64_t t0, deadline, drain_end;
     size_t n_intervals; /* measure: ceil(window / 1 s); else 0 */
+    uint64_t segment_ns; /* warmup: a tenth of it (armed.warmup_segments, 1.3); else 0 */
 } phase_t;
+
+#define WARMUP_SEGMENTS 10
 
 /* Builds the phase of `kind` starting at t0 from the arguments. */
 void phase_make(phase_t *p, run_kind kind, const client_args *a, uint64_t t0);
@@ -41,6 +44,11 @@ typedef struct {
     uint64_t last_end;
     uint64_t sent, received, max_in_flight, offered;
     bool open;
+    /* warmup: operations completed in each tenth (by end; the warmup's drain in the last) */
+    uint64_t segments[WARMUP_SEGMENTS];
+    /* 1.3: CPU of the one thread that submitted every operation (zmq), START to drain end */
+    bool has_submit_cpu;
+    uint64_t submit_cpu_ns;
 } tally_t;
 
 void tally_init(tally_t *t, const phase_t *p);

@@ -57,6 +57,7 @@ typedef struct gop {
     grpc_byte_buffer *send_buf, *recv_buf;
     atomic_int pending;
     bool status_done, failed, first_send;
+    bool accepted; /* the request's SEND_MESSAGE completed (send-saturation on send: `sent`) */
     atomic_bool timed_out;
     failure_t fail;
     /* send-saturation */
@@ -82,7 +83,7 @@ typedef struct gclient {
     char target[ARG_TEXT + 16];
     grpc_channel_credentials *creds;
     grpc_channel *ch;
-    grpc_slice methods[4];
+    grpc_slice methods[SHAPE_COUNT];
     unsigned nw;
     gworker *wk;
     bool workers_started;
@@ -239,6 +240,7 @@ static void on_send(gop *op, bool ok) {
     grpc_byte_buffer_destroy(op->send_buf);
     op->send_buf = NULL;
     if (!ok || op->failed) return; /* the status says why */
+    op->accepted = true;
     if (op->saturating) {
         if (op->closing) return;
         uint64_t now = now_ns();
@@ -407,7 +409,9 @@ static void op_start(gop *op) {
     gclient *cl = op->cl ? op->cl : op->wk->cl;
     op->cl = cl;
     const phase_t *p = cl->ph;
-    bool saturating = p->load == LOAD_SEND_SATURATION && p->kind != RUN_VALIDATE;
+    /* send-saturation streams client streams; on send its lanes run commands as closed lanes */
+    bool saturating = p->load == LOAD_SEND_SATURATION && p->kind != RUN_VALIDATE &&
+                      cl->w->shape == SHAPE_CLIENT_STREAM;
     call_init(&op->core, cl->w, op->seq);
     op->tsend = (gtag){op, TAG_SEND};
     op->trecv = (gtag){op, TAG_RECV};
@@ -421,6 +425,7 @@ static void op_start(gop *op) {
     atomic_store(&op->timed_out, false);
     fail_clear(&op->fail);
     op->first_send = true;
+    op->accepted = false;
     op->saturating = saturating;
     op->closing = false;
     op->sat_sent = 0;
@@ -472,6 +477,7 @@ static void op_finish(gop *op) {
                    op->saturating ? op->sat_response_bytes : op->core.response_bytes,
                    op->saturating, op->sat_sent, op->sat_starts, op->sat_lat};
     tally_operation(&wk->tally, p, &r);
+    if (p->load == LOAD_SEND_SATURATION && w->shape == SHAPE_SEND && op->accepted) wk->tally.sent++;
     atomic_fetch_sub(&cl->in_flight, 1);
 
     if (!op->dynamic) {
@@ -777,13 +783,16 @@ bool grpc_client_new(const client_args *a, const workload_t *w, const char *ca_p
         fail_set(f, CODE_CONFIG, "--server %s: %s", a->server, err);
         return false;
     }
-    cl->creds = grpc_ssl_credentials_create_ex(ca_pem, NULL, NULL, NULL);
+    /* --tls off (1.3): h2c, HTTP/2 with prior knowledge */
+    cl->creds = a->tls ? grpc_ssl_credentials_create_ex(ca_pem, NULL, NULL, NULL)
+                       : grpc_insecure_credentials_create();
     if (!cl->creds) {
         fail_set(f, CODE_CONFIG, "--ca %s: gRPC refused the certificate", a->ca);
         return false;
     }
-    cl->ch = grpc_channel_create(cl->target, cl->creds, grpc_peer_channel_args(a->server_name));
-    for (int s = 0; s < 4; s++) cl->methods[s] = grpc_slice_from_static_string(method_path((shape_kind)s));
+    cl->ch = grpc_channel_create(cl->target, cl->creds,
+                                 grpc_peer_channel_args(true, a->tls ? a->server_name : NULL));
+    for (int s = 0; s < SHAPE_COUNT; s++) cl->methods[s] = grpc_slice_from_static_string(method_path((shape_kind)s));
     cl->nw = worker_count();
     cl->wk = calloc(cl->nw, sizeof *cl->wk);
     for (unsigned i = 0; i < cl->nw; i++) {

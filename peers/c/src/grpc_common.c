@@ -75,7 +75,7 @@ static grpc_arg int_arg(const char *key, int value) {
     return a;
 }
 
-const grpc_channel_args *grpc_peer_channel_args(const char *server_name) {
+const grpc_channel_args *grpc_peer_channel_args(bool client, const char *server_name) {
     static grpc_arg args[16];
     static grpc_channel_args out;
     size_t n = 0;
@@ -91,12 +91,14 @@ const grpc_channel_args *grpc_peer_channel_args(const char *server_name) {
     m.value.pointer.p = &the_mutator;
     m.value.pointer.vtable = &ARG_VTABLE;
     args[n++] = m;
-    if (server_name) {
-        grpc_arg s;
-        s.type = GRPC_ARG_STRING;
-        s.key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
-        s.value.string = (char *)server_name;
-        args[n++] = s;
+    if (client) {
+        if (server_name) {
+            grpc_arg s;
+            s.type = GRPC_ARG_STRING;
+            s.key = (char *)GRPC_SSL_TARGET_NAME_OVERRIDE_ARG;
+            s.value.string = (char *)server_name;
+            args[n++] = s;
+        }
         args[n++] = int_arg(GRPC_ARG_ENABLE_RETRIES, 0);
         args[n++] = int_arg(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     } else {

@@ -6,9 +6,9 @@
 #include <grpc/grpc.h>
 #include <stdbool.h>
 
-/* Channel arguments of a client (server_name: GRPC_SSL_TARGET_NAME_OVERRIDE_ARG) or a server
- * (server_name NULL). Static storage: call once per process. */
-const grpc_channel_args *grpc_peer_channel_args(const char *server_name);
+/* Channel arguments of a client (server_name: GRPC_SSL_TARGET_NAME_OVERRIDE_ARG, NULL in
+ * plaintext) or a server. Static storage: call once per process. */
+const grpc_channel_args *grpc_peer_channel_args(bool client, const char *server_name);
 
 /* How many sockets the mutator tuned, and how many refused cubic. */
 unsigned grpc_mutated_sockets(void);

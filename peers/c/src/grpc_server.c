@@ -71,11 +71,11 @@ typedef struct sworker {
     _Alignas(64) unsigned index;
     grpc_completion_queue *cq;
     pthread_t thread;
-    atomic_ullong rpcs, requests, responses, rejected;
+    atomic_ullong rpcs, requests, responses, rejected, commands;
 } sworker;
 
 static grpc_server *server;
-static void *method_handles[4];
+static void *method_handles[SHAPE_COUNT];
 static sworker *workers;
 static unsigned n_workers;
 
@@ -89,7 +89,9 @@ static void read_counters(server_counters *out) {
         out->requests += atomic_load_explicit(&workers[i].requests, memory_order_relaxed);
         out->responses += atomic_load_explicit(&workers[i].responses, memory_order_relaxed);
         out->rejected += atomic_load_explicit(&workers[i].rejected, memory_order_relaxed);
+        out->commands += atomic_load_explicit(&workers[i].commands, memory_order_relaxed);
     }
+    out->first_rejection = server_first_rejection();
 }
 
 /* ------------------------------------------------------------------ batches */
@@ -167,6 +169,9 @@ static void reject(scall *c, grpc_status_code code, const char *why) {
     c->reject_code = code;
     snprintf(c->why, sizeof c->why, "%s", why);
     diag("rejected a call with status %d: %s", (int)code, why);
+    server_note_rejection("%s on %s: %s", grpc_status_name(code),
+                          c->method == UNKNOWN_METHOD ? "an unknown method" : method_path((shape_kind)c->method),
+                          why);
     if (!c->send_busy) send_ops(c, NULL, true, code, c->why);
 }
 
@@ -246,6 +251,22 @@ static bool accept_request(scall *c, grpc_byte_buffer **buf, pb_request **req) {
     return true;
 }
 
+/* Command (1.3, shape send): validated as a unary request, counted, answered with Empty. */
+static void command(scall *c) {
+    c->end_seen = true;
+    if (!c->payload) {
+        reject(c, GRPC_STATUS_INVALID_ARGUMENT, "a send call carries one command, got none");
+        return;
+    }
+    pb_request *req = NULL;
+    if (!accept_request(c, &c->payload, &req)) return;
+    pb_request_free(req);
+    count_one(&c->wk->commands);
+    count_one(&c->wk->responses);
+    grpc_slice empty = grpc_empty_slice(); /* Empty encodes to no bytes */
+    send_ops(c, grpc_raw_byte_buffer_create(&empty, 1), true, GRPC_STATUS_OK, NULL);
+}
+
 static void begin(scall *c) {
     grpc_op o;
     memset(&o, 0, sizeof o);
@@ -262,6 +283,10 @@ static void begin(scall *c) {
         return;
     }
     serve_init(&c->v, (shape_kind)c->method);
+    if (c->method == SHAPE_SEND) {
+        command(c);
+        return;
+    }
     if (c->method == SHAPE_UNARY || c->method == SHAPE_SERVER_STREAM) {
         char why[200];
         c->end_seen = true;
@@ -378,7 +403,10 @@ static void request_call(sworker *wk, int method) {
     else
         e = grpc_server_request_registered_call(
             server, method_handles[method], &c->call, &c->deadline, &c->md,
-            (method == SHAPE_UNARY || method == SHAPE_SERVER_STREAM) ? &c->payload : NULL, wk->cq,
+            (method == SHAPE_UNARY || method == SHAPE_SERVER_STREAM || method == SHAPE_SEND)
+                ? &c->payload
+                : NULL,
+            wk->cq,
             wk->cq, &c->tnew);
     if (e != GRPC_CALL_OK) free_call(c); /* the server is shutting down */
 }
@@ -415,7 +443,7 @@ static void *worker_main(void *arg) {
     char name[16];
     snprintf(name, sizeof name, "grpc-server-%u", wk->index);
     prctl(PR_SET_NAME, name, 0, 0, 0);
-    for (int m = 0; m < 4; m++)
+    for (int m = 0; m < SHAPE_COUNT; m++)
         for (int k = 0; k < REQUESTS_PER_METHOD; k++) request_call(wk, m);
     for (int k = 0; k < 4; k++) request_call(wk, UNKNOWN_METHOD);
     for (;;) {
@@ -430,9 +458,14 @@ static void *worker_main(void *arg) {
 
 _Noreturn void grpc_server_main(const server_args *a, const char *cert_pem, const char *key_pem) {
     grpc_init();
-    grpc_ssl_pem_key_cert_pair pair = {key_pem, cert_pem};
-    grpc_server_credentials *creds = grpc_ssl_server_credentials_create_ex(
-        NULL, &pair, 1, GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, NULL);
+    grpc_server_credentials *creds;
+    if (cert_pem) {
+        grpc_ssl_pem_key_cert_pair pair = {key_pem, cert_pem};
+        creds = grpc_ssl_server_credentials_create_ex(NULL, &pair, 1,
+                                                      GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE, NULL);
+    } else {
+        creds = grpc_insecure_server_credentials_create(); /* --tls off: h2c */
+    }
     if (!creds) out_error_exit(PH_STARTUP, CODE_CONFIG, "--cert/--key: gRPC refused the certificate or key");
 
     addr_t addr;
@@ -441,9 +474,9 @@ _Noreturn void grpc_server_main(const server_args *a, const char *cert_pem, cons
         out_error_exit(PH_LISTEN, CODE_CONFIG, "--listen %s: %s", a->listen, err);
     addr_format(&addr, text, sizeof text);
 
-    server = grpc_server_create(grpc_peer_channel_args(NULL), NULL);
-    for (int m = 0; m < 4; m++) {
-        bool payload = m == SHAPE_UNARY || m == SHAPE_SERVER_STREAM;
+    server = grpc_server_create(grpc_peer_channel_args(false, NULL), NULL);
+    for (int m = 0; m < SHAPE_COUNT; m++) {
+        bool payload = m == SHAPE_UNARY || m == SHAPE_SERVER_STREAM || m == SHAPE_SEND;
         method_handles[m] = grpc_server_register_method(
             server, method_path((shape_kind)m), NULL,
             payload ? GRPC_SRM_PAYLOAD_READ_INITIAL_BYTE_BUFFER : GRPC_SRM_PAYLOAD_NONE, 0);

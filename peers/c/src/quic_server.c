@@ -46,6 +46,7 @@ static void read_counters(server_counters *out) {
     out->requests = atomic_load_explicit(&c_requests, memory_order_relaxed);
     out->responses = atomic_load_explicit(&c_responses, memory_order_relaxed);
     out->rejected = atomic_load_explicit(&c_rejected, memory_order_relaxed);
+    out->first_rejection = server_first_rejection();
 }
 
 static void put_status(scall *c, uint32_t code, const char *message) {
@@ -58,6 +59,7 @@ static void put_status(scall *c, uint32_t code, const char *message) {
     if (code != STATUS_OK) {
         count_one(&c_rejected);
         diag("rejected a call with status %u: %s", code, message);
+        server_note_rejection("status %u on a quic call: %s", code, message);
     }
 }
 
@@ -195,6 +197,7 @@ static void on_data(qconn *conn, qstream *s) {
                 break;
             }
             c->method = shape_of_path(f.body, f.len);
+            if (c->method == SHAPE_SEND) c->method = -1; /* the native framing has no Command */
             if (c->method < 0) {
                 snprintf(why, sizeof why, "unknown method %.*s", (int)(f.len > 200 ? 200 : f.len), (const char *)f.body);
                 reject(c, STATUS_UNIMPLEMENTED, why);
@@ -218,8 +221,10 @@ static void on_data(qconn *conn, qstream *s) {
         buf_consume(&s->rbuf, used);
     }
     if (s->fin_received && !c->end_seen && !c->replied) {
-        if (buf_avail(&s->rbuf) || c->method == -2) broken(c, "the stream ended inside a frame or before HEADER");
-        else qs_finish(s); /* the client hung up mid-call: nothing to answer */
+        /* A stream that ends before its first byte carries no call (the Rust backpressure
+         * submitter opens one, finds the deadline passed and finishes it): not a rejection. */
+        if (buf_avail(&s->rbuf)) broken(c, "the stream ended inside a frame");
+        else qs_finish(s); /* no call, or the client hung up mid-call: nothing to answer */
         c->replied = true;
     }
 }

@@ -1,6 +1,8 @@
 #include "server.h"
 
 #include <gnutls/gnutls.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,25 @@ bool check_server_credentials(const char *cert_pem, const char *key_pem, char *e
     return true;
 }
 
+static char first_rejection[1024];
+static atomic_int rejection_state; /* 0 none, 1 being written, 2 written */
+
+void server_note_rejection(const char *fmt, ...) {
+    int none = 0;
+    if (!atomic_compare_exchange_strong(&rejection_state, &none, 1)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(first_rejection, sizeof first_rejection, fmt, ap);
+    va_end(ap);
+    for (char *p = first_rejection; *p; p++)
+        if (*p == '\n' || *p == '\r') *p = ' '; /* one line */
+    atomic_store_explicit(&rejection_state, 2, memory_order_release);
+}
+
+const char *server_first_rejection(void) {
+    return atomic_load_explicit(&rejection_state, memory_order_acquire) == 2 ? first_rejection : NULL;
+}
+
 void server_ready(const char *address, counters_reader read) {
     json_t j;
     json_init(&j);
@@ -49,6 +70,14 @@ void server_stopped(counters_reader read) {
 }
 
 void server_main(const server_args *a) {
+    if (a->stack == STACK_ZMQ) {
+        control_set_phase(PH_LISTEN);
+        zmq_server_main(a);
+    }
+    if (!a->tls) { /* plaintext (1.3): gRPC without credentials; quic never gets here */
+        control_set_phase(PH_LISTEN);
+        grpc_server_main(a, NULL, NULL);
+    }
     char err[512] = "";
     char *cert = read_file(a->cert, 1 << 20, NULL, err, sizeof err);
     if (!cert) out_error_exit(PH_STARTUP, CODE_CONFIG, "--cert %s: %s", a->cert, err);

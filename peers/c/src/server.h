@@ -10,6 +10,13 @@
 _Noreturn void server_main(const server_args *a);
 _Noreturn void grpc_server_main(const server_args *a, const char *cert_pem, const char *key_pem);
 _Noreturn void quic_server_main(const server_args *a, const char *cert_pem, const char *key_pem);
+_Noreturn void zmq_server_main(const server_args *a);
+
+/* Remembers the message of the first call, command or frame the server rejected (or reply it
+ * dropped), for `first_rejection` (1.3); later ones are ignored. Any thread. */
+void server_note_rejection(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* That message, or NULL while nothing was rejected. */
+const char *server_first_rejection(void);
 
 /* Prints `ready` with the bound address and moves to serving: stdin is read from now on, and
  * window commands are answered with what `read` gives. */

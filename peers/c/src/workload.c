@@ -5,17 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const PATHS[4] = {
+static const char *const PATHS[SHAPE_COUNT] = {
     "/rpcarena.bench.v1.BenchService/Unary",
     "/rpcarena.bench.v1.BenchService/ClientStream",
     "/rpcarena.bench.v1.BenchService/ServerStream",
     "/rpcarena.bench.v1.BenchService/Bidi",
+    "/rpcarena.bench.v1.BenchService/Command",
 };
 
 const char *method_path(shape_kind shape) { return PATHS[shape]; }
 
 int shape_of_path(const uint8_t *path, size_t len) {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < SHAPE_COUNT; i++)
         if (strlen(PATHS[i]) == len && memcmp(PATHS[i], path, len) == 0) return i;
     return -1;
 }
@@ -266,9 +267,11 @@ bool call_next_request(call_t *c, structured_t *s, pb_request *out) {
     bool streamed = w->shape == SHAPE_CLIENT_STREAM || w->shape == SHAPE_BIDI;
     uint64_t seq = streamed ? c->sent : c->seq;
     uint32_t response_messages = w->shape == SHAPE_SERVER_STREAM ? w->messages : 0;
+    /* a command asks for no response (docs/peer-protocol.md "Shapes", send) */
+    uint32_t response_size = w->shape == SHAPE_SEND ? 0 : w->response_size;
     c->sent++;
-    return build_request(s, w->payload, seq, w->request_size, w->response_size,
-                         response_messages, out);
+    return build_request(s, w->payload, seq, w->request_size, response_size, response_messages,
+                         out);
 }
 
 /* The payload of a response or summary: zeros of `size` bytes and no body, or a body equal to
@@ -332,7 +335,16 @@ bool call_on_message(call_t *c, const uint8_t *data, size_t len, failure_t *f) {
         return false;
     }
     bool ok;
-    if (w->shape == SHAPE_CLIENT_STREAM) {
+    if (w->shape == SHAPE_SEND) {
+        /* gRPC's Command answers Empty: nothing to check but that it decodes */
+        Rpcarena__Bench__V1__Empty *e = rpcarena__bench__v1__empty__unpack(NULL, len, data);
+        if (!e) {
+            fail_set(f, CODE_INVALID, "undecodable Empty message (%zu bytes)", len);
+            return false;
+        }
+        rpcarena__bench__v1__empty__free_unpacked(e, NULL);
+        ok = true;
+    } else if (w->shape == SHAPE_CLIENT_STREAM) {
         pb_summary *sum = rpcarena__bench__v1__summary__unpack(NULL, len, data);
         if (!sum) {
             fail_set(f, CODE_INVALID, "undecodable summary message (%zu bytes)", len);
@@ -419,6 +431,7 @@ bool serve_on_request(serve_t *v, const uint8_t *data, size_t len, pb_request **
             snprintf(why, whylen, "request %u: payload_kind %d is neither zeros (0) nor structured (1)", k, (int)r->payload_kind);
             break;
         }
+        if (v->shape == SHAPE_SEND && r->response_size != 0) { snprintf(why, whylen, "command %u: response_size %u; a one-way command asks for no response (0)", k, r->response_size); break; }
         if (r->response_size > MAX_PAYLOAD) { snprintf(why, whylen, "request %u: response_size %u is above the maximum %u", k, r->response_size, MAX_PAYLOAD); break; }
         if (r->payload_kind == RPCARENA__BENCH__V1__PAYLOAD_KIND__PAYLOAD_KIND_STRUCTURED && (r->response_size == 1 || r->response_size == 2)) {
             snprintf(why, whylen, "request %u: response_size %u: a structured payload is 0 or at least 3 bytes", k, r->response_size); break;

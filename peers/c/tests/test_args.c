@@ -79,7 +79,8 @@ static void model_arguments_belong_to_their_model(void) {
     const char *window[] = {"--in-flight", "100"};
     CHECK(parse_with(window, 2, "--load", "window", &cmd, err) && client_lanes(&cmd.client) == 100);
     const char *sat[] = {"--streams", "8", "--settle-ms", "200"};
-    CHECK(!parse_with(sat, 4, "--load", "send-saturation", &cmd, err) && strstr(err, "client streams only"));
+    CHECK(!parse_with(sat, 4, "--load", "send-saturation", &cmd, err) &&
+          strstr(err, "client streams or one-way commands only, not --shape bidi"));
     const char *structured[] = {"--payload", "structured"};
     CHECK(!parse_with(structured, 2, "--request-size", "2", &cmd, err));
     CHECK(parse_with(structured, 2, "--request-size", "3", &cmd, err));
@@ -102,10 +103,85 @@ static void server_arguments(void) {
     CHECK(!split_host_port("127.0.0.1:65536", host, sizeof host, &port));
 }
 
+/* 1.3: --tls on|off; the TLS files required with on, refused with off; quic refuses off. */
+static void tls_on_and_off(void) {
+    command_t cmd;
+    char err[512];
+    CHECK(parse_with(NULL, 0, NULL, NULL, &cmd, err) && cmd.client.tls); /* on by default */
+    const char *on[] = {"--tls", "on"};
+    CHECK(parse_with(on, 2, NULL, NULL, &cmd, err) && cmd.client.tls);
+    CHECK(!parse_with(on, 2, "--ca", NULL, &cmd, err) && strstr(err, "missing argument --ca"));
+    const char *bad[] = {"--tls", "yes"};
+    CHECK(!parse_with(bad, 2, NULL, NULL, &cmd, err) && strstr(err, "--tls yes: expected on or off"));
+    /* --tls off on quic: QUIC has TLS inside */
+    const char *off[] = {"--tls", "off"};
+    CHECK(!parse_with(off, 2, NULL, NULL, &cmd, err) && strstr(err, "does not apply to --stack quic"));
+    const char *grpc_off[] = {"peer", "client", "--stack", "grpc", "--tls", "off", "--server", "127.0.0.1:4000",
+                              "--shape", "unary", "--concurrency", "4", "--request-size", "0",
+                              "--response-size", "0", "--messages-per-stream", "1", "--load", "closed",
+                              "--warmup-ms", "0", "--window-ms", "5", "--drain-ms", "1"};
+    CHECK(args_parse(26, (char **)grpc_off, &cmd, err, sizeof err) && !cmd.client.tls);
+    const char *grpc_off_ca[28];
+    memcpy(grpc_off_ca, grpc_off, sizeof grpc_off);
+    grpc_off_ca[26] = "--ca";
+    grpc_off_ca[27] = "ca.pem";
+    CHECK(!args_parse(28, (char **)grpc_off_ca, &cmd, err, sizeof err) && strstr(err, "--ca does not apply to --tls off"));
+    grpc_off_ca[26] = "--server-name";
+    CHECK(!args_parse(28, (char **)grpc_off_ca, &cmd, err, sizeof err) && strstr(err, "--server-name does not apply"));
+    const char *srv_off[] = {"peer", "server", "--stack", "grpc", "--listen", "127.0.0.1:0", "--tls", "off", "--key", "k.pem"};
+    CHECK(!args_parse(10, (char **)srv_off, &cmd, err, sizeof err) && strstr(err, "--key does not apply to --tls off"));
+    CHECK(args_parse(8, (char **)srv_off, &cmd, err, sizeof err) && !cmd.server.tls);
+    const char *srv_quic[] = {"peer", "server", "--stack", "quic", "--listen", "127.0.0.1:0", "--tls", "off"};
+    CHECK(!args_parse(8, (char **)srv_quic, &cmd, err, sizeof err) && strstr(err, "QUIC has TLS 1.3 inside"));
+}
+
+/* 1.3: zmq takes only --tls off and the shapes unary and send; send-saturation takes send;
+ * quic has no send; the conformance faults are zmq's only. */
+static void zmq_and_send(void) {
+    command_t cmd;
+    char err[512];
+    const char *zmq[] = {"peer", "client", "--stack", "zmq", "--tls", "off", "--server", "127.0.0.1:4000",
+                         "--shape", "send", "--concurrency", "4", "--request-size", "0",
+                         "--response-size", "0", "--messages-per-stream", "1", "--load", "send-saturation",
+                         "--warmup-ms", "0", "--window-ms", "5", "--drain-ms", "1", "--streams", "8",
+                         "--settle-ms", "200", "--conformance-fault", "nonzero-byte"};
+    CHECK(args_parse(30, (char **)zmq, &cmd, err, sizeof err) && cmd.client.stack == STACK_ZMQ &&
+          cmd.client.shape == SHAPE_SEND && client_lanes(&cmd.client) == 8);
+    CHECK(args_parse(32, (char **)zmq, &cmd, err, sizeof err) && cmd.client.fault == CF_NONZERO_BYTE);
+    const char *v[32];
+    memcpy(v, zmq, sizeof zmq);
+    v[31] = "seq-order";
+    CHECK(!args_parse(32, (char **)v, &cmd, err, sizeof err) && strstr(err, "applies to --shape client_stream"));
+    v[31] = "wrong-seq"; /* a server mode */
+    CHECK(!args_parse(32, (char **)v, &cmd, err, sizeof err) && strstr(err, "--conformance-fault wrong-seq"));
+    memcpy(v, zmq, sizeof zmq);
+    v[5] = "on";
+    CHECK(!args_parse(30, (char **)v, &cmd, err, sizeof err) && strstr(err, "zmq has no TLS; run it with --tls off"));
+    memcpy(v, zmq, sizeof zmq);
+    v[9] = "bidi";
+    CHECK(!args_parse(30, (char **)v, &cmd, err, sizeof err) && strstr(err, "--stack zmq carries unary and send only"));
+    v[3] = "quic";
+    v[5] = "on";
+    v[9] = "send";
+    CHECK(!args_parse(30, (char **)v, &cmd, err, sizeof err) && strstr(err, "missing argument --server-name"));
+    const char *quic_send[] = {"--shape", "send"};
+    CHECK(!parse_with(quic_send, 0, "--shape", "send", &cmd, err) && strstr(err, "--stack quic has no one-way message"));
+    const char *fault_quic[] = {"--conformance-fault", "nonzero-byte"};
+    CHECK(!parse_with(fault_quic, 2, NULL, NULL, &cmd, err) && strstr(err, "on --stack zmq only"));
+    const char *srv[] = {"peer", "server", "--stack", "zmq", "--listen", "127.0.0.1:0", "--tls", "off",
+                         "--conformance-fault", "no-validation"};
+    CHECK(args_parse(10, (char **)srv, &cmd, err, sizeof err) && cmd.server.fault == SF_SKIP_VALIDATION);
+    srv[9] = "early-status";
+    CHECK(args_parse(10, (char **)srv, &cmd, err, sizeof err) && cmd.server.fault == SF_EARLY_STATUS);
+    CHECK(!args_parse(6, (char **)srv, &cmd, err, sizeof err) && strstr(err, "zmq has no TLS"));
+}
+
 int main(void) {
     RUN(a_full_client_command_parses);
     RUN(bad_arguments_are_refused_by_name);
     RUN(model_arguments_belong_to_their_model);
     RUN(server_arguments);
+    RUN(tls_on_and_off);
+    RUN(zmq_and_send);
     DONE();
 }

@@ -101,10 +101,61 @@ static void the_tally_counts_intervals_by_start_and_caps_the_drain(void) {
     tally_free(&t);
 }
 
+/* 1.3: the warmup's operations per tenth, by end (the drain in the last tenth), merged. */
+static void warmup_segments_count_by_tenth(void) {
+    client_args a = args(LOAD_CLOSED); /* 500 ms warmup: tenths of 50 ms */
+    phase_t p;
+    phase_make(&p, RUN_WARMUP, &a, 0);
+    tally_t t, u;
+    tally_init(&t, &p);
+    tally_init(&u, &p);
+    tally_ok(&t, &p, 0, 0, 10 * NS_PER_MS, 1, 1, 0, 0);    /* tenth 0 */
+    tally_ok(&t, &p, 0, 0, 60 * NS_PER_MS, 1, 1, 0, 0);    /* tenth 1 */
+    tally_ok(&u, &p, 0, 0, 499 * NS_PER_MS, 1, 1, 0, 0);   /* tenth 9 */
+    tally_ok(&u, &p, 0, 0, 700 * NS_PER_MS, 1, 1, 0, 0);   /* the drain: tenth 9 */
+    tally_merge(&t, &u);
+    CHECK(t.segments[0] == 1 && t.segments[1] == 1 && t.segments[9] == 2 && t.completed == 4);
+    uint64_t sum = 0;
+    for (int k = 0; k < WARMUP_SEGMENTS; k++) sum += t.segments[k];
+    CHECK(sum == t.completed);
+    tally_free(&t);
+    tally_free(&u);
+    phase_make(&p, RUN_MEASURE, &a, 0);
+    CHECK(p.segment_ns == 0); /* only the warmup has segments */
+}
+
+/* 1.3: send-saturation on send prints sent and no received; submit_cpu_ns when measured. */
+static void send_saturation_on_send_prints_sent_only(void) {
+    client_args a = args(LOAD_SEND_SATURATION);
+    a.shape = SHAPE_SEND;
+    a.streams = 2;
+    phase_t p;
+    phase_make(&p, RUN_MEASURE, &a, 0);
+    tally_t t;
+    tally_init(&t, &p);
+    tally_ok(&t, &p, 5, 5, 10, 1, 0, 64, 0);
+    t.sent = 1;
+    t.max_in_flight = 2;
+    t.has_submit_cpu = true;
+    t.submit_cpu_ns = 12345;
+    char *line = sample_event(&t, &p, &a, NULL);
+    CHECK(line && strstr(line, "\"sent\":\"1\"") && !strstr(line, "received"));
+    CHECK(line && strstr(line, "\"submit_cpu_ns\":\"12345\"") && strstr(line, "\"responses\":\"0\""));
+    free(line);
+    a.shape = SHAPE_CLIENT_STREAM;
+    t.has_submit_cpu = false;
+    line = sample_event(&t, &p, &a, NULL);
+    CHECK(line && strstr(line, "\"received\":") && !strstr(line, "submit_cpu_ns"));
+    free(line);
+    tally_free(&t);
+}
+
 int main(void) {
     RUN(phases_follow_the_arguments);
     RUN(the_constant_schedule_is_computed_not_summed);
     RUN(the_poisson_schedule_is_seeded_with_the_right_mean);
     RUN(the_tally_counts_intervals_by_start_and_caps_the_drain);
+    RUN(warmup_segments_count_by_tenth);
+    RUN(send_saturation_on_send_prints_sent_only);
     DONE();
 }

@@ -227,6 +227,36 @@ static void the_server_checks_every_request(void) {
     structured_free(&s);
 }
 
+/* 1.3's send: a command asks for no response (response_size 0, else refused); the client builds
+ * it with response_size 0 and takes gRPC's Empty answer (no bytes) as the one response. */
+static void commands_ask_for_nothing(void) {
+    structured_t s;
+    structured_init(&s);
+    static uint8_t buf[4096];
+    char why[300];
+    pb_request *got;
+    serve_t v;
+    serve_init(&v, SHAPE_SEND);
+    size_t n = request_bytes(PAYLOAD_ZEROS, 9, 64, 0, 0, buf, &s);
+    CHECK(serve_on_request(&v, buf, n, &got, why, sizeof why) && got->seq == 9);
+    pb_request_free(got);
+    serve_init(&v, SHAPE_SEND);
+    n = request_bytes(PAYLOAD_ZEROS, 9, 64, 5, 0, buf, &s);
+    CHECK(!serve_on_request(&v, buf, n, &got, why, sizeof why) && strstr(why, "asks for no response"));
+    workload_t w = {SHAPE_SEND, 64, 100, 1, PAYLOAD_ZEROS};
+    call_t c;
+    pb_request req;
+    failure_t f;
+    call_init(&c, &w, 3);
+    CHECK(c.n_req == 1 && c.n_resp == 1);
+    CHECK(call_next_request(&c, &s, &req) && req.seq == 3 && req.response_size == 0 && req.payload.len == 64);
+    CHECK(call_on_message(&c, (const uint8_t *)"", 0, &f) && call_on_status_ok(&c, &f) && c.response_bytes == 0);
+    const uint8_t junk[2] = {0xff, 0xff};
+    call_init(&c, &w, 3);
+    CHECK(!call_on_message(&c, junk, 2, &f) && f.code == CODE_INVALID && strstr(f.msg, "Empty"));
+    structured_free(&s);
+}
+
 int main(void) {
     RUN(the_test_vector_encodes_exactly);
     RUN(every_size_comes_out_exact);
@@ -234,5 +264,6 @@ int main(void) {
     RUN(the_client_checks_every_response);
     RUN(the_client_checks_the_summary);
     RUN(the_server_checks_every_request);
+    RUN(commands_ask_for_nothing);
     DONE();
 }
