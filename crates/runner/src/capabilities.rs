@@ -278,27 +278,39 @@ fn check_entry(
             }
         }
     }
-    if !stack.takes_tls(campaign.tls) {
-        let (asked, value) = if campaign.tls {
-            ("TLS", "on")
-        } else {
-            ("plaintext", "off")
-        };
-        refuse(
-            "tls".to_string(),
-            format!(
-                "peer {peer_id} cannot run stack {} as a {role} with {asked} (--tls {value}; it takes: {}); cells[{i}] needs tls = {}",
-                cell.stack,
-                if stack.tls.is_empty() {
-                    "on".to_string()
-                } else {
-                    stack.tls.join(", ")
-                },
-                !campaign.tls
-            ),
-        );
-    }
+    problems.extend(tls_problem(campaign, i, peer_id, role, stack));
     problems
+}
+
+/// The campaign's `tls` setting when this peer cannot run the cell's stack with it.
+fn tls_problem(
+    campaign: &Campaign,
+    i: usize,
+    peer_id: &str,
+    role: Role,
+    stack: &rpcarena_protocol::event::StackCapability,
+) -> Option<Problem> {
+    if stack.takes_tls(campaign.tls) {
+        return None;
+    }
+    let cell = &campaign.cells[i];
+    let (asked, value) = if campaign.tls {
+        ("TLS", "on")
+    } else {
+        ("plaintext", "off")
+    };
+    let takes = if stack.tls.is_empty() {
+        "on".to_string()
+    } else {
+        stack.tls.join(", ")
+    };
+    Some(Problem {
+        path: "tls".to_string(),
+        message: format!(
+            "peer {peer_id} cannot run stack {} as a {role} with {asked} (--tls {value}; it takes: {takes}); cells[{i}] needs tls = {}",
+            cell.stack, !campaign.tls
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -345,6 +357,46 @@ mod tests {
         assert!(text[2].contains(
             "cells[1].stack: peer p does not offer stack \"http3\" as a client; it offers: grpc"
         ));
+    }
+
+    #[test]
+    fn refuses_plaintext_a_peer_cannot_run_and_gives_a_shapes_reason() {
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .key("tls = false")
+            .peer("p", &["x"])
+            .cell("a", "p", "p", "grpc")
+            .section("[workload]\nconcurrency = [1]\nshapes = [\"send\"]")
+            .build();
+        let campaign = Campaign::parse(&text, "t").unwrap();
+        let grpc = StackCapability {
+            stack: "grpc".into(),
+            shapes: vec!["unary".into()],
+            load_models: vec!["closed".into()],
+            not_offered: BTreeMap::from([("send".into(), "no one-way RPC here".into())]),
+            ..StackCapability::default()
+        };
+        let caps = BTreeMap::from([(
+            "p".to_string(),
+            Capabilities {
+                roles: Roles {
+                    client: vec![grpc.clone()],
+                    server: vec![],
+                },
+                ..Capabilities::default()
+            },
+        )]);
+        let text: Vec<String> = check_cells(&campaign, &caps)
+            .iter()
+            .map(|p| format!("{}: {}", p.path, p.message))
+            .collect();
+        assert_eq!(
+            text,
+            [
+                "cells[0]: peer p does not offer shape send on stack grpc as a client (workload.shapes): no one-way RPC here",
+                "tls: peer p cannot run stack grpc as a client with plaintext (--tls off; it takes: on); cells[0] needs tls = true",
+                "cells[0].stack: peer p does not offer stack \"grpc\" as a server; it offers: nothing"
+            ]
+        );
     }
 
     #[test]
