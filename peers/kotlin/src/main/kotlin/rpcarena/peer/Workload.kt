@@ -8,6 +8,8 @@ import rpcarena.bench.v1.Bench.Response
 import rpcarena.bench.v1.Bench.Structured
 import rpcarena.bench.v1.Bench.Summary
 import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.atomic.AtomicLong
+import java.util.concurrent.atomic.AtomicReference
 
 // The workload (proto/rpcarena/bench/v1/bench.proto, docs/peer-protocol.md "Payload kinds" and
 // "Validation duties"): building payloads, the structured generation rule, and the checks both
@@ -179,6 +181,16 @@ object Serve {
         }
     }
 
+    /**
+     * Checks a one-way command (shape `send`, revision 1.3) as a unary request, and that it asks
+     * for no response bytes. Returns its payload length.
+     */
+    fun checkCommand(r: Request): Long {
+        val len = checkRequest(r, 0, false)
+        if (r.responseSize != 0) bad("command ${decimal(r.seq)}: response_size ${Integer.toUnsignedString(r.responseSize)}, expected 0 (a command gets no response)")
+        return len
+    }
+
     /** Checks the k-th request of a stream against its first. */
     fun checkStreamed(r: Request, k: Long, first: Request?, firstLen: Long): Long {
         if (r.seq != k) bad("request $k: seq ${decimal(r.seq)}, expected $k")
@@ -212,15 +224,32 @@ object Serve {
     }
 }
 
-/** Server counters reported in `stopped`. */
+/**
+ * Server counters reported in `window` and `stopped`: calls, request and response messages,
+ * rejected calls and (revision 1.3) validated one-way commands, with the message of the first
+ * rejection.
+ */
 object ServerCounters {
-    val rpcs = java.util.concurrent.atomic.AtomicLong()
-    val requests = java.util.concurrent.atomic.AtomicLong()
-    val responses = java.util.concurrent.atomic.AtomicLong()
-    val rejected = java.util.concurrent.atomic.AtomicLong()
+    val rpcs = AtomicLong()
+    val requests = AtomicLong()
+    val responses = AtomicLong()
+    val rejected = AtomicLong()
+    val commands = AtomicLong()
+    private val first = AtomicReference<String?>(null)
 
-    fun asMap() = mapOf(
+    /** Counts a rejected call; the first one's [why] is kept (on one line) for `first_rejection`. */
+    fun reject(why: String) {
+        // Kept before the count goes up, so whoever sees rejected > 0 finds the message.
+        first.compareAndSet(null, why.replace('\r', ' ').replace('\n', ' '))
+        rejected.incrementAndGet()
+    }
+
+    /** The message of the first rejected call, or null while nothing was rejected. */
+    fun firstRejection(): String? = if (rejected.get() > 0) first.get() else null
+
+    fun asMap() = linkedMapOf(
         "rpcs" to Counter(rpcs.get()), "requests" to Counter(requests.get()),
         "responses" to Counter(responses.get()), "rejected" to Counter(rejected.get()),
+        "commands" to Counter(commands.get()),
     )
 }
