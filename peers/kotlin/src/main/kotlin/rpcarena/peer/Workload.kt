@@ -225,31 +225,41 @@ object Serve {
 }
 
 /**
+ * Rejected calls and the message of the first one (revision 1.3's `first_rejection`), kept
+ * before the count goes up, so whoever sees a count above 0 finds the message.
+ */
+class Rejections {
+    val count = AtomicLong()
+    private val first = AtomicReference<String?>(null)
+
+    /** Counts a rejected call; the first one's [why] is kept, on one line. */
+    fun reject(why: String) {
+        first.compareAndSet(null, why.replace('\r', ' ').replace('\n', ' '))
+        count.incrementAndGet()
+    }
+
+    /** The message of the first rejected call, or null while nothing was rejected. */
+    fun first(): String? = if (count.get() > 0) first.get() else null
+}
+
+/**
  * Server counters reported in `window` and `stopped`: calls, request and response messages,
- * rejected calls and (revision 1.3) validated one-way commands, with the message of the first
- * rejection.
+ * rejected calls and (revision 1.3) validated one-way commands.
  */
 object ServerCounters {
     val rpcs = AtomicLong()
     val requests = AtomicLong()
     val responses = AtomicLong()
-    val rejected = AtomicLong()
     val commands = AtomicLong()
-    private val first = AtomicReference<String?>(null)
+    val rejections = Rejections()
 
-    /** Counts a rejected call; the first one's [why] is kept (on one line) for `first_rejection`. */
-    fun reject(why: String) {
-        // Kept before the count goes up, so whoever sees rejected > 0 finds the message.
-        first.compareAndSet(null, why.replace('\r', ' ').replace('\n', ' '))
-        rejected.incrementAndGet()
-    }
+    fun reject(why: String) = rejections.reject(why)
 
-    /** The message of the first rejected call, or null while nothing was rejected. */
-    fun firstRejection(): String? = if (rejected.get() > 0) first.get() else null
+    fun firstRejection(): String? = rejections.first()
 
     fun asMap() = linkedMapOf(
         "rpcs" to Counter(rpcs.get()), "requests" to Counter(requests.get()),
-        "responses" to Counter(responses.get()), "rejected" to Counter(rejected.get()),
+        "responses" to Counter(responses.get()), "rejected" to Counter(rejections.count.get()),
         "commands" to Counter(commands.get()),
     )
 }
