@@ -268,8 +268,9 @@ class GrpcService : BenchServiceGrpcKt.BenchServiceCoroutineImplBase(Dispatchers
 
     /**
      * A one-way command (shape `send`, revision 1.3): validated as a unary request with
-     * response_size 0, counted in `commands` (and as a call and a request message), answered
-     * with Empty; a command that fails is answered INVALID_ARGUMENT and counted in `rejected`.
+     * response_size 0, counted in `commands` (and as a call, a request message and, for its
+     * Empty, a response message, as the Go and C++ servers count it), answered with Empty; a
+     * command that fails is answered INVALID_ARGUMENT and counted in `rejected`.
      */
     override suspend fun command(request: Request): Empty {
         ServerCounters.rpcs.incrementAndGet()
@@ -280,6 +281,7 @@ class GrpcService : BenchServiceGrpcKt.BenchServiceCoroutineImplBase(Dispatchers
             reject("Command", e)
         }
         ServerCounters.commands.incrementAndGet()
+        ServerCounters.responses.incrementAndGet()
         return Empty.getDefaultInstance()
     }
 

@@ -154,28 +154,28 @@ class BadRequest(message: String) : Exception(message)
 object Serve {
     fun bad(msg: String): Nothing = throw BadRequest(msg)
 
-    /** Checks one request on its own: kind, payload, ranges. Returns its payload length. */
-    fun checkRequest(r: Request, index: Long, serverStream: Boolean): Long {
+    /** Checks one request on its own: kind, payload, ranges. Returns its payload length; [label] starts every complaint. */
+    fun checkRequest(r: Request, index: Long, serverStream: Boolean, label: String = "request $index"): Long {
         val kind = r.payloadKindValue
-        if (kind != 0 && kind != 1) bad("request $index: unknown payload_kind $kind")
+        if (kind != 0 && kind != 1) bad("$label: unknown payload_kind $kind")
         val rs = r.responseSize
-        if (rs < 0 || rs > MAX_PAYLOAD) bad("request $index: response_size ${Integer.toUnsignedString(rs)} above $MAX_PAYLOAD")
+        if (rs < 0 || rs > MAX_PAYLOAD) bad("$label: response_size ${Integer.toUnsignedString(rs)} above $MAX_PAYLOAD")
         if (serverStream) {
             val n = r.responseMessages
-            if (n < 1 || n > MAX_MESSAGES) bad("request $index: response_messages ${Integer.toUnsignedString(n)}, expected 1 to $MAX_MESSAGES")
+            if (n < 1 || n > MAX_MESSAGES) bad("$label: response_messages ${Integer.toUnsignedString(n)}, expected 1 to $MAX_MESSAGES")
         }
         return if (kind == 0) {
-            if (r.hasBody()) bad("request $index: a zeros request carries a structured body")
-            if (!allZero(r.payload)) bad("request $index: payload has a non-zero byte")
+            if (r.hasBody()) bad("$label: a zeros request carries a structured body")
+            if (!allZero(r.payload)) bad("$label: payload has a non-zero byte")
             r.payload.size().toLong()
         } else {
-            if (rs == 1 || rs == 2) bad("request $index: response_size $rs cannot be built as a structured payload")
-            if (!r.payload.isEmpty) bad("request $index: a structured request carries ${r.payload.size()} payload bytes")
+            if (rs == 1 || rs == 2) bad("$label: response_size $rs cannot be built as a structured payload")
+            if (!r.payload.isEmpty) bad("$label: a structured request carries ${r.payload.size()} payload bytes")
             val body = if (r.hasBody()) r.body else Structured.getDefaultInstance()
             val len = body.serializedSize
-            if (len == 1 || len == 2) bad("request $index: structured body of $len bytes")
+            if (len == 1 || len == 2) bad("$label: structured body of $len bytes")
             if (body != StructuredRule.build(r.seq, len)) {
-                bad("request $index: structured body differs from Structured(${decimal(r.seq)}, $len)")
+                bad("$label: structured body differs from Structured(${decimal(r.seq)}, $len)")
             }
             len.toLong()
         }
@@ -186,7 +186,7 @@ object Serve {
      * for no response bytes. Returns its payload length.
      */
     fun checkCommand(r: Request): Long {
-        val len = checkRequest(r, 0, false)
+        val len = checkRequest(r, 0, false, "command ${decimal(r.seq)}")
         if (r.responseSize != 0) bad("command ${decimal(r.seq)}: response_size ${Integer.toUnsignedString(r.responseSize)}, expected 0 (a command gets no response)")
         return len
     }

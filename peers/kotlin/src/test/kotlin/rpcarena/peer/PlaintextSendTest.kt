@@ -56,9 +56,11 @@ class PlaintextSendTest {
         val service = GrpcService()
         val w = Workload(false, 16, 0, 1)
         val commands = ServerCounters.commands.get()
+        val responses = ServerCounters.responses.get()
         val rejected = ServerCounters.rejections.count.get()
         assertEquals(Empty.getDefaultInstance(), service.command(w.request(5)))
         assertEquals(commands + 1, ServerCounters.commands.get())
+        assertEquals(responses + 1, ServerCounters.responses.get(), "the Empty is a response message")
 
         val asksForBytes = w.request(6).toBuilder().setResponseSize(5).build()
         val e = assertFailsWith<StatusException> { service.command(asksForBytes) }
@@ -66,9 +68,10 @@ class PlaintextSendTest {
         assertEquals("command 6: response_size 5, expected 0 (a command gets no response)", e.status.description)
         val nonZero = w.request(7).toBuilder().setPayload(com.google.protobuf.ByteString.copyFrom(byteArrayOf(0, 1))).build()
         val e2 = assertFailsWith<StatusException> { service.command(nonZero) }
-        assertEquals("request 0: payload has a non-zero byte", e2.status.description)
+        assertEquals("command 7: payload has a non-zero byte", e2.status.description)
 
         assertEquals(commands + 1, ServerCounters.commands.get(), "a rejected command is not counted in commands")
+        assertEquals(responses + 1, ServerCounters.responses.get(), "nor in responses")
         assertEquals(rejected + 2, ServerCounters.rejections.count.get())
         val window = windowFields("end")
         assertEquals(listOf("edge", "counters", "first_rejection"), window.keys.toList().take(3))
