@@ -19,6 +19,9 @@ pub enum Status {
     /// The kit could not run the check (no partner for it): not a failure, but not done.
     #[serde(rename = "not checked")]
     NotChecked,
+    /// The group does not apply to this stack (TLS on `zmq`, which has none): done, said why.
+    #[serde(rename = "skipped")]
+    Skipped,
 }
 
 /// One row of the conformance table.
@@ -70,6 +73,21 @@ impl CheckResult {
             name: name.into(),
             status: Status::NotChecked,
             expected: expected.into(),
+            received: reason.into(),
+        }
+    }
+
+    /// A group that does not apply to this stack, with the reason.
+    pub fn skipped(
+        group: &'static str,
+        name: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> CheckResult {
+        CheckResult {
+            group,
+            name: name.into(),
+            status: Status::Skipped,
+            expected: "does not apply".into(),
             received: reason.into(),
         }
     }
@@ -299,7 +317,7 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
     };
     rows.push(row(
         "revision",
-        "\"1.2\"",
+        "\"1.3\"",
         match caps.revision.as_deref() {
             Some(REVISION) => Ok(format!("{REVISION:?}")),
             Some(other) => Err(format!("{other:?}")),
@@ -362,11 +380,18 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
 }
 
 /// The revision of docs/peer-protocol.md the kit checks.
-pub const REVISION: &str = "1.2";
+pub const REVISION: &str = "1.3";
 
-/// Whether the peer follows revision 1.2 (window commands, allocation counters).
+/// Whether the peer follows revision 1.2 or later (window commands, allocation counters).
 pub fn follows_1_2(caps: &Capabilities) -> bool {
-    caps.revision.as_deref() == Some(REVISION)
+    follows(caps, "1.2")
+}
+
+/// Whether the peer's revision is `at_least` or later ("1.3" follows "1.2"); absent is 1.0.
+pub fn follows(caps: &Capabilities, at_least: &str) -> bool {
+    let minor = |r: &str| r.strip_prefix("1.").and_then(|m| m.parse::<u32>().ok());
+    let have = caps.revision.as_deref().map_or(Some(0), minor);
+    matches!((have, minor(at_least)), (Some(h), Some(w)) if h >= w)
 }
 
 fn allocations(declared: Option<&AllocationCounters>) -> Result<String, String> {
@@ -404,6 +429,35 @@ fn files(files: &[String]) -> Result<String, String> {
                 .join(", ")
         ))
     }
+}
+
+/// Revision 1.3's declarations of a stack entry: `tls` values the page knows and the stack can
+/// take, and `not_offered` only for shapes it does not list, each with a reason.
+fn tls_and_not_offered(entry: &StackCapability) -> Vec<String> {
+    let mut problems = Vec::new();
+    for value in &entry.tls {
+        if !["on", "off"].contains(&value.as_str()) {
+            problems.push(format!("tls value {value:?}: expected \"on\" or \"off\""));
+        }
+    }
+    let tls_refused = |tls: bool| {
+        let (stack, tls) = (entry.stack.as_str(), tls);
+        rpcarena_model::campaign::tls_refusal(stack, tls).is_some() && entry.takes_tls(tls)
+    };
+    if tls_refused(true) || tls_refused(false) {
+        problems.push(format!(
+            "tls {:?}: quic takes only \"on\" and zmq only \"off\" (docs/stacks.md)",
+            entry.tls
+        ));
+    }
+    for (shape, why) in &entry.not_offered {
+        if entry.shapes.contains(shape) || why.trim().is_empty() {
+            problems.push(format!(
+                "not_offered.{shape}: a shape the entry does not list, with a reason"
+            ));
+        }
+    }
+    problems
 }
 
 fn stack_entry(
@@ -449,6 +503,7 @@ fn stack_entry(
             }
         }
     }
+    problems.extend(tls_and_not_offered(entry));
     for payload in &entry.payloads {
         if !["zeros", "structured"].contains(&payload.as_str()) {
             problems.push(format!("unknown payload {payload:?}"));
@@ -491,6 +546,12 @@ pub fn server_faults(
 ) -> Vec<(&'static str, String, &'static str)> {
     let mut out = Vec::new();
     for shape in shapes {
+        if shape == "send" {
+            // A command's only answer is gRPC's Empty: nothing to corrupt but the status (zmq
+            // answers nothing at all; the kit skips it there).
+            out.push(("error-status", shape.clone(), code::RPC));
+            continue;
+        }
         for (mode, code) in [
             ("wrong-seq", code::INVALID),
             ("short-payload", code::INVALID),
@@ -526,6 +587,32 @@ pub fn client_faults(shape: &str, structured: bool) -> Vec<&'static str> {
     modes
 }
 
+/// Whether `stack` answers a `send` command with nothing at all (docs/stacks.md "zmq"), so a
+/// client has nothing to validate and a server's validation shows only in its counters.
+pub fn commands_unanswered(stack: &str) -> bool {
+    stack == "zmq"
+}
+
+/// Judges a server's `WINDOW END` answer after a faulty client sent it one malformed command
+/// and then a well-formed one on a stack with no reply to commands (`zmq`'s `send`): one
+/// rejection explained in `first_rejection`, one command counted.
+pub fn one_rejected_command(answer: Option<&WindowReport>) -> Result<String, String> {
+    let Some(answer) = answer else {
+        return Err("no answer to WINDOW END".to_string());
+    };
+    let count = |name: &str| answer.counters.get(name).copied().unwrap_or(0);
+    let (rejected, commands) = (count("rejected"), count("commands"));
+    let said = format!(
+        "rejected {rejected}, commands {commands}, first_rejection {:?}",
+        answer.first_rejection.as_deref().unwrap_or("absent")
+    );
+    if rejected == 1 && commands == 1 && answer.first_rejection.is_some() {
+        Ok(said)
+    } else {
+        Err(said)
+    }
+}
+
 /// How many rows passed, failed and were not checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Counts {
@@ -535,6 +622,8 @@ pub struct Counts {
     pub failed: usize,
     /// Rows the kit could not run.
     pub not_checked: usize,
+    /// Rows of groups that do not apply.
+    pub skipped: usize,
 }
 
 impl Counts {
@@ -546,6 +635,7 @@ impl Counts {
                 Status::Passed => c.passed += 1,
                 Status::Failed => c.failed += 1,
                 Status::NotChecked => c.not_checked += 1,
+                Status::Skipped => c.skipped += 1,
             }
         }
         c
@@ -558,14 +648,18 @@ impl Counts {
 
     /// "159 checks: 150 passed, 2 failed, 7 not checked; not done: ...".
     pub fn summary(&self) -> String {
-        let total = self.passed + self.failed + self.not_checked;
+        let total = self.passed + self.failed + self.not_checked + self.skipped;
         let verdict = if self.done() {
             "done".to_string()
         } else {
             "not done: the exit code is non-zero while any row is failed or not checked".to_string()
         };
+        let skipped = match self.skipped {
+            0 => String::new(),
+            n => format!(", {n} skipped"),
+        };
         format!(
-            "{total} checks: {} passed, {} failed, {} not checked; {verdict}.",
+            "{total} checks: {} passed, {} failed, {} not checked{skipped}; {verdict}.",
             self.passed, self.failed, self.not_checked
         )
     }
@@ -582,6 +676,7 @@ pub fn table(rows: &[CheckResult]) -> String {
             Status::Passed => ("pass", String::new(), String::new()),
             Status::Failed => ("**FAIL**", cell(&r.expected), cell(&r.received)),
             Status::NotChecked => ("*not checked*", cell(&r.expected), cell(&r.received)),
+            Status::Skipped => ("skipped", cell(&r.expected), cell(&r.received)),
         };
         out.push_str(&format!(
             "| {} | {} | {result} | {expected} | {received} |\n",
@@ -782,6 +877,7 @@ mod tests {
             counters: [("rpcs".to_string(), rpcs), ("rejected".to_string(), 0)].into(),
             allocations,
             allocated_bytes: None,
+            first_rejection: None,
         }
     }
 
@@ -850,9 +946,9 @@ mod tests {
     }
 
     #[test]
-    fn revision_1_2_and_the_allocation_declaration_are_checked() {
+    fn revision_1_3_and_the_allocation_declaration_are_checked() {
         let mut caps = Capabilities {
-            revision: Some("1.2".into()),
+            revision: Some("1.3".into()),
             allocations: Some(counts_only()),
             ..Capabilities::default()
         };
@@ -878,10 +974,14 @@ mod tests {
         );
         caps.allocations = None;
         assert_eq!(verdict(&caps, "allocations").received, "none declared");
-        caps.revision = Some("1.1".into());
+        caps.revision = Some("1.2".into());
         let old = verdict(&caps, "revision");
-        assert_eq!((old.passed(), old.received.as_str()), (false, "\"1.1\""));
+        assert_eq!((old.passed(), old.received.as_str()), (false, "\"1.2\""));
+        assert!(follows_1_2(&caps) && !follows(&caps, "1.3"));
+        caps.revision = Some("1.1".into());
         assert!(!follows_1_2(&caps));
+        caps.revision = None;
+        assert!(!follows_1_2(&caps) && follows(&caps, "1.0"));
         // pingpong is a shape the page knows (1.2); a made-up one is not
         let mut entry = StackCapability {
             stack: "tcp".into(),

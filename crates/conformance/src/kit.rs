@@ -4,10 +4,11 @@
 use crate::check::{
     self, CheckResult, Transcript, error_expectation, expect_error, expect_stopped,
 };
-use crate::partners::Candidate;
+use crate::partners::{self, Candidate};
 use crate::shell::{Bench, ClientSpec, Proc, SERVER_NAME, could_not_start};
 use rpcarena_protocol::event::{
-    AllocationCounters, Capabilities, Command, Event, Role, WindowReport, code, phase,
+    AllocationCounters, Capabilities, Command, Event, Role, StackCapability, WindowReport, code,
+    phase,
 };
 use rpcarena_protocol::workload::{Payload, Shape};
 use std::path::Path;
@@ -24,8 +25,16 @@ const CLIENT_RUN: Duration = Duration::from_secs(30);
 pub(crate) fn arguments(bench: &Bench, caps: &Capabilities) -> Vec<CheckResult> {
     let mut rows = Vec::new();
     let expected = error_expectation(&[phase::STARTUP], code::CONFIG, 2);
-    if let Some(entry) = caps.roles.client.first() {
-        let base = ClientSpec::short(&entry.stack).args("127.0.0.1:9", SERVER_NAME, &bench.ca);
+    let with_tls = |entries: &'_ [StackCapability]| {
+        entries
+            .iter()
+            .find(|e| e.takes_tls(true))
+            .map(|e| e.stack.clone())
+    };
+    if let Some(stack) = with_tls(&caps.roles.client) {
+        let base = bench
+            .short(&stack)
+            .args("127.0.0.1:9", SERVER_NAME, &bench.ca);
         let mut cases: Vec<(&str, Vec<String>)> = Vec::new();
         let mut unknown = base.clone();
         unknown.extend(["--bogus".into(), "1".into()]);
@@ -61,8 +70,8 @@ pub(crate) fn arguments(bench: &Bench, caps: &Capabilities) -> Vec<CheckResult> 
             ));
         }
     }
-    if let Some(entry) = caps.roles.server.first() {
-        let base = bench.server_argv(&[], &entry.stack, &[]);
+    if let Some(stack) = with_tls(&caps.roles.server) {
+        let base = bench.server_argv_tls(&[], &stack, true, &[]);
         for (what, args) in [
             (
                 "an unknown argument",
@@ -88,6 +97,75 @@ pub(crate) fn arguments(bench: &Bench, caps: &Capabilities) -> Vec<CheckResult> 
         }
     }
     rows
+}
+
+/// Revision 1.3's `--tls`: each stack refuses the value it cannot run (`quic` off, `zmq` on),
+/// and a plaintext command line refuses the certificate and CA arguments.
+pub(crate) fn tls_arguments(bench: &Bench, caps: &Capabilities) -> Vec<CheckResult> {
+    let mut cases: Vec<(Role, String, Vec<String>)> = Vec::new();
+    let address = "127.0.0.1:9";
+    for entry in &caps.roles.client {
+        let stack = &entry.stack;
+        let on = ClientSpec {
+            tls: true,
+            ..ClientSpec::short(stack)
+        };
+        let off = ClientSpec {
+            tls: false,
+            ..on.clone()
+        };
+        let plain = off.args(address, SERVER_NAME, &bench.ca);
+        if !entry.takes_tls(true) {
+            let args = on.args(address, SERVER_NAME, &bench.ca);
+            cases.push((Role::Client, format!("{stack} with --tls on"), args));
+        } else if !entry.takes_tls(false) {
+            cases.push((Role::Client, format!("{stack} with --tls off"), plain));
+        } else {
+            let with_ca = [
+                plain.clone(),
+                vec!["--ca".into(), bench.ca.display().to_string()],
+            ];
+            cases.push((
+                Role::Client,
+                format!("{stack}: --ca with --tls off"),
+                with_ca.concat(),
+            ));
+            let bogus = replace(&plain, "--tls", "maybe");
+            cases.push((Role::Client, format!("{stack}: --tls maybe"), bogus));
+        }
+    }
+    for entry in &caps.roles.server {
+        let stack = &entry.stack;
+        if !entry.takes_tls(true) {
+            let args = bench.server_argv_tls(&[], stack, true, &[]);
+            cases.push((Role::Server, format!("{stack} with --tls on"), args));
+        } else if !entry.takes_tls(false) {
+            let args = bench.server_argv_tls(&[], stack, false, &[]);
+            cases.push((Role::Server, format!("{stack} with --tls off"), args));
+        } else {
+            let mut args = bench.server_argv_tls(&[], stack, false, &[]);
+            args.extend(["--cert".into(), bench.cert.display().to_string()]);
+            cases.push((
+                Role::Server,
+                format!("{stack}: --cert with --tls off"),
+                args,
+            ));
+        }
+    }
+    let expected = error_expectation(&[phase::STARTUP], code::CONFIG, 2);
+    cases
+        .into_iter()
+        .map(|(role, what, args)| {
+            let name = format!("{}: {what}", partners::role_name(role));
+            let t = run_to_end(bench, role, &args, &name);
+            CheckResult::new(
+                "arguments",
+                name,
+                &expected,
+                expect_error(&t, &[phase::STARTUP], code::CONFIG, 2),
+            )
+        })
+        .collect()
 }
 
 fn drop_pair(args: &[String], name: &str) -> Vec<String> {
@@ -303,7 +381,7 @@ fn client_poke(
     bound: Duration,
     name: &str,
 ) -> Result<Transcript, Transcript> {
-    let mut spec = ClientSpec::short(stack);
+    let mut spec = bench.short(stack);
     match poke {
         Poke::BeforeArmed(_) => spec.warmup = Duration::from_secs(3),
         Poke::MidWindow(_) => spec.window = Duration::from_secs(3),
@@ -509,6 +587,72 @@ pub(crate) fn tls(bench: &Bench, stack: &str, server: &Candidate) -> Vec<CheckRe
     rows
 }
 
+/// Plaintext (revision 1.3): the peer's client with `--tls off` against `partner`'s plaintext
+/// server, and the peer's server with `--tls off` against `partner`'s plaintext client, each a
+/// short unary sample to its end (`armed`, `sample`, `stopped`, exit 0).
+pub(crate) fn plaintext(
+    bench: &Bench,
+    stack: &str,
+    (client, server): (Option<&Candidate>, Option<&Candidate>),
+) -> Vec<CheckResult> {
+    let spec = ClientSpec {
+        tls: false,
+        ..ClientSpec::short(stack)
+    };
+    let mut runs = Vec::new();
+    if let Some(partner) = server {
+        runs.push((
+            format!("client {stack} vs {}", partner.id),
+            &bench.peer,
+            &partner.command,
+        ));
+    }
+    if let Some(partner) = client {
+        runs.push((
+            format!("server {stack} vs {}", partner.id),
+            &partner.command,
+            &bench.peer,
+        ));
+    }
+    let expected = "with --tls off on both sides: armed, sample, stopped, exit 0";
+    runs.into_iter()
+        .map(|(name, client, server)| {
+            let name = format!("{name}: a sample with --tls off");
+            let raw = bench.raw(&name);
+            let argv = bench.server_argv_tls(server, stack, false, &[]);
+            let received = match bench.start_server_argv(argv, &raw) {
+                Err(t) => Err(format!("the server did not start: {}", t.describe())),
+                Ok((server, address)) => {
+                    let args = spec.args(&address, SERVER_NAME, &bench.ca);
+                    let t = one_sample(&[client.clone(), args].concat(), &raw);
+                    server.finish(Duration::ZERO);
+                    expect_stopped(&t, true)
+                }
+            };
+            CheckResult::new("tls", name, expected, received)
+        })
+        .collect()
+}
+
+/// Runs a client to its sample: waits for `armed`, sends START, waits for `sample`, SHUTDOWN.
+fn one_sample(argv: &[String], raw: &Path) -> Transcript {
+    let mut c = match Proc::spawn(Role::Client, argv, raw) {
+        Ok(c) => c,
+        Err(e) => return could_not_start(e),
+    };
+    let armed = c.until(CLIENT_RUN, |e| {
+        matches!(e, Event::Armed(_) | Event::Error(_))
+    });
+    if matches!(armed, Some(Event::Armed(_))) {
+        c.send(Command::Start);
+        c.until(CLIENT_RUN, |e| {
+            matches!(e, Event::Sample(_) | Event::Error(_))
+        });
+        c.send(Command::Shutdown);
+    }
+    c.finish(PROMPTLY)
+}
+
 fn shape_of(name: &str) -> Shape {
     name.parse().unwrap_or(Shape::Unary)
 }
@@ -524,11 +668,19 @@ pub(crate) fn client_validation(
 ) -> Vec<CheckResult> {
     let mut rows = Vec::new();
     // pingpong's faults are bidi's, on the same Bidi RPC: the bidi rows check them.
+    let unanswered = |s: &String| s == "send" && check::commands_unanswered(stack);
     let shapes: Vec<String> = shapes
         .iter()
-        .filter(|s| s.as_str() != "pingpong")
+        .filter(|s| s.as_str() != "pingpong" && !unanswered(s))
         .cloned()
         .collect();
+    if unanswered(&"send".to_string()) {
+        rows.push(CheckResult::skipped(
+            "client-validation",
+            format!("client {stack} vs {}: send", server.id),
+            format!("a {stack} command gets no reply, so the client has nothing to validate (docs/stacks.md)"),
+        ));
+    }
     for (mode, shape, want) in check::server_faults(&shapes, structured) {
         let payload = if mode == "corrupt-structured" && structured {
             Payload::Structured
@@ -557,7 +709,7 @@ pub(crate) fn client_validation(
                 let spec = ClientSpec {
                     shape: shape_of(&shape),
                     payload,
-                    ..ClientSpec::short(stack)
+                    ..bench.short(stack)
                 };
                 let args = spec.args(&address, SERVER_NAME, &bench.ca);
                 let t = match Proc::spawn(Role::Client, &[bench.peer.clone(), args].concat(), &raw)
@@ -620,7 +772,7 @@ pub(crate) fn server_validation(
                     let spec = ClientSpec {
                         shape: shape_of(shape),
                         payload,
-                        ..ClientSpec::short(stack)
+                        ..bench.short(stack)
                     };
                     let mut argv = client.command.clone();
                     argv.extend(spec.args(&address, SERVER_NAME, &bench.ca));
@@ -629,10 +781,15 @@ pub(crate) fn server_validation(
                         Ok(c) => c.finish(CLIENT_RUN),
                         Err(e) => could_not_start(e),
                     };
+                    let mut server = server;
+                    let counted = (shape == "send" && check::commands_unanswered(stack))
+                        .then(|| window_answer(&mut server, Command::WindowEnd));
                     let server_t = server.finish(Duration::ZERO);
-                    match expect_stopped(&t, false) {
-                        Ok(r) => Ok(r),
-                        Err(_) => Err(format!(
+                    match (expect_stopped(&t, false), counted) {
+                        (Ok(_), Some(answer)) => check::one_rejected_command(answer.as_ref())
+                            .map_err(|e| format!("the server's WINDOW END: {e}")),
+                        (Ok(r), None) => Ok(r),
+                        (Err(_), _) => Err(format!(
                             "the {} client saw: {}{}",
                             client.id,
                             t.describe(),

@@ -101,9 +101,11 @@ pub fn run(options: &Options, log: &mut dyn FnMut(&str)) -> Result<Outcome> {
         ))));
         rows.extend(check::capabilities(&caps));
     }
+    let mut bench = shell::Bench::new(&dir, options.peer.command.clone())?;
+    bench.plaintext = plaintext_only(&caps);
     let kit = Kit {
         options,
-        bench: shell::Bench::new(&dir, options.peer.command.clone())?,
+        bench,
         candidates: query_candidates(&options.partners, log)?,
         peer: Candidate {
             id: options.peer.id.clone(),
@@ -114,11 +116,27 @@ pub fn run(options: &Options, log: &mut dyn FnMut(&str)) -> Result<Outcome> {
     if options.wants("arguments") {
         log("arguments");
         rows.extend(kit::arguments(&kit.bench, &kit.peer.caps));
+        if check::follows(&kit.peer.caps, "1.3") {
+            rows.extend(kit::tls_arguments(&kit.bench, &kit.peer.caps));
+        }
     }
     for stack in stacks(&kit.peer.caps, &options.stacks) {
         rows.extend(kit.stack(&dir, &stack, log)?);
     }
     Ok(finish(rows, dir, temp))
+}
+
+/// The stacks the peer runs only without TLS (a stack entry whose `tls` lacks `on`, in either
+/// role): `zmq`.
+fn plaintext_only(caps: &Capabilities) -> std::collections::BTreeSet<String> {
+    let roles = &caps.roles;
+    roles
+        .client
+        .iter()
+        .chain(&roles.server)
+        .filter(|entry| !entry.takes_tls(true))
+        .map(|entry| entry.stack.clone())
+        .collect()
 }
 
 /// The raw output directory: `out` (created), or a temporary one (kept only on failure).
@@ -216,10 +234,10 @@ impl Kit<'_> {
                     format!(
                         "a {} of {stack}{} to pair with: the Rust peer, the peer itself or a built peer of peers/",
                         partners::role_name(partner_role),
-                        if need == Need::Faults {
-                            " declaring conformance faults"
-                        } else {
-                            ""
+                        match need {
+                            Need::Offers => "",
+                            Need::Faults => " declaring conformance faults",
+                            Need::Plaintext => " that takes --tls off",
                         }
                     ),
                     reason,
@@ -247,17 +265,47 @@ impl Kit<'_> {
             log(&format!("{stack}: lifecycle"));
             rows.extend(self.lifecycle(stack, (client, server)));
         }
-        if self.options.wants("tls") && client {
+        if self.options.wants("tls") {
             log(&format!("{stack}: tls"));
-            match self.partner("tls", Role::Client, stack, Need::Offers) {
-                Ok(p) => rows.extend(kit::tls(&self.bench, stack, p)),
-                Err(row) => rows.push(row),
-            }
+            rows.extend(self.tls(stack, (client, server)));
         }
         for role in [Role::Client, Role::Server] {
             rows.extend(self.validation(stack, role, log));
         }
         Ok(rows)
+    }
+
+    /// The TLS group: a wrong CA and a wrong name refused (client), and (1.3) a sample each way
+    /// with `--tls off` where the stack takes it; skipped, with the reason, on a plaintext-only
+    /// stack.
+    fn tls(&self, stack: &str, (client, _server): (bool, bool)) -> Vec<CheckResult> {
+        if !self.bench.tls(stack) {
+            let reason = format!(
+                "{stack} has no TLS (docs/stacks.md): it runs only with --tls off, which every other group uses"
+            );
+            return vec![CheckResult::skipped("tls", format!("{stack}: TLS"), reason)];
+        }
+        let mut rows = Vec::new();
+        if client {
+            match self.partner("tls", Role::Client, stack, Need::Offers) {
+                Ok(p) => rows.extend(kit::tls(&self.bench, stack, p)),
+                Err(row) => rows.push(row),
+            }
+        }
+        let takes_off = |role: Role| {
+            let entry = self.peer.caps.roles.stack(role, stack);
+            entry.is_some_and(|e| e.takes_tls(false))
+        };
+        let mut pick = |role: Role| {
+            if !takes_off(role) {
+                return None;
+            }
+            let partner = self.partner("tls", role, stack, Need::Plaintext);
+            partner.map_err(|row| rows.push(row)).ok()
+        };
+        let pair = (pick(Role::Server), pick(Role::Client));
+        rows.extend(kit::plaintext(&self.bench, stack, pair));
+        rows
     }
 
     /// The lifecycle group: the client against a server partner, the server alone; a 1.2 peer

@@ -22,6 +22,8 @@ pub enum Need {
     Offers,
     /// One whose stack entry declares conformance faults (the validation groups).
     Faults,
+    /// One whose stack entry takes `--tls off` (the plaintext rows of the tls group, 1.3).
+    Plaintext,
 }
 
 /// The role opposite `role`: the partner's.
@@ -57,7 +59,11 @@ fn offers<'a>(
         .caps
         .roles
         .stack(role, stack)
-        .filter(|entry| need == Need::Offers || declares_faults(entry))
+        .filter(|entry| match need {
+            Need::Offers => true,
+            Need::Faults => declares_faults(entry),
+            Need::Plaintext => entry.takes_tls(false),
+        })
 }
 
 /// The order of preference: the first candidate (the Rust peer, the reference), then the peer
@@ -104,10 +110,10 @@ pub fn choose<'a>(
     Err(format!(
         "no {} of {stack}{} among {}",
         role_name(partner_role),
-        if need == Need::Faults {
-            " with conformance faults"
-        } else {
-            ""
+        match need {
+            Need::Offers => "",
+            Need::Faults => " with conformance faults",
+            Need::Plaintext => " that takes --tls off",
         },
         asked.join(", ")
     ))

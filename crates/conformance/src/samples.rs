@@ -32,6 +32,8 @@ struct Plan {
     shapes: Vec<String>,
     loads: Vec<String>,
     payloads: Vec<String>,
+    /// TLS on when both sides take it (every stack but zmq), else plaintext (revision 1.3).
+    tls: bool,
 }
 
 fn payloads(s: &StackCapability) -> Vec<String> {
@@ -76,6 +78,7 @@ fn plan(peer: &Candidate, partner: &Candidate, role: Role, stack: &str) -> Optio
         shapes: both(&ours.shapes, &theirs.shapes),
         loads,
         payloads: both(&payloads(ours), &payloads(theirs)),
+        tls: ours.takes_tls(true) && theirs.takes_tls(true),
     })
 }
 
@@ -93,10 +96,9 @@ fn plans(
         let Some(p) = partner.and_then(|partner| plan(peer, partner, role, stack)) else {
             continue;
         };
-        match out
-            .iter_mut()
-            .find(|o| (&o.shapes, &o.loads, &o.payloads) == (&p.shapes, &p.loads, &p.payloads))
-        {
+        match out.iter_mut().find(|o| {
+            (&o.shapes, &o.loads, &o.payloads, o.tls) == (&p.shapes, &p.loads, &p.payloads, p.tls)
+        }) {
             Some(same) => {
                 for cell in p.cells {
                     if !same.cells.contains(&cell) {
@@ -126,7 +128,10 @@ fn campaign(
     loads: &[&str],
     shapes: &[String],
 ) -> String {
-    let mut text = format!("name = {name:?}\nseed = 1\nrepetitions = 1\nnetwork = \"loopback\"\n");
+    let mut text = format!(
+        "name = {name:?}\nseed = 1\nrepetitions = 1\ntls = {}\nnetwork = \"loopback\"\n",
+        plan.tls
+    );
     for (id, command) in peers {
         text.push_str(&format!(
             "\n[[peers]]\nid = {id:?}\ncommand = [{}]\n",
@@ -224,16 +229,30 @@ fn campaigns_of(
             whole,
         ));
     }
-    // Send-saturation runs on client streams alone (a campaign of its own).
-    if plan.loads.iter().any(|l| l == "send-saturation")
-        && plan.shapes.iter().any(|s| s == "client_stream")
-        && !plan.payloads.is_empty()
-    {
-        campaigns.push((
-            format!("conformance-{stack}-{n}-saturation"),
-            vec!["client_stream".to_string()],
-            vec!["{ model = \"send-saturation\", streams = 4, settle = \"2s\" }"],
-        ));
+    // Send-saturation runs on client streams and on send commands, each in a campaign of
+    // its own (one shape each).
+    // On send the settle is the quiet time the controller waits for on the server's count.
+    let saturation = [
+        (
+            "client_stream",
+            "{ model = \"send-saturation\", streams = 4, settle = \"2s\" }",
+        ),
+        (
+            "send",
+            "{ model = \"send-saturation\", streams = 4, settle = \"200ms\" }",
+        ),
+    ];
+    for (shape, entry) in saturation {
+        if plan.loads.iter().any(|l| l == "send-saturation")
+            && plan.shapes.iter().any(|s| s == shape)
+            && !plan.payloads.is_empty()
+        {
+            campaigns.push((
+                format!("conformance-{stack}-{n}-saturation-{shape}"),
+                vec![shape.to_string()],
+                vec![entry],
+            ));
+        }
     }
     campaigns
 }

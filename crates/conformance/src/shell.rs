@@ -109,6 +109,9 @@ pub(crate) struct Bench {
     pub cert: PathBuf,
     /// Its key.
     pub key: PathBuf,
+    /// Stacks the peer under test runs only in plaintext (`zmq`, revision 1.3): every check of
+    /// them passes `--tls off` and no certificate or CA.
+    pub plaintext: std::collections::BTreeSet<String>,
     counter: std::cell::Cell<u32>,
 }
 
@@ -136,6 +139,7 @@ impl Bench {
             other_ca: other.ca_cert.clone(),
             cert: id.cert,
             key: id.key,
+            plaintext: Default::default(),
             counter: std::cell::Cell::new(0),
         })
     }
@@ -151,12 +155,37 @@ impl Bench {
         self.dir.join("raw").join(format!("{n:04}-{slug}"))
     }
 
-    /// `server` arguments for `stack` with the run's certificate.
+    /// Whether checks of `stack` run with TLS (all but the plaintext-only stacks).
+    pub fn tls(&self, stack: &str) -> bool {
+        !self.plaintext.contains(stack)
+    }
+
+    /// A short client run of `stack` with its TLS setting (see [`ClientSpec::short`]).
+    pub fn short(&self, stack: &str) -> ClientSpec {
+        ClientSpec {
+            tls: self.tls(stack),
+            ..ClientSpec::short(stack)
+        }
+    }
+
+    /// `server` arguments for `stack` with the run's certificate (none in plaintext).
     pub fn server_argv(&self, command: &[String], stack: &str, extra: &[&str]) -> Vec<String> {
+        self.server_argv_tls(command, stack, self.tls(stack), extra)
+    }
+
+    /// `server` arguments for `stack`, TLS on or off as `tls` says.
+    pub fn server_argv_tls(
+        &self,
+        command: &[String],
+        stack: &str,
+        tls: bool,
+        extra: &[&str],
+    ) -> Vec<String> {
         let mut argv = command.to_vec();
         argv.extend(invocation::server_args(
             stack,
             "127.0.0.1:0",
+            tls,
             &self.cert,
             &self.key,
         ));
@@ -172,7 +201,15 @@ impl Bench {
         extra: &[&str],
         raw: &Path,
     ) -> Result<(Proc, String), Transcript> {
-        let argv = self.server_argv(command, stack, extra);
+        self.start_server_argv(self.server_argv(command, stack, extra), raw)
+    }
+
+    /// Starts a server from its whole argument vector and waits for `ready`.
+    pub fn start_server_argv(
+        &self,
+        argv: Vec<String>,
+        raw: &Path,
+    ) -> Result<(Proc, String), Transcript> {
         let mut server = Proc::spawn(Role::Server, &argv, raw).map_err(could_not_start)?;
         match server.until(Duration::from_secs(10), |e| matches!(e, Event::Ready(_))) {
             Some(Event::Ready(ready)) => Ok((server, ready.address)),
@@ -189,6 +226,8 @@ pub(crate) struct ClientSpec {
     pub payload: Payload,
     pub warmup: Duration,
     pub window: Duration,
+    /// TLS on, or `--tls off` (revision 1.3).
+    pub tls: bool,
 }
 
 impl ClientSpec {
@@ -200,6 +239,7 @@ impl ClientSpec {
             payload: Payload::Zeros,
             warmup: Duration::from_millis(100),
             window: Duration::from_millis(200),
+            tls: true,
         }
     }
 
@@ -218,6 +258,7 @@ impl ClientSpec {
             messages_per_stream: 4,
             payload: self.payload,
             load: LoadSpec::Closed,
+            tls: self.tls,
         };
         let timing = Timing {
             warmup: self.warmup,

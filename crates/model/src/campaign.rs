@@ -34,6 +34,10 @@ pub struct Campaign {
     /// The cell every other cell is compared with in the report (default: the first cell).
     #[serde(default)]
     pub baseline: Option<String>,
+    /// Whether the TCP-based stacks run over TLS 1.3 (the default) or in plaintext (`false`,
+    /// revision 1.3: `--tls off`). `quic` needs TLS; `zmq` has none.
+    #[serde(default = "default_tls")]
+    pub tls: bool,
     /// Where client and server talk.
     #[serde(default)]
     pub network: Network,
@@ -105,6 +109,10 @@ impl Default for NoiseControls {
     }
 }
 
+fn default_tls() -> bool {
+    true
+}
+
 fn default_repetitions() -> u32 {
     3
 }
@@ -149,12 +157,39 @@ pub struct Cell {
     /// Go's `netrpc-gob`, runs `["unary"]` in a campaign whose other cells also run `pingpong`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shapes: Option<Vec<Shape>>,
+    /// The load models of this cell, in place of `workload.load` (the messaging campaign runs
+    /// its `send` cells only with send-saturation, its request cells with the other three).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::load::deserialize_some_loads"
+    )]
+    pub load: Option<Vec<LoadSpec>>,
 }
 
 impl Cell {
     /// The shapes this cell runs: its own, else the workload's.
     pub fn shapes<'a>(&'a self, workload: &'a Workload) -> &'a [Shape] {
         self.shapes.as_deref().unwrap_or(&workload.shapes)
+    }
+
+    /// The load models this cell runs: its own, else the workload's.
+    pub fn loads<'a>(&'a self, workload: &'a Workload) -> &'a [LoadSpec] {
+        self.load.as_deref().unwrap_or(&workload.load)
+    }
+}
+
+/// Stacks whose transport decides TLS for them: `quic` always has it, `zmq` never; the
+/// controller refuses a campaign that asks otherwise (`tls`), before any peer is asked.
+pub fn tls_refusal(stack: &str, tls: bool) -> Option<&'static str> {
+    match (stack, tls) {
+        ("quic", false) => Some(
+            "quic cannot run with tls = false: QUIC has TLS 1.3 inside (put quic cells in a campaign with TLS)",
+        ),
+        ("zmq", true) => Some(
+            "zmq has no TLS (ZeroMQ's CurveZMQ is another protocol): set tls = false at the top of the campaign",
+        ),
+        _ => None,
     }
 }
 
@@ -232,14 +267,6 @@ impl Workload {
         for (i, load) in self.load.iter().enumerate() {
             for (path, message) in load.validate(&format!("workload.load[{i}]")) {
                 problems.add(path, message);
-            }
-            if matches!(load, LoadSpec::SendSaturation { .. })
-                && self.shapes.iter().any(|s| *s != Shape::ClientStream)
-            {
-                problems.add(
-                    format!("workload.load[{i}]"),
-                    "send-saturation sends one-way messages on client streams: it needs shapes = [\"client_stream\"] (put other shapes in another campaign)",
-                );
             }
         }
         for (i, &c) in self.concurrency.iter().enumerate() {
@@ -584,6 +611,18 @@ impl Campaign {
             if let Some(shapes) = &cell.shapes {
                 non_empty_unique(problems, &format!("cells[{i}].shapes"), shapes);
             }
+            if let Some(loads) = &cell.load {
+                non_empty_unique(problems, &format!("cells[{i}].load"), loads);
+                for (j, load) in loads.iter().enumerate() {
+                    for (path, message) in load.validate(&format!("cells[{i}].load[{j}]")) {
+                        problems.add(path, message);
+                    }
+                }
+            }
+            self.validate_cell_loads(i, cell, problems);
+            if let Some(why) = tls_refusal(&cell.stack, self.tls) {
+                problems.add(format!("cells[{i}].stack"), why);
+            }
         }
         if let Some(baseline) = &self.baseline
             && !self.cells.iter().any(|c| &c.id == baseline)
@@ -599,6 +638,30 @@ impl Campaign {
                         .join(", ")
                 ),
             );
+        }
+    }
+
+    /// Send-saturation sends one-way messages: on client streams or as `send` commands, so every
+    /// shape it runs with must be one of those two.
+    fn validate_cell_loads(&self, i: usize, cell: &Cell, problems: &mut Problems) {
+        let (shapes, loads) = (cell.shapes(&self.workload), cell.loads(&self.workload));
+        let load_path = |j: usize| match cell.load {
+            Some(_) => format!("cells[{i}].load[{j}]"),
+            None => format!("workload.load[{j}]"),
+        };
+        for (j, load) in loads.iter().enumerate() {
+            let other = shapes
+                .iter()
+                .find(|s| !matches!(s, Shape::ClientStream | Shape::Send));
+            if let (LoadSpec::SendSaturation { .. }, Some(other)) = (load, other) {
+                problems.add(
+                    load_path(j),
+                    format!(
+                        "send-saturation sends one-way messages (on client streams, or as send commands), so cell {:?} cannot run it with shape {other}: give the cell shapes = [\"client_stream\"] or [\"send\"], or its own load = [...] without send-saturation",
+                        cell.id
+                    ),
+                );
+            }
         }
     }
 
@@ -972,6 +1035,68 @@ mod tests {
         assert_eq!(
             paths,
             ["workload.request_size[1]", "workload.response_size[0]"]
+        );
+    }
+
+    #[test]
+    fn tls_and_the_stacks_that_decide_it_themselves_are_checked_with_paths() {
+        let campaign = |tls: &str, stacks: &[&str]| {
+            rpcarena_fixtures::campaign("t", 7)
+                .key(tls)
+                .peer("rust", &["rpcarena-peer-rust"])
+                .cells("rust", stacks)
+                .section("[workload]\nconcurrency = [1]\nshapes = [\"unary\"]")
+                .build()
+        };
+        let c = Campaign::parse(&campaign("tls = false", &["grpc", "zmq"]), "t").unwrap();
+        assert!(!c.tls);
+        assert!(crate::matrix::expand(&c).iter().all(|config| !config.tls));
+        assert!(Campaign::parse(&campaign("", &["grpc"]), "t").unwrap().tls);
+        let problems = problems_of(&campaign("", &["grpc", "zmq"]));
+        assert_eq!(problems[0].path, "cells[1].stack", "{problems:?}");
+        assert!(
+            problems[0].message.contains("zmq has no TLS"),
+            "{problems:?}"
+        );
+        let problems = problems_of(&campaign("tls = false", &["quic"]));
+        assert_eq!(problems[0].path, "cells[0].stack", "{problems:?}");
+        assert!(
+            problems[0].message.contains("QUIC has TLS 1.3 inside"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn a_cell_runs_its_own_load_models_and_send_saturation_takes_send() {
+        let text = rpcarena_fixtures::campaign("t", 7)
+            .peer("rust", &["rpcarena-peer-rust"])
+            .cell("req", "rust", "rust", "grpc")
+            .cell("cmd", "rust", "rust", "grpc")
+            .cell_line("shapes = [\"send\"]\nload = [{ model = \"send-saturation\", streams = 8 }]")
+            .section("[workload]\nconcurrency = [1]\nshapes = [\"unary\"]\nload = [\"closed\", \"window\"]")
+            .build();
+        let c = Campaign::parse(&text, "t").unwrap();
+        let keys: Vec<String> = crate::matrix::expand(&c)
+            .into_iter()
+            .map(|c| c.key)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "req/unary/c1/256B-256B/zeros/closed",
+                "req/unary/c100/256B-256B/zeros/window-100",
+                "cmd/send/c8/256B-256B/zeros/send-saturation-8"
+            ]
+        );
+        // send-saturation with a request shape: refused at the cell's own load
+        let bad = text.replace("shapes = [\"send\"]", "shapes = [\"unary\"]");
+        let problems = problems_of(&bad);
+        assert_eq!(problems[0].path, "cells[1].load[0]", "{problems:?}");
+        assert!(
+            problems[0]
+                .message
+                .contains("cannot run it with shape unary"),
+            "{problems:?}"
         );
     }
 

@@ -7,19 +7,27 @@ use crate::matrix::SampleConfig;
 use std::path::Path;
 use std::time::Duration;
 
-/// `server --stack S --listen HOST:PORT --cert FILE --key FILE`.
-pub fn server_args(stack: &str, listen: &str, cert: &Path, key: &Path) -> Vec<String> {
-    vec![
+/// `server --stack S --listen HOST:PORT --cert FILE --key FILE`, or (revision 1.3, `tls`
+/// false) `server --stack S --listen HOST:PORT --tls off`.
+pub fn server_args(stack: &str, listen: &str, tls: bool, cert: &Path, key: &Path) -> Vec<String> {
+    let mut args = vec![
         "server".to_string(),
         "--stack".into(),
         stack.into(),
         "--listen".into(),
         listen.into(),
-        "--cert".into(),
-        cert.display().to_string(),
-        "--key".into(),
-        key.display().to_string(),
-    ]
+    ];
+    if tls {
+        args.extend([
+            "--cert".into(),
+            cert.display().to_string(),
+            "--key".into(),
+            key.display().to_string(),
+        ]);
+    } else {
+        args.extend(["--tls".into(), "off".into()]);
+    }
+    args
 }
 
 /// Where a client finds its server and how it verifies it.
@@ -48,10 +56,25 @@ pub fn client_args(
         config.stack.clone(),
         "--server".into(),
         target.address.into(),
-        "--server-name".into(),
-        target.server_name.into(),
-        "--ca".into(),
-        target.ca.display().to_string(),
+    ];
+    if config.tls {
+        args.extend([
+            "--server-name".into(),
+            target.server_name.into(),
+            "--ca".into(),
+            target.ca.display().to_string(),
+        ]);
+    } else {
+        // Only 1.3 peers know the argument; TLS on is the default.
+        args.extend(["--tls".into(), "off".into()]);
+    }
+    // A one-way command has no response and no stream (docs/peer-protocol.md, "Shapes").
+    let (response_size, messages) = if config.shape.is_one_way() {
+        (0, 1)
+    } else {
+        (config.response_size, config.messages_per_stream)
+    };
+    args.extend([
         "--shape".into(),
         config.shape.to_string(),
         "--concurrency".into(),
@@ -59,16 +82,16 @@ pub fn client_args(
         "--request-size".into(),
         config.request_size.to_string(),
         "--response-size".into(),
-        config.response_size.to_string(),
+        response_size.to_string(),
         "--messages-per-stream".into(),
-        config.messages_per_stream.to_string(),
+        messages.to_string(),
         "--warmup-ms".into(),
         ms(timing.warmup),
         "--window-ms".into(),
         ms(timing.window),
         "--drain-ms".into(),
         ms(timing.drain),
-    ];
+    ]);
     if config.payload != Payload::Zeros {
         // Only peers that offer other payloads know the argument; zeros is the default.
         args.extend(["--payload".to_string(), config.payload.to_string()]);
@@ -130,6 +153,7 @@ mod tests {
             messages_per_stream: 128,
             payload,
             load,
+            tls: true,
         }
     }
 
@@ -197,15 +221,37 @@ mod tests {
 
     #[test]
     fn a_server_listens_with_its_certificate() {
+        let (cert, key) = (Path::new("s.pem"), Path::new("s.key"));
         assert_eq!(
-            server_args(
-                "grpc",
-                "127.0.0.1:0",
-                Path::new("s.pem"),
-                Path::new("s.key")
-            )
-            .join(" "),
+            server_args("grpc", "127.0.0.1:0", true, cert, key).join(" "),
             "server --stack grpc --listen 127.0.0.1:0 --cert s.pem --key s.key"
+        );
+    }
+
+    #[test]
+    fn plaintext_passes_tls_off_and_no_certificate_or_ca() {
+        let (cert, key) = (Path::new("s.pem"), Path::new("s.key"));
+        assert_eq!(
+            server_args("zmq", "127.0.0.1:0", false, cert, key).join(" "),
+            "server --stack zmq --listen 127.0.0.1:0 --tls off"
+        );
+        let target = ServerTarget {
+            address: "127.0.0.1:4000",
+            server_name: "127.0.0.1",
+            ca: Path::new("/run/ca.pem"),
+        };
+        let plain = SampleConfig {
+            tls: false,
+            ..config(LoadSpec::Closed, Payload::Zeros)
+        };
+        let args = client_args(&plain, &Timing::default(), target, 0).join(" ");
+        assert!(
+            args.starts_with("client --stack quic --server 127.0.0.1:4000 --tls off --shape bidi"),
+            "{args}"
+        );
+        assert!(
+            !args.contains("--ca") && !args.contains("--server-name"),
+            "{args}"
         );
     }
 }

@@ -7,7 +7,7 @@
 //!   "closed",                                        # concurrency lanes, one op in flight each
 //!   { model = "window", in_flight = 100 },           # 100 ops outstanding on one connection
 //!   { model = "backpressure", max_in_flight = 100000 },
-//!   { model = "send-saturation", streams = 8, settle = "200ms" },  # client_stream only
+//!   { model = "send-saturation", streams = 8, settle = "200ms" },  # client_stream or send
 //!   { model = "open", rate = 1000, arrival = "poisson" },          # ops/s, from intended start
 //! ]
 //! ```
@@ -182,6 +182,13 @@ impl fmt::Display for LoadSpec {
             }
         }
     }
+}
+
+/// [`deserialize_loads`] for an optional list (a cell's own `load`).
+pub(crate) fn deserialize_some_loads<'de, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Vec<LoadSpec>>, D::Error> {
+    deserialize_loads(d).map(Some)
 }
 
 /// Accepts a bare model name (parameters at their defaults) or a table with `model`.

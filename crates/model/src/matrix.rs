@@ -32,6 +32,17 @@ pub struct SampleConfig {
     pub payload: Payload,
     /// Load model.
     pub load: LoadSpec,
+    /// TLS on (the default) or plaintext (`--tls off`, revision 1.3): the campaign's `tls`.
+    #[serde(default = "tls_on", skip_serializing_if = "is_on")]
+    pub tls: bool,
+}
+
+fn tls_on() -> bool {
+    true
+}
+
+fn is_on(tls: &bool) -> bool {
+    *tls
 }
 
 impl SampleConfig {
@@ -54,7 +65,7 @@ pub fn expand(campaign: &Campaign) -> Vec<SampleConfig> {
     let mut out = Vec::new();
     for cell in &campaign.cells {
         for &shape in cell.shapes(w) {
-            for load in &w.load {
+            for load in cell.loads(w) {
                 let concurrencies = match load.fixed_concurrency() {
                     Some(c) => vec![c],
                     None => w.concurrency.clone(),
@@ -78,6 +89,7 @@ pub fn expand(campaign: &Campaign) -> Vec<SampleConfig> {
                                     messages_per_stream: w.messages_per_stream,
                                     payload,
                                     load: load.clone(),
+                                    tls: campaign.tls,
                                 });
                         }
                     }

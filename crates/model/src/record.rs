@@ -91,6 +91,10 @@ pub struct ServerResult {
     /// END` minus `WINDOW START`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<ServerWindow>,
+    /// Revision 1.3: the message of the first call, command or frame the server rejected in
+    /// its life, from its `stopped` event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_rejection: Option<String>,
 }
 
 /// A server's figures over the window: the differences between its `window` answers to
@@ -106,6 +110,9 @@ pub struct ServerWindow {
     /// Bytes it allocated over the window, when it counts them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocated_bytes: Option<u64>,
+    /// Revision 1.3: the first rejection the server reported by the end of the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_rejection: Option<String>,
 }
 
 impl ServerResult {
@@ -119,9 +126,11 @@ impl ServerResult {
             // revision 1.2 (not kept yet: the integrator's server.life_allocations)
             allocations: _,
             allocated_bytes: _,
+            first_rejection,
         } = stopped;
-        let server = transport.map(|t| ServerResult {
-            transport: Some(TransportRecord::from(*t)),
+        let server = (transport.is_some() || first_rejection.is_some()).then(|| ServerResult {
+            transport: transport.map(|t| TransportRecord::from(*t)),
+            first_rejection,
             ..ServerResult::default()
         });
         (counters, server)

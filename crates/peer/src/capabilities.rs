@@ -107,6 +107,7 @@ pub fn event() -> Event {
     // pingpong too (crate::stacks).
     let shapes: Vec<String> = Shape::EVERY
         .iter()
+        .filter(|s| !s.is_one_way())
         .map(|s| s.as_str().to_string())
         .collect();
     let entry = |stack: Stack, load_models: Vec<String>| StackCapability {
@@ -125,6 +126,8 @@ pub fn event() -> Event {
             .collect::<BTreeMap<_, _>>(),
         settings: settings(stack, &tcp_congestion),
         deviations: Some(Vec::new()),
+        tls: Vec::new(),
+        not_offered: BTreeMap::new(),
     };
     let models: Vec<String> = LOAD_MODELS.iter().map(|m| m.to_string()).collect();
     Event::Capabilities(Capabilities {

@@ -239,6 +239,7 @@ async fn sample<S: ClientStack>(
         connections: stack.connections(),
         connect_ns: Some(connect_ns),
         warmup_completed,
+        warmup_segments: Vec::new(),
     }));
     if !started(&mut commands).await? {
         // The controller gave up before measuring: close cleanly, no sample.

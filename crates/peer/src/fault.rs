@@ -189,7 +189,9 @@ impl Answer for pb::Response {
             Shape::Bidi | Shape::Pingpong => {
                 requests.iter().map(|r| response_to(r, r.seq)).collect()
             }
-            Shape::Unary | Shape::ClientStream => vec![response_to(first, first.seq)],
+            Shape::Unary | Shape::ClientStream | Shape::Send => {
+                vec![response_to(first, first.seq)]
+            }
         }
     }
 
@@ -200,7 +202,7 @@ impl Answer for pb::Response {
             Shape::Bidi | Shape::Pingpong => requests
                 .last()
                 .map(|last| response_to(last, last.seq.wrapping_add(1))),
-            Shape::Unary | Shape::ClientStream => messages.last().cloned(),
+            Shape::Unary | Shape::ClientStream | Shape::Send => messages.last().cloned(),
         }
     }
 

@@ -132,6 +132,7 @@ fn window(state: &ServerState, edge: Edge) -> Event {
         counters: counters(state),
         allocations: Some(allocated.count),
         allocated_bytes: Some(allocated.bytes),
+        first_rejection: None,
     })
 }
 
@@ -144,5 +145,6 @@ fn stopped(state: &ServerState, transport: Option<Box<TransportStats>>) -> Event
         transport,
         allocations: Some(allocated.count),
         allocated_bytes: Some(allocated.bytes),
+        first_rejection: None,
     })
 }

@@ -28,6 +28,29 @@ pub fn parse(text: &str) -> Result<u64, String> {
         .map_err(|_| format!("counter {text:?} does not fit in 64 bits"))
 }
 
+/// One counter as a value of its own, for lists of counters (`armed.warmup_segments`): a
+/// decimal string on the wire, a number in the artifacts (`From<Counter> for u64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counter(pub u64);
+
+impl serde::Serialize for Counter {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serialize(&self.0, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Counter {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Counter, D::Error> {
+        deserialize(deserializer).map(Counter)
+    }
+}
+
+impl From<Counter> for u64 {
+    fn from(counter: Counter) -> u64 {
+        counter.0
+    }
+}
+
 /// The same for `Option<u64>`: absent or null means `None`.
 pub mod option {
     use serde::{Deserialize, Deserializer, Serializer};

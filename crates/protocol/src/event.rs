@@ -7,6 +7,7 @@
 
 use crate::PROTOCOL_VERSION;
 use crate::counter;
+use crate::counter::Counter;
 use crate::fields::wire_structs;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -167,6 +168,25 @@ pub struct StackCapability {
     /// and empty means none, absent means the peer does not say (1.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deviations: Option<Vec<String>>,
+    /// Revision 1.3: the `--tls` values this role of the stack takes (`on`, `off`); empty (absent)
+    /// means `["on"]`. See [`StackCapability::takes_tls`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tls: Vec<String>,
+    /// Revision 1.3: shape name to the reason this stack cannot carry it, for the report.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_offered: BTreeMap<String, String>,
+}
+
+impl StackCapability {
+    /// Whether this stack runs with `--tls on` (`tls` true) or `--tls off` (false).
+    pub fn takes_tls(&self, tls: bool) -> bool {
+        let wanted = if tls { "on" } else { "off" };
+        if self.tls.is_empty() {
+            tls
+        } else {
+            self.tls.iter().any(|value| value == wanted)
+        }
+    }
 }
 
 /// Whether `flag` is `false`: a default-`false` field is left out then.
@@ -340,6 +360,9 @@ pub struct Stopped {
         skip_serializing_if = "Option::is_none"
     )]
     pub allocated_bytes: Option<u64>,
+    /// Revision 1.3: the message of the first call, command or frame the server rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_rejection: Option<String>,
 }
 
 /// Revision 1.2: which edge of the window a `window` event answers.
@@ -399,6 +422,9 @@ pub struct WindowReport {
         skip_serializing_if = "Option::is_none"
     )]
     pub allocated_bytes: Option<u64>,
+    /// Revision 1.3: the message of the first call, command or frame the server rejected.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_rejection: Option<String>,
 }
 
 /// Values of [`PeerError::phase`].
@@ -723,6 +749,7 @@ mod tests {
                 connections: 1,
                 connect_ns: Some(5),
                 warmup_completed: 6,
+                warmup_segments: [0, 0, 1, 0, 1, 1, 0, 1, 1, 1].map(Counter).to_vec(),
             }),
             Event::Error(PeerError {
                 phase: phase::CONNECT.into(),
@@ -748,6 +775,25 @@ mod tests {
         for event in events {
             assert_eq!(parse_event(&event.to_line()).as_ref(), Ok(&event));
         }
+    }
+
+    #[test]
+    fn warmup_segments_are_a_list_of_counter_strings() {
+        let line = r#"{"protocol":1,"event":"armed","lanes":1,"connections":2,"warmup_completed":"3","warmup_segments":["0","1","2"]}"#;
+        let Ok(Event::Armed(armed)) = parse_event(line) else {
+            panic!("{line} did not parse as armed");
+        };
+        assert_eq!(armed.warmup_segments, [0, 1, 2].map(Counter).to_vec());
+        assert!(
+            Event::Armed(armed)
+                .to_line()
+                .contains(r#""warmup_segments":["0","1","2"]"#)
+        );
+        let numbers = line.replace(r#"["0","1","2"]"#, "[0,1,2]");
+        assert!(
+            parse_event(&numbers).is_err(),
+            "numbers accepted: {numbers}"
+        );
     }
 
     #[test]
@@ -818,6 +864,8 @@ mod tests {
             settings,
             deviations: Some(vec![]),
             conformance_faults: false,
+            tls: vec!["on".into()],
+            not_offered: BTreeMap::from([("send".into(), "no one-way frame".into())]),
         };
         Capabilities {
             peer: "p".into(),
@@ -1034,6 +1082,7 @@ mod tests {
             counters: BTreeMap::from([("rpcs".into(), 1285), ("rejected".into(), 0)]),
             allocations: Some(902_211),
             allocated_bytes: Some(18_446_744_073_709_551_615),
+            first_rejection: Some("unparsable frame of 2 bytes: 0a ff".into()),
         }
     }
 
@@ -1042,7 +1091,7 @@ mod tests {
         let line = Event::Window(window(Edge::Start)).to_line();
         assert_eq!(
             line,
-            r#"{"protocol":1,"event":"window","edge":"start","counters":{"rejected":"0","rpcs":"1285"},"allocations":"902211","allocated_bytes":"18446744073709551615"}"#
+            r#"{"protocol":1,"event":"window","edge":"start","counters":{"rejected":"0","rpcs":"1285"},"allocations":"902211","allocated_bytes":"18446744073709551615","first_rejection":"unparsable frame of 2 bytes: 0a ff"}"#
         );
         assert_eq!(parse_event(&line), Ok(Event::Window(window(Edge::Start))));
         // the page's example, and a window without allocation counters

@@ -50,6 +50,9 @@ macro_rules! client_fields {
                 connect_ns: opt_counter,
                 /// Operations completed during the untimed warmup.
                 warmup_completed: counter,
+                /// Revision 1.3: operations completed in each tenth of the warmup (10 entries
+                /// summing to `warmup_completed`), so a warmup still rising at its end shows.
+                warmup_segments: list(Counter => u64),
             }
             /// A client's measurement of one sample. Counts cover operations admitted during the
             /// window.
@@ -115,6 +118,9 @@ macro_rules! client_fields {
                 /// Revision 1.2: heap allocations of the whole client process from `START` to
                 /// the end of the drain, when its `capabilities` declare them (`allocations`).
                 allocations: opt_counter,
+                /// Revision 1.3: CPU time of the one thread that starts every operation, from
+                /// `START` to the end of the drain, in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`).
+                submit_cpu_ns: opt_counter,
                 /// Revision 1.2: bytes the whole client process allocated over the same span,
                 /// when its `capabilities` declare them.
                 allocated_bytes: opt_counter,

@@ -26,6 +26,9 @@ pub enum Shape {
     /// Revision 1.2: N request/response exchanges in lock-step on one `Bidi` stream: request i
     /// is sent only after response i-1 arrived and validated.
     Pingpong,
+    /// Revision 1.3: one one-way command (`Command` returning `Empty` on gRPC, a message with no
+    /// reply on zmq); the server validates and counts it.
+    Send,
 }
 
 impl Shape {
@@ -41,13 +44,15 @@ impl Shape {
         Shape::Bidi,
     ];
 
-    /// Every shape, in report order: [`Shape::ALL`] and then `pingpong` (revision 1.2).
-    pub const EVERY: [Shape; 5] = [
+    /// Every shape, in report order: [`Shape::ALL`], then `pingpong` (revision 1.2) and `send`
+    /// (revision 1.3).
+    pub const EVERY: [Shape; 6] = [
         Shape::Unary,
         Shape::ClientStream,
         Shape::ServerStream,
         Shape::Bidi,
         Shape::Pingpong,
+        Shape::Send,
     ];
 
     /// The RPC an operation of this shape calls: the shape itself, and `Bidi` for pingpong.
@@ -66,6 +71,7 @@ impl Shape {
             Shape::ServerStream => "server_stream",
             Shape::Bidi => "bidi",
             Shape::Pingpong => "pingpong",
+            Shape::Send => "send",
         }
     }
 
@@ -77,6 +83,7 @@ impl Shape {
             Shape::ServerStream => "Server stream",
             Shape::Bidi => "Bidirectional stream",
             Shape::Pingpong => "Ping-pong stream",
+            Shape::Send => "One-way send",
         }
     }
 
@@ -88,6 +95,12 @@ impl Shape {
     /// Whether the server sends a stream of responses (pingpong: one per request).
     pub fn streams_responses(&self) -> bool {
         matches!(self, Shape::ServerStream | Shape::Bidi | Shape::Pingpong)
+    }
+
+    /// Whether an operation is a one-way command, which has no response message of its own
+    /// (gRPC's `Empty` acknowledges it; zmq answers nothing).
+    pub fn is_one_way(&self) -> bool {
+        matches!(self, Shape::Send)
     }
 
     /// Request messages in one operation.
@@ -123,7 +136,7 @@ impl FromStr for Shape {
             .find(|shape| shape.as_str() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown shape {s:?}; expected one of unary, client_stream, server_stream, bidi, pingpong"
+                    "unknown shape {s:?}; expected one of unary, client_stream, server_stream, bidi, pingpong, send"
                 )
             })
     }

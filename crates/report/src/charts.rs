@@ -38,7 +38,7 @@ impl Figure {
             (Figure::Messages, Shape::Unary | Shape::Bidi | Shape::Pingpong) => {
                 "median request and response message rate"
             }
-            (Figure::Messages, Shape::ClientStream) => "median request message rate",
+            (Figure::Messages, Shape::ClientStream | Shape::Send) => "median request message rate",
             (Figure::Messages, Shape::ServerStream) => "median response message rate",
             (Figure::P99, _) => "median p99 latency",
         }
@@ -51,7 +51,7 @@ impl Figure {
             (Figure::Messages, Shape::Unary | Shape::Bidi | Shape::Pingpong) => {
                 "messages/s in each direction"
             }
-            (Figure::Messages, Shape::ClientStream) => "request messages/s",
+            (Figure::Messages, Shape::ClientStream | Shape::Send) => "request messages/s",
             (Figure::Messages, Shape::ServerStream) => "response messages/s",
             (Figure::P99, _) => "microseconds",
         }

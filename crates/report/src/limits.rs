@@ -41,7 +41,8 @@ pub fn limit(config: &SampleConfig, profile: &LinkProfile) -> Option<Limit> {
     let response_bits = config.responses_per_op() as f64 * f64::from(config.response_size) * 8.0;
     let time = |bits: f64, rate: Option<u64>| rate.map_or(0.0, |r| bits / r as f64);
     let serialisation_s = match config.shape {
-        Shape::Unary => 0.0,
+        // a command is one message one way; its acknowledgement (gRPC's Empty) carries no payload
+        Shape::Unary | Shape::Send => 0.0,
         Shape::ClientStream => time(request_bits, up.rate_bps),
         Shape::ServerStream => time(response_bits, down.rate_bps),
         // pingpong (1.2) as bidi for now: a bound still, but it leaves out pingpong's N round trips

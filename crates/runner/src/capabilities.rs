@@ -208,51 +208,95 @@ pub fn check_cells(campaign: &Campaign, caps: &BTreeMap<String, Capabilities>) -
                 });
                 continue;
             };
-            for shape in cell.shapes(&campaign.workload) {
-                if !stack.shapes.iter().any(|s| s == shape.as_str()) {
-                    problems.push(Problem {
-                        path: format!("cells[{i}]"),
-                        message: format!(
-                            "peer {peer_id} does not offer shape {shape} on stack {} as a {role} ({})",
-                            cell.stack,
-                            if cell.shapes.is_some() {
-                                format!("cells[{i}].shapes")
-                            } else {
-                                "workload.shapes".to_string()
-                            }
-                        ),
-                    });
-                }
-            }
-            for payload in &campaign.workload.payload {
-                // A peer that lists no payloads offers zero-filled bytes only.
-                let offered = stack.payloads.iter().any(|p| p == payload.as_str())
-                    || (stack.payloads.is_empty() && payload.as_str() == "zeros");
-                if !offered {
-                    problems.push(Problem {
-                        path: format!("cells[{i}]"),
-                        message: format!(
-                            "peer {peer_id} does not offer payload {payload} on stack {} as a {role} (workload.payload)",
-                            cell.stack
-                        ),
-                    });
-                }
-            }
-            if role == Role::Client {
-                for load in &campaign.workload.load {
-                    if !stack.load_models.iter().any(|l| l == load.model()) {
-                        problems.push(Problem {
-                            path: format!("cells[{i}]"),
-                            message: format!(
-                                "peer {peer_id} does not offer load model {} on stack {} as a client (workload.load)",
-                                load.model(),
-                                cell.stack
-                            ),
-                        });
-                    }
-                }
+            problems.extend(check_entry(campaign, i, role, peer_id, stack));
+        }
+    }
+    problems
+}
+
+/// What one peer's entry for a cell's stack cannot run of the campaign: shapes (with the
+/// peer's reason when it gives one), payload kinds, load models (clients), the `tls` setting.
+fn check_entry(
+    campaign: &Campaign,
+    i: usize,
+    role: Role,
+    peer_id: &str,
+    stack: &rpcarena_protocol::event::StackCapability,
+) -> Vec<Problem> {
+    let cell = &campaign.cells[i];
+    let mut problems = Vec::new();
+    let mut refuse = |path: String, message: String| problems.push(Problem { path, message });
+    for shape in cell.shapes(&campaign.workload) {
+        if !stack.shapes.iter().any(|s| s == shape.as_str()) {
+            let why = stack
+                .not_offered
+                .get(shape.as_str())
+                .map(|why| format!(": {why}"))
+                .unwrap_or_default();
+            let field = match cell.shapes {
+                Some(_) => format!("cells[{i}].shapes"),
+                None => "workload.shapes".to_string(),
+            };
+            refuse(
+                format!("cells[{i}]"),
+                format!(
+                    "peer {peer_id} does not offer shape {shape} on stack {} as a {role} ({field}){why}",
+                    cell.stack
+                ),
+            );
+        }
+    }
+    for payload in &campaign.workload.payload {
+        // A peer that lists no payloads offers zero-filled bytes only.
+        let offered = stack.payloads.iter().any(|p| p == payload.as_str())
+            || (stack.payloads.is_empty() && payload.as_str() == "zeros");
+        if !offered {
+            refuse(
+                format!("cells[{i}]"),
+                format!(
+                    "peer {peer_id} does not offer payload {payload} on stack {} as a {role} (workload.payload)",
+                    cell.stack
+                ),
+            );
+        }
+    }
+    if role == Role::Client {
+        let field = match cell.load {
+            Some(_) => format!("cells[{i}].load"),
+            None => "workload.load".to_string(),
+        };
+        for load in cell.loads(&campaign.workload) {
+            if !stack.load_models.iter().any(|l| l == load.model()) {
+                refuse(
+                    format!("cells[{i}]"),
+                    format!(
+                        "peer {peer_id} does not offer load model {} on stack {} as a client ({field})",
+                        load.model(),
+                        cell.stack
+                    ),
+                );
             }
         }
+    }
+    if !stack.takes_tls(campaign.tls) {
+        let (asked, value) = if campaign.tls {
+            ("TLS", "on")
+        } else {
+            ("plaintext", "off")
+        };
+        refuse(
+            "tls".to_string(),
+            format!(
+                "peer {peer_id} cannot run stack {} as a {role} with {asked} (--tls {value}; it takes: {}); cells[{i}] needs tls = {}",
+                cell.stack,
+                if stack.tls.is_empty() {
+                    "on".to_string()
+                } else {
+                    stack.tls.join(", ")
+                },
+                !campaign.tls
+            ),
+        );
     }
     problems
 }

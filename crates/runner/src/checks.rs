@@ -27,7 +27,10 @@ pub(crate) fn check_report(
 ) -> Vec<String> {
     let mut problems = check_outcome(config, result);
     problems.extend(check_window(asked, result));
-    if config.load.whole_operations() {
+    if config.shape.is_one_way() {
+        // One command per operation in every model, send-saturation included.
+        problems.extend(check_commands(config, result));
+    } else if config.load.whole_operations() {
         problems.extend(check_counts(config, result));
     }
     problems.extend(check_intervals(asked.window_ns, result));
@@ -95,6 +98,42 @@ fn check_outcome(config: &SampleConfig, result: &ClientResult) -> Vec<String> {
     {
         problems.push(format!(
             "the server counted {received} messages but only {sent} were sent"
+        ));
+    }
+    problems
+}
+
+/// One-way commands (shape `send`, revision 1.3): one request each, acknowledged by an empty
+/// reply (gRPC's `Empty`) or by nothing (zmq), so `responses` is `completed` or 0 and no
+/// response byte exists.
+fn check_commands(config: &SampleConfig, result: &ClientResult) -> Vec<String> {
+    let mut problems = Vec::new();
+    let n = result.completed;
+    if result.requests != n {
+        problems.push(format!(
+            "requests is {} but {n} expected for {n} completed send operations (one command each)",
+            result.requests
+        ));
+    }
+    if result.responses != n && result.responses != 0 {
+        problems.push(format!(
+            "responses is {} but {n} (acknowledged commands) or 0 (no reply) expected for {n} completed send operations",
+            result.responses
+        ));
+    }
+    if result.response_bytes != 0 {
+        problems.push(format!(
+            "response_bytes is {} but 0 expected: a command's acknowledgement carries no payload",
+            result.response_bytes
+        ));
+    }
+    let bytes = result
+        .requests
+        .saturating_mul(u64::from(config.request_size));
+    if result.request_bytes != bytes {
+        problems.push(format!(
+            "request_bytes is {} but {bytes} expected for {} commands of {} bytes",
+            result.request_bytes, result.requests, config.request_size
         ));
     }
     problems
@@ -226,6 +265,7 @@ pub(crate) mod tests {
             messages_per_stream: 8,
             payload: Payload::Zeros,
             load: LoadSpec::Closed,
+            tls: true,
         }
     }
 

@@ -374,6 +374,7 @@ fn sample_spec(
         invocation::server_args(
             &config.stack,
             &placement.listen,
+            config.tls,
             &placement.identity.cert,
             &placement.identity.key,
         ),

@@ -362,6 +362,7 @@ impl Totals {
             transport: None,
             allocations: None,
             allocated_bytes: None,
+            submit_cpu_ns: None,
         })
     }
 }

@@ -200,6 +200,7 @@ pub fn method_path(shape: Shape) -> &'static str {
         Shape::ServerStream => "/rpcarena.bench.v1.BenchService/ServerStream",
         // pingpong drives the Bidi RPC in lock-step
         Shape::Bidi | Shape::Pingpong => "/rpcarena.bench.v1.BenchService/Bidi",
+        Shape::Send => "/rpcarena.bench.v1.BenchService/Command",
     }
 }
 

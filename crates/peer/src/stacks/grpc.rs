@@ -424,6 +424,10 @@ impl Lane for GrpcLane {
         let requests = move || stream::iter((0..n).map(move |i| workload.request(i, 0)));
         self.ready().await?;
         match shape {
+            Shape::Send => Err(OpError::new(
+                code::INTERNAL,
+                "shape send is not offered by this peer yet",
+            )),
             Shape::Unary => {
                 let responses = self.start(shape, one(0)).await.map_err(status_error)?;
                 let response: pb::Response = read_one(responses).await?;

@@ -95,6 +95,12 @@ pub async fn call<R: RecvHalf, W: SendHalf>(
     let shape = workload.shape;
     let n = u64::from(workload.messages);
     let outcome = match shape {
+        Shape::Send => {
+            return Err(OpError::new(
+                code::INTERNAL,
+                "the native framing has no one-way command (shape send)",
+            ));
+        }
         Shape::Unary => {
             let requests = std::iter::once_with(|| workload.request(seq, 0));
             send_requests(writer, shape, requests).await?;
@@ -543,7 +549,7 @@ async fn serve_shape<R: RecvHalf, W: SendHalf>(
 ) -> Result<(), CallError> {
     let mut check = RequestCheck::new(shape);
     match shape {
-        Shape::Unary | Shape::ServerStream => {
+        Shape::Unary | Shape::ServerStream | Shape::Send => {
             let request = read_request(reader, shape).await?;
             tally.request();
             expect_end(reader, shape).await?;

@@ -36,7 +36,7 @@ use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{Noise, SampleRecord, SampleStatus, ServerResult};
 use rpcarena_model::schedule::Slot;
 use rpcarena_netem_core::LinkStats;
-use rpcarena_protocol::event::{Armed, Command, Event, Role, SampleReport};
+use rpcarena_protocol::event::{Armed, Command, Edge, Event, Role, SampleReport};
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::ExitStatus;
@@ -198,12 +198,14 @@ enum Wait {
     EndOfOutput(Role),
     /// The server's answer to `WINDOW END` (revision 1.2).
     WindowEnd,
+    /// A settle poll's answer, or the next poll (send-saturation on `send`, revision 1.3).
+    Settle(Edge),
 }
 
 impl Wait {
     fn role(self) -> Role {
         match self {
-            Wait::Ready | Wait::WindowEnd => Role::Server,
+            Wait::Ready | Wait::WindowEnd | Wait::Settle(_) => Role::Server,
             Wait::Armed | Wait::Sample => Role::Client,
             Wait::Stopped(role) | Wait::EndOfOutput(role) => role,
         }
@@ -217,7 +219,7 @@ impl Wait {
             Wait::Sample => "sample",
             Wait::Stopped(_) => "stopped",
             Wait::EndOfOutput(_) => "end of output",
-            Wait::WindowEnd => "window",
+            Wait::WindowEnd | Wait::Settle(_) => "window",
         }
     }
 
@@ -228,7 +230,7 @@ impl Wait {
             Wait::Armed => "armed",
             Wait::Sample => "sample",
             Wait::Stopped(_) | Wait::EndOfOutput(_) => "shutdown",
-            Wait::WindowEnd => "window",
+            Wait::WindowEnd | Wait::Settle(_) => "window",
         }
     }
 
@@ -239,6 +241,8 @@ impl Wait {
             Wait::Sample => "measure",
             Wait::Stopped(_) | Wait::EndOfOutput(_) => "shutdown",
             Wait::WindowEnd => "the window's end (after WINDOW END)",
+            Wait::Settle(Edge::Start) => "the settle before START (the server's command count)",
+            Wait::Settle(Edge::End) => "the settle after the window (the server's command count)",
         }
     }
 
@@ -251,7 +255,7 @@ impl Wait {
                 .saturating_add(timing.drain)
                 .saturating_add(timeouts.sample),
             Wait::Stopped(_) | Wait::EndOfOutput(_) => timeouts.shutdown,
-            Wait::WindowEnd => timeouts.window,
+            Wait::WindowEnd | Wait::Settle(_) => timeouts.window,
         }
     }
 }
@@ -397,6 +401,7 @@ impl SampleMachine {
                     ),
                 );
             }
+            Stage::Waiting(Wait::Settle(_)) if !self.settle_pending() => self.poll_settle(now),
             Stage::Waiting(wait) => {
                 let timeout = wait.timeout(&self.spec.timing, &self.spec.timeouts);
                 self.fail(
@@ -586,20 +591,19 @@ impl SampleMachine {
             }
             Event::Armed(armed) => {
                 self.armed = Some(armed);
-                self.wait(now, Wait::Sample);
-                self.sampler_running = true;
-                self.actions.push_back(Action::StartSampler);
-                self.actions.push_back(Action::Send {
-                    role: Role::Client,
-                    command: Command::Start,
-                });
-                self.tell_server_window(Command::WindowStart);
+                if self.settle_time().is_some() {
+                    self.begin_settle(now, Edge::Start);
+                } else {
+                    self.start_window(now);
+                }
             }
             Event::Sample(report) => {
                 self.report = Some(report);
                 self.stage = Stage::Readings;
                 self.deadline = None;
-                self.tell_server_window(Command::WindowEnd);
+                if self.settle_time().is_none() {
+                    self.tell_server_window(Command::WindowEnd);
+                }
                 self.stop_sampler();
             }
             Event::Window(answer) => self.on_window(now, answer),
@@ -623,6 +627,18 @@ impl SampleMachine {
             }
             Event::Capabilities(_) | Event::Error(_) => {}
         }
+    }
+
+    /// The client is armed (and a settling server quiet): START, the sampler, WINDOW START.
+    fn start_window(&mut self, now: Nanos) {
+        self.wait(now, Wait::Sample);
+        self.sampler_running = true;
+        self.actions.push_back(Action::StartSampler);
+        self.actions.push_back(Action::Send {
+            role: Role::Client,
+            command: Command::Start,
+        });
+        self.tell_server_window(Command::WindowStart);
     }
 
     fn on_readings(

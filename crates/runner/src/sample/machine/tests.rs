@@ -177,6 +177,7 @@ impl Run {
                 connections: 1,
                 connect_ns: Some(2 * MS),
                 warmup_completed: 50,
+                ..Armed::default()
             }),
         )
     }
@@ -311,6 +312,7 @@ fn the_happy_path_step_by_step() {
             connections: 1,
             connect_ns: Some(2 * MS),
             warmup_completed: 50,
+            ..Armed::default()
         }),
     );
     assert_eq!(run.said(), ["start sampler", "send START client"]);
@@ -928,6 +930,7 @@ fn window_answer(edge: rpcarena_protocol::event::Edge, rpcs: u64, allocations: u
         counters: BTreeMap::from([("rpcs".to_string(), rpcs)]),
         allocations: Some(allocations),
         allocated_bytes: Some(allocations * 100),
+        first_rejection: None,
     })
 }
 
@@ -1006,6 +1009,152 @@ fn allocations_that_go_backwards_fail_the_sample_naming_the_field() {
     let reason = run.reason();
     assert!(
         reason.contains("server allocations went backwards over the window: 9000 at WINDOW START, 8000 at WINDOW END"),
+        "{reason}"
+    );
+}
+
+/// Send-saturation on `send` (revision 1.3): 4 lanes of commands, a 200 ms settle.
+fn settling() -> Run {
+    let mut config = crate::checks::tests::config(Shape::Send);
+    config.load = LoadSpec::SendSaturation {
+        streams: 4,
+        settle: Duration::from_millis(200),
+    };
+    config.concurrency = 4;
+    Run::with(SampleSpec {
+        server_window: true,
+        config,
+        ..spec()
+    })
+}
+
+fn commands_answer(edge: rpcarena_protocol::event::Edge, commands: u64, rejected: u64) -> Event {
+    Event::Window(rpcarena_protocol::event::WindowReport {
+        edge,
+        counters: BTreeMap::from([
+            ("commands".to_string(), commands),
+            ("rejected".to_string(), rejected),
+        ]),
+        allocations: None,
+        allocated_bytes: None,
+        first_rejection: (rejected > 0).then(|| "unparsable frame of 3 bytes: 0a 01 ff".into()),
+    })
+}
+
+/// 100 commands sent and acknowledged by nothing (zmq) in the 5 s window.
+fn command_report() -> SampleReport {
+    SampleReport {
+        responses: 0,
+        response_bytes: 0,
+        request_bytes: 100 * 10,
+        sent: Some(100),
+        max_in_flight: Some(4),
+        ..report()
+    }
+}
+
+#[test]
+fn send_saturation_on_send_waits_for_the_servers_count_to_settle_on_both_sides() {
+    use rpcarena_protocol::event::Edge;
+    let mut run = settling();
+    run.armed();
+    assert!(
+        run.said()
+            .ends_with(&["spawn client".into(), "send WINDOW START server".into()]),
+        "no START before the settle"
+    );
+    // warmup commands still arriving: 40, then 50 (changed), then 50 for 200 ms
+    run.event(Role::Server, commands_answer(Edge::Start, 40, 0));
+    assert_eq!(
+        run.machine.deadline(),
+        Some(run.now + 10 * MS),
+        "the next poll"
+    );
+    run.at(10 * MS).timeout();
+    assert_eq!(run.said(), ["send WINDOW START server"]);
+    run.event(Role::Server, commands_answer(Edge::Start, 50, 0));
+    run.at(100 * MS).timeout();
+    run.event(Role::Server, commands_answer(Edge::Start, 50, 0));
+    assert!(run.said().ends_with(&["send WINDOW START server".into()]));
+    run.at(211 * MS)
+        .event(Role::Server, commands_answer(Edge::Start, 50, 0));
+    assert_eq!(
+        run.said(),
+        [
+            "start sampler",
+            "send START client",
+            "send WINDOW START server"
+        ],
+        "quiet for 200 ms: the window starts"
+    );
+    run.event(Role::Server, commands_answer(Edge::Start, 50, 0))
+        .at(6 * S)
+        .event(Role::Client, Event::Sample(command_report()));
+    assert_eq!(
+        run.said(),
+        ["stop sampler"],
+        "no WINDOW END before the readings"
+    );
+    run.feed(Input::Readings {
+        usage: Ok(usage()),
+        link: None,
+    });
+    assert_eq!(run.said(), ["send WINDOW END server"]);
+    run.event(Role::Server, commands_answer(Edge::End, 140, 0));
+    run.at(6 * S + 300 * MS).timeout();
+    run.event(Role::Server, commands_answer(Edge::End, 150, 0));
+    run.at(6 * S + 600 * MS).timeout();
+    run.event(Role::Server, commands_answer(Edge::End, 150, 0));
+    assert_eq!(
+        run.said(),
+        [
+            "send WINDOW END server",
+            "send WINDOW END server",
+            "send SHUTDOWN client"
+        ]
+    );
+    run.stops(Role::Client).stops(Role::Server);
+    let record = run.record();
+    assert_eq!(record.status, SampleStatus::Ok, "{:?}", record.reason);
+    let client = record.client.expect("client");
+    assert_eq!(
+        client.received,
+        Some(100),
+        "the server's count over the window"
+    );
+    assert_eq!(record.metrics.unwrap().received_per_s, Some(20.0));
+}
+
+#[test]
+fn commands_that_never_arrive_or_are_rejected_fail_the_sample() {
+    use rpcarena_protocol::event::Edge;
+    let mut run = settling();
+    run.armed()
+        .event(Role::Server, commands_answer(Edge::Start, 0, 0))
+        .at(300 * MS)
+        .timeout();
+    run.event(Role::Server, commands_answer(Edge::Start, 0, 0))
+        .event(Role::Server, commands_answer(Edge::Start, 0, 0))
+        .at(6 * S)
+        .event(Role::Client, Event::Sample(command_report()))
+        .feed(Input::Readings {
+            usage: Ok(usage()),
+            link: None,
+        })
+        .event(Role::Server, commands_answer(Edge::End, 95, 1))
+        .at(6 * S + 250 * MS)
+        .timeout();
+    run.event(Role::Server, commands_answer(Edge::End, 95, 1));
+    run.stops(Role::Client).stops(Role::Server);
+    let reason = run.reason();
+    assert!(
+        reason.contains("5 of 100 commands sent in the window never reached the server"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(
+            "the server rejected calls or commands in the window: 1; first: unparsable frame of 3 bytes: 0a 01 ff"
+        ),
         "{reason}"
     );
 }

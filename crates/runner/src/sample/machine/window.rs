@@ -3,11 +3,33 @@
 //! the server's two `window` answers as `server.window` in the record. An answer that never
 //! comes fails the sample on `timeouts.window`; counters that go backwards, an answer for the
 //! wrong edge or a second answer fail it with a reason that names the field.
+//!
+//! Send-saturation on `send` (revision 1.3) reads the receiver: before `START` and after the
+//! client's `sample` the machine polls the server with window commands every [`POLL`] until
+//! its `commands` counter has not changed for the load model's settle time ([`Settle`]), so
+//! the window's count is what arrived of what was sent in it, and the row's rate is the
+//! server's count over the window.
 
 use super::{Nanos, SampleMachine, Wait};
 use crate::sample::machine::Action;
+use rpcarena_model::load::LoadSpec;
 use rpcarena_model::record::{SampleRecord, ServerWindow};
 use rpcarena_protocol::event::{Command, Edge, Role, WindowReport};
+use std::time::Duration;
+
+/// How often the machine asks a settling server for its counters.
+pub(super) const POLL: Duration = Duration::from_millis(10);
+
+/// A quiet period being waited for on the server's `commands` counter.
+#[derive(Debug)]
+pub(super) struct Settle {
+    edge: Edge,
+    began: Nanos,
+    /// The last value seen and since when it has not changed.
+    last: Option<(u64, Nanos)>,
+    /// A command was sent and its answer is awaited.
+    pending: bool,
+}
 
 /// The server's answers so far, and what they came to.
 #[derive(Debug, Default)]
@@ -18,6 +40,8 @@ pub(super) struct Answers {
     end: Option<WindowReport>,
     /// The differences, once both answers are in and checked.
     result: Option<ServerWindow>,
+    /// The quiet period being waited for (send-saturation on `send`).
+    settle: Option<Settle>,
 }
 
 impl Answers {
@@ -76,6 +100,7 @@ pub(crate) fn between(
             start.allocated_bytes,
             end.allocated_bytes,
         ),
+        first_rejection: end.first_rejection.clone(),
     };
     if problems.is_empty() {
         Ok(window)
@@ -97,8 +122,138 @@ impl SampleMachine {
         });
     }
 
+    /// The settle time when this sample reads the receiver (send-saturation on `send` with a
+    /// server told the window), else `None`.
+    pub(super) fn settle_time(&self) -> Option<Duration> {
+        match self.spec.config.load {
+            LoadSpec::SendSaturation { settle, .. }
+                if self.spec.server_window && self.spec.config.shape.is_one_way() =>
+            {
+                Some(settle)
+            }
+            _ => None,
+        }
+    }
+
+    /// Starts polling the server for the quiet period before `START` (`Edge::Start`) or after
+    /// the client's `sample` (`Edge::End`).
+    pub(super) fn begin_settle(&mut self, now: Nanos, edge: Edge) {
+        self.window.told = true;
+        self.window.settle = Some(Settle {
+            edge,
+            began: now,
+            last: None,
+            pending: false,
+        });
+        self.stage = super::Stage::Waiting(Wait::Settle(edge));
+        self.poll_settle(now);
+    }
+
+    /// Sends the next window command of the settle and waits for its answer.
+    pub(super) fn poll_settle(&mut self, now: Nanos) {
+        let Some(settle) = self.window.settle.as_mut() else {
+            return;
+        };
+        settle.pending = true;
+        let command = settle.edge.command();
+        self.actions.push_back(Action::Send {
+            role: Role::Server,
+            command,
+        });
+        self.deadline = Some(now.saturating_add(super::nanos(self.spec.timeouts.window)));
+    }
+
+    /// Whether a settle poll's answer is awaited (a timeout then fails the sample).
+    pub(super) fn settle_pending(&self) -> bool {
+        self.window.settle.as_ref().is_some_and(|s| s.pending)
+    }
+
+    /// An answer to a settle poll: settled (go on), still changing (poll again after
+    /// [`POLL`]), or past the drain bound (after the window: take it; before: fail).
+    fn on_settle_answer(&mut self, now: Nanos, answer: WindowReport) {
+        let Some(quiet) = self.settle_time() else {
+            return;
+        };
+        let Some(commands) = answer.counters.get("commands").copied() else {
+            let reason = "server's window answer has no `commands` counter: a server that offers send counts commands (docs/peer-protocol.md, \"window\")";
+            self.fail(now, reason.to_string());
+            return;
+        };
+        let bound = super::nanos(self.spec.timing.drain);
+        let Some(settle) = self.window.settle.as_mut() else {
+            return;
+        };
+        settle.pending = false;
+        let since = match settle.last {
+            Some((value, since)) if value == commands => since,
+            _ => now,
+        };
+        settle.last = Some((commands, since));
+        let (edge, began) = (settle.edge, settle.began);
+        let settled = now.saturating_sub(since) >= super::nanos(quiet);
+        let out_of_time = now.saturating_sub(began) >= bound;
+        if settled || (out_of_time && edge == Edge::End) {
+            self.window.settle = None;
+            self.settled(now, answer);
+        } else if out_of_time {
+            let reason = format!(
+                "the server's commands counter was still changing {} after the warmup (at {commands}); it never stayed the same for {} before START (timing.drain bounds the wait)",
+                rpcarena_model::duration::format(&self.spec.timing.drain),
+                rpcarena_model::duration::format(&quiet)
+            );
+            self.fail(now, reason);
+        } else {
+            self.deadline = Some(now.saturating_add(super::nanos(POLL)));
+        }
+    }
+
+    /// The quiet period is over: start the window, or keep the answer as the window's end.
+    fn settled(&mut self, now: Nanos, answer: WindowReport) {
+        match answer.edge {
+            Edge::Start => self.start_window(now),
+            Edge::End => {
+                self.window.end = Some(answer);
+                self.close_window(now);
+            }
+        }
+    }
+
+    /// What the receiver counted over the window, set into the record as `received` (and its
+    /// rate), and a problem when it is short of what the client sent.
+    fn read_receiver(&mut self, window: &ServerWindow) {
+        let Some(quiet) = self.settle_time() else {
+            return;
+        };
+        let received = window.counters.get("commands").copied().unwrap_or(0);
+        let Some(client) = self.record.client.as_mut() else {
+            return;
+        };
+        client.received = Some(received);
+        let seconds = client.window_ns as f64 / 1e9;
+        if let Some(metrics) = self.record.metrics.as_mut()
+            && seconds > 0.0
+        {
+            metrics.received_per_s = Some(received as f64 / seconds);
+        }
+        if let Some(sent) = client.sent
+            && received < sent
+        {
+            self.checks.push(format!(
+                "{} of {sent} commands sent in the window never reached the server (counted until its count had not changed for {})",
+                sent - received,
+                rpcarena_model::duration::format(&quiet)
+            ));
+        }
+    }
+
     /// A `window` event from the server.
     pub(super) fn on_window(&mut self, now: Nanos, answer: WindowReport) {
+        if let super::Stage::Waiting(Wait::Settle(edge)) = self.stage
+            && answer.edge == edge
+        {
+            self.on_settle_answer(now, answer);
+            return;
+        }
         let already = match answer.edge {
             Edge::Start => self.window.start.is_some(),
             Edge::End => self.window.end.is_some(),
@@ -125,7 +280,9 @@ impl SampleMachine {
     /// The client's readings are in: wait for the server's `WINDOW END` answer if it is still
     /// to come, else shut the client down.
     pub(super) fn after_readings(&mut self, now: Nanos) {
-        if self.window.told && self.window.end.is_none() {
+        if self.settle_time().is_some() {
+            self.begin_settle(now, Edge::End);
+        } else if self.window.told && self.window.end.is_none() {
             self.wait(now, Wait::WindowEnd);
         } else {
             self.close_window(now);
@@ -137,7 +294,11 @@ impl SampleMachine {
     fn close_window(&mut self, now: Nanos) {
         if let (Some(start), Some(end)) = (&self.window.start, &self.window.end) {
             match between(start, end) {
-                Ok(window) => self.window.result = Some(window),
+                Ok(window) => {
+                    self.read_receiver(&window);
+                    self.checks.extend(refusals(&window));
+                    self.window.result = Some(window);
+                }
                 Err(problems) => self.checks.extend(problems),
             }
         } else if self.window.told {
@@ -147,6 +308,28 @@ impl SampleMachine {
         }
         self.shut_down(now, Role::Client);
     }
+}
+
+/// A server that rejected a call or command, or dropped a reply, in the window fails the
+/// sample (revision 1.3): a benchmark that counts refused work as work would lie.
+fn refusals(window: &ServerWindow) -> Vec<String> {
+    let first = window
+        .first_rejection
+        .as_deref()
+        .map(|m| format!("; first: {m}"))
+        .unwrap_or_default();
+    let mut problems = Vec::new();
+    for (counter, what) in [
+        ("rejected", "rejected calls or commands"),
+        ("dropped", "dropped replies at its high-water mark"),
+    ] {
+        if let Some(&n) = window.counters.get(counter)
+            && n > 0
+        {
+            problems.push(format!("the server {what} in the window: {n}{first}"));
+        }
+    }
+    problems
 }
 
 #[cfg(test)]
@@ -160,6 +343,7 @@ mod tests {
             counters: BTreeMap::from([("rpcs".to_string(), rpcs)]),
             allocations,
             allocated_bytes: allocations.map(|a| a * 64),
+            first_rejection: None,
         }
     }
 
