@@ -10,7 +10,7 @@ cd "$(dirname "$0")"
 here=$(pwd)
 
 # --- Tools and Debian packages -------------------------------------------------------------
-apt_packages="cmake g++ pkg-config protobuf-compiler libprotobuf-dev protobuf-compiler-grpc libgrpc++-dev libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev nlohmann-json3-dev zlib1g-dev libgtest-dev npm"
+apt_packages="cmake g++ pkg-config protobuf-compiler libprotobuf-dev protobuf-compiler-grpc libgrpc++-dev libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev nlohmann-json3-dev zlib1g-dev libgtest-dev libzmq3-dev cppzmq-dev npm"
 missing() {
   echo "build.sh: $1 is missing. Install the build dependencies with:" >&2
   echo "  apt-get install $apt_packages openssl" >&2
@@ -19,7 +19,7 @@ missing() {
 for tool in cmake g++ pkg-config protoc grpc_cpp_plugin npm tar base64 openssl; do
   command -v "$tool" >/dev/null 2>&1 || missing "$tool"
 done
-for module in grpc++ protobuf libngtcp2 libngtcp2_crypto_gnutls gnutls zlib nlohmann_json; do
+for module in grpc++ protobuf libngtcp2 libngtcp2_crypto_gnutls gnutls zlib nlohmann_json libzmq cppzmq; do
   pkg-config --exists "$module" || missing "the pkg-config module $module"
 done
 [ -f /usr/include/gtest/gtest.h ] || missing "GoogleTest (libgtest-dev)"
@@ -36,6 +36,8 @@ want() {
 want grpc++ 1.51.1
 want libngtcp2 0.12.1
 want libngtcp2_crypto_gnutls 0.12.1
+want libzmq 4.3.4
+want cppzmq 4.9.0
 
 # --- HdrHistogram_c from a pinned registry package --------------------------------------------
 hdr_package="native-hdr-histogram@1.0.0"

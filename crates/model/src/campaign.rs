@@ -758,25 +758,23 @@ impl Campaign {
     /// the matrix (so an absurd one costs nothing to refuse). Saturates.
     pub fn planned_samples(&self) -> u64 {
         let w = &self.workload;
-        let per_load: u64 = w
-            .load
-            .iter()
-            .map(|l| {
-                if l.fixed_concurrency().is_some() {
-                    1
-                } else {
-                    w.concurrency.len() as u64
-                }
-            })
-            .fold(0u64, u64::saturating_add);
-        let cell_shapes: u64 = self
+        let per_load = |loads: &[LoadSpec]| -> u64 {
+            loads
+                .iter()
+                .map(|l| match l.fixed_concurrency() {
+                    Some(_) => 1,
+                    None => w.concurrency.len() as u64,
+                })
+                .fold(0u64, u64::saturating_add)
+        };
+        // Each cell: its shapes times its load models (its own or the workload's).
+        let per_cell: u64 = self
             .cells
             .iter()
-            .map(|c| c.shapes(w).len() as u64)
+            .map(|c| (c.shapes(w).len() as u64).saturating_mul(per_load(c.loads(w))))
             .fold(0u64, u64::saturating_add);
         [
-            cell_shapes,
-            per_load,
+            per_cell,
             w.size_pairs().len() as u64,
             w.payload.len() as u64,
             u64::from(self.repetitions),
@@ -1088,6 +1086,7 @@ mod tests {
                 "cmd/send/c8/256B-256B/zeros/send-saturation-8"
             ]
         );
+        assert_eq!(c.planned_samples(), 3 * u64::from(c.repetitions));
         // send-saturation with a request shape: refused at the cell's own load
         let bad = text.replace("shapes = [\"send\"]", "shapes = [\"unary\"]");
         let problems = problems_of(&bad);

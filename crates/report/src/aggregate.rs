@@ -252,11 +252,19 @@ impl RowMetrics {
 /// The payload column of the report's tables: the sizes (one when request and response are the
 /// same) and the payload kind, as `1024B zeros` or `256B/64B structured`. A campaign with several
 /// sizes has one row per size, and the rows must say which is which.
+///
+/// A one-way command has no response, so its label has one size; a plaintext row (`tls = false`,
+/// revision 1.3) says so here, beside every figure of the row: `1024B zeros, plaintext`.
 pub fn payload_label(c: &SampleConfig) -> String {
-    if c.request_size == c.response_size {
+    let sizes = if c.request_size == c.response_size || c.shape.is_one_way() {
         format!("{}B {}", c.request_size, c.payload)
     } else {
         format!("{}B/{}B {}", c.request_size, c.response_size, c.payload)
+    };
+    if c.tls {
+        sizes
+    } else {
+        format!("{sizes}, plaintext")
     }
 }
 

@@ -102,6 +102,12 @@ fn write_setup(out: &mut String, inputs: &Inputs<'_>) {
     );
     let _ = writeln!(out, "- Network: {}.", describe_network(&m.network));
     if let Some(c) = inputs.campaign {
+        let security = if c.tls {
+            "TLS 1.3 on every TCP-based stack (QUIC has it inside)"
+        } else {
+            "**plaintext** (`tls = false`: every stack ran with `--tls off`, gRPC as h2c; the rows say \"plaintext\" beside their figures)"
+        };
+        let _ = writeln!(out, "- Transport security: {security}.");
         write_workload(out, c);
     }
     let _ = writeln!(
@@ -424,18 +430,23 @@ fn write_saturation(out: &mut String, rows: &[Row]) {
     }
     let _ = writeln!(
         out,
-        "### Send saturation\n\nOne-way request messages on `streams` client streams as fast as the transport accepts them; the server counts what arrived, reported after a quiet settle window.\n"
+        "### Send saturation\n\nOne-way messages from `streams` senders as fast as the transport accepts them: on **client streams** (each stream's summary confirms what arrived) or as **send commands** (shape `send`: gRPC's `Command` returning `Empty`, or a zmq message with no reply; one in flight per stream, as in seed 004). Either way the rate is what the *server* counted over the window, read once its count had been stable for the settle time.\n"
     );
     let _ = writeln!(
         out,
-        "| Cell | Load | streams | received msg/s | server CPU us/msg | flags | ok/n |"
+        "| Cell | Load | Sends | Payload | streams | received msg/s | server CPU us/msg | flags | ok/n |"
     );
-    let _ = writeln!(out, "|---|---|--:|--:|--:|---|--:|");
+    let _ = writeln!(out, "|---|---|---|---|--:|--:|--:|---|--:|");
     for row in saturation {
         let Some(m) = &row.metrics else { continue };
+        let sends = if row.config.shape.is_one_way() {
+            "send commands"
+        } else {
+            "client streams"
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {}/{} |",
+            "| {} | {} | {sends} | {} | {} | {} | {} | {} | {}/{} |",
             row.config.cell,
             row.config.load,
             payload_label(&row.config),
@@ -546,6 +557,12 @@ fn flag_meaning(flag: &str) -> &'static str {
             "throughput changed between the window's halves by more than the threshold (judged on windows of at least 4 s, and only beyond what counting noise explains)"
         }
         "load-gate-timeout" => "the machine was still busy when the sample started",
+        "warmup-rising" => {
+            "the warmup's last three tenths completed over 10% more operations than the three before (beyond counting noise): the warmup may have been too short"
+        }
+        "long-drain" => {
+            "the drain after the window took over 10% of the window: read the row's rate with the drain time and the consumption rate over window and drain (the sample's warning gives both)"
+        }
         "steal" => "the hypervisor stole CPU time during the window",
         "generator-behind" => {
             "open-loop operations could not start on schedule: the generator lagged, or every one of the `concurrency` slots was busy; the offered load was lower than the target"

@@ -143,7 +143,24 @@ pub struct Observed {
     pub cpu_per_op_floor_us: Option<(f64, f64)>,
     /// Median latency, microseconds.
     pub p50_us: Option<f64>,
+    /// Revision 1.3: the submitting thread's CPU over the window, in cores (`submit_cpu_ns`,
+    /// nanosecond resolution); when present it decides `client-bound` (ceiling: one core).
+    pub submit_cores: Option<f64>,
+    /// Revision 1.3: operations completed in each tenth of the warmup.
+    pub warmup_segments: Vec<u64>,
+    /// The window and the drain after it, nanoseconds, and the operations completed.
+    pub window_ns: u64,
+    /// See `window_ns`.
+    pub drain_ns: u64,
+    /// See `window_ns`.
+    pub completed: u64,
 }
+
+/// A drain longer than this share of the window is flagged (the reference's rule, seed 004):
+/// the row's rate then says how fast work was admitted, not how fast it was consumed.
+pub const LONG_DRAIN: f64 = 0.10;
+/// A warmup whose last three tenths complete this much more than the three before is flagged.
+pub const RISING_WARMUP: f64 = 0.10;
 
 /// Near this share of its CPUs a process is considered saturated.
 pub const SATURATED: f64 = 0.9;
@@ -167,22 +184,34 @@ fn beyond_counting_noise(d: &rpcarena_stats::Drift) -> bool {
     (n2 - n1).abs() > 3.0 * (n1 + n2).sqrt()
 }
 
+/// Why the client is the bottleneck, if it is: its submitting thread near one core (when the
+/// client reports it in ns), else its process or busiest thread near its CPUs (clock ticks).
+fn client_bound(o: &Observed) -> Option<String> {
+    if let Some(cores) = o.submit_cores {
+        return (cores >= SATURATED).then(|| {
+            format!(
+                "the client's submitting thread used {cores:.3} of one core (submit_cpu_ns): the figure describes the load generator, not the stack"
+            )
+        });
+    }
+    let busy = o.client_busiest_thread_cores >= SATURATED
+        || o.client_cores >= SATURATED * o.client_cpu_count.max(1) as f64;
+    busy.then(|| {
+        format!(
+            "the client used {:.2} cores (busiest thread {:.2}) of {}: the figure describes the load generator, not the stack",
+            o.client_cores, o.client_busiest_thread_cores, o.client_cpu_count
+        )
+    })
+}
+
 /// Flags and warnings for one sample (pure).
 pub fn flags(o: &Observed, plan: &PinPlan, drift_threshold: f64, noise: &mut Noise) {
     let mut flag = |name: &str, warning: String| {
         noise.flags.push(name.to_string());
         noise.warnings.push(warning);
     };
-    if o.client_busiest_thread_cores >= SATURATED
-        || o.client_cores >= SATURATED * o.client_cpu_count.max(1) as f64
-    {
-        flag(
-            "client-bound",
-            format!(
-                "the client used {:.2} cores (busiest thread {:.2}) of {}: the figure describes the load generator, not the stack",
-                o.client_cores, o.client_busiest_thread_cores, o.client_cpu_count
-            ),
-        );
+    if let Some(warning) = client_bound(o) {
+        flag("client-bound", warning);
     }
     if o.server_cores >= SATURATED * o.server_cpu_count.max(1) as f64 {
         flag(
@@ -249,6 +278,34 @@ pub fn flags(o: &Observed, plan: &PinPlan, drift_threshold: f64, noise: &mut Noi
         );
     }
     noise.placement_notes = plan.warnings.clone();
+    reading_rules(o, noise);
+}
+
+/// The reference's reading rules (seed 004, revision 1.3): a warmup still rising at its end,
+/// and a drain longer than a tenth of the window, read with its length and the consumption rate.
+fn reading_rules(o: &Observed, noise: &mut Noise) {
+    if let [.., a, b, c, d, e, f] = o.warmup_segments[..]
+        && o.warmup_segments.len() == 10
+    {
+        let (before, last) = ((a + b + c) as f64, (d + e + f) as f64);
+        if last > before * (1.0 + RISING_WARMUP) && last - before > 3.0 * (last + before).sqrt() {
+            noise.flags.push("warmup-rising".to_string());
+            noise.warnings.push(format!(
+                "the warmup was still rising at its end: its last three tenths completed {last:.0} operations, the three before {before:.0} ({:+.0}%)",
+                100.0 * (last / before.max(1.0) - 1.0)
+            ));
+        }
+    }
+    if o.window_ns > 0 && o.drain_ns as f64 > LONG_DRAIN * o.window_ns as f64 {
+        let consumed = o.completed as f64 / ((o.window_ns + o.drain_ns) as f64 / 1e9);
+        noise.flags.push("long-drain".to_string());
+        noise.warnings.push(format!(
+            "the drain took {:.0} ms, {:.0}% of the {:.0} ms window: read the row with its consumption rate, {consumed:.0} operations/s over window and drain",
+            o.drain_ns as f64 / 1e6,
+            100.0 * o.drain_ns as f64 / o.window_ns as f64,
+            o.window_ns as f64 / 1e6
+        ));
+    }
 }
 
 #[cfg(test)]
@@ -283,6 +340,63 @@ mod tests {
         assert_eq!((p.server, p.client), (vec![1], vec![0, 2]));
         assert_eq!(plan(&[0, 1, 2, 3], Pinning::Off, true), PinPlan::default());
         assert!(plan(&[0], Pinning::Auto, false).warnings[0].contains("one CPU"));
+    }
+
+    #[test]
+    fn the_submitting_thread_decides_client_bound_and_the_reading_rules_flag() {
+        let judge = |o: Observed| {
+            let mut noise = Noise::default();
+            let o = Observed {
+                client_cpu_count: 1,
+                server_cpu_count: 1,
+                ..o
+            };
+            flags(&o, &PinPlan::default(), 0.03, &mut noise);
+            noise
+        };
+        // clock ticks say the process was busy, the submitting thread in ns says it was not
+        let busy = Observed {
+            client_cores: 0.95,
+            client_busiest_thread_cores: 0.95,
+            submit_cores: Some(0.4),
+            ..Observed::default()
+        };
+        assert!(judge(busy.clone()).flags.is_empty());
+        let bound = judge(Observed {
+            submit_cores: Some(0.97),
+            ..busy
+        });
+        assert_eq!(bound.flags, ["client-bound"]);
+        assert!(
+            bound.warnings[0].contains("0.970 of one core"),
+            "{:?}",
+            bound.warnings
+        );
+        // a warmup still rising: 3 x 1000 then 3 x 1300
+        let rising = judge(Observed {
+            warmup_segments: vec![500, 700, 800, 900, 1000, 1000, 1000, 1300, 1300, 1300],
+            ..Observed::default()
+        });
+        assert_eq!(rising.flags, ["warmup-rising"]);
+        let steady = judge(Observed {
+            warmup_segments: vec![500, 700, 800, 900, 1000, 1000, 1000, 1010, 990, 1020],
+            ..Observed::default()
+        });
+        assert!(steady.flags.is_empty(), "{:?}", steady.warnings);
+        // a 600 ms drain after a 5 s window: 12% of it
+        let drained = judge(Observed {
+            window_ns: 5_000_000_000,
+            drain_ns: 600_000_000,
+            completed: 56_000,
+            ..Observed::default()
+        });
+        assert_eq!(drained.flags, ["long-drain"]);
+        assert!(
+            drained.warnings[0].contains("600 ms, 12% of the 5000 ms window")
+                && drained.warnings[0].contains("10000 operations/s"),
+            "{:?}",
+            drained.warnings
+        );
     }
 
     #[test]

@@ -9,13 +9,21 @@
 
 namespace rpcarena {
 
-const char* name(Stack s) { return s == Stack::kGrpc ? "grpc" : "quic"; }
+const char* name(Stack s) {
+  switch (s) {
+    case Stack::kGrpc: return "grpc";
+    case Stack::kQuic: return "quic";
+    case Stack::kZmq: return "zmq";
+  }
+  return "?";
+}
 const char* name(Shape s) {
   switch (s) {
     case Shape::kUnary: return "unary";
     case Shape::kClientStream: return "client_stream";
     case Shape::kServerStream: return "server_stream";
     case Shape::kBidi: return "bidi";
+    case Shape::kSend: return "send";
   }
   return "?";
 }
@@ -95,18 +103,56 @@ E choice(const std::string& key, const std::string& text, const std::vector<E>& 
 }
 
 Stack stack_arg(const std::string& text) {
-  if (text == "tcp") throw ArgError("--stack tcp is not offered by this peer (it offers grpc and quic)");
-  return choice<Stack>("stack", text, {Stack::kGrpc, Stack::kQuic});
+  if (text == "tcp") {
+    throw ArgError("--stack tcp is not offered by this peer (it offers grpc, quic and zmq)");
+  }
+  return choice<Stack>("stack", text, {Stack::kGrpc, Stack::kQuic, Stack::kZmq});
+}
+
+// --tls on|off (1.3, default on), and the stacks that take only one of them.
+bool tls_arg(const Pairs& p, Stack stack) {
+  bool on = true;
+  if (auto it = p.find("tls"); it != p.end()) {
+    if (it->second != "on" && it->second != "off") {
+      throw ArgError("--tls " + it->second + " is not one of on, off");
+    }
+    on = it->second == "on";
+  }
+  if (stack == Stack::kQuic && !on) {
+    throw ArgError("--tls off: QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic");
+  }
+  if (stack == Stack::kZmq && on) {
+    throw ArgError("--tls on: zmq has no TLS; run it with --tls off");
+  }
+  return on;
+}
+
+// With --tls on the TLS files are required; with off each is refused.
+std::string tls_file(const Pairs& p, bool tls, const std::string& key, const std::string& command) {
+  if (tls) return need(p, key, command);
+  if (p.count(key)) throw ArgError("--" + key + " does not apply to --tls off");
+  return "";
 }
 
 // pingpong (1.2) is a shape this peer serves but does not drive.
 Shape shape_arg(const std::string& text) {
   if (text == "pingpong") {
     throw ArgError("--shape pingpong is not driven by this client (its servers serve it; it runs unary, "
-                   "client_stream, server_stream and bidi)");
+                   "client_stream, server_stream, bidi and send)");
   }
   return choice<Shape>("shape", text,
-                       {Shape::kUnary, Shape::kClientStream, Shape::kServerStream, Shape::kBidi});
+                       {Shape::kUnary, Shape::kClientStream, Shape::kServerStream, Shape::kBidi,
+                        Shape::kSend});
+}
+
+// The shapes a stack cannot carry, and why (capabilities' not_offered says the same).
+void check_stack_shape(Stack stack, Shape shape) {
+  if (stack == Stack::kQuic && shape == Shape::kSend) {
+    throw ArgError("--shape send: " + not_offered_reason(stack, shape));
+  }
+  if (stack == Stack::kZmq && shape != Shape::kUnary && shape != Shape::kSend) {
+    throw ArgError(std::string("--shape ") + name(shape) + ": " + not_offered_reason(stack, shape));
+  }
 }
 
 constexpr uint64_t kMaxMs = 4294967295ull;  // 2^32 - 1
@@ -179,13 +225,31 @@ HostPort parse_host_port(const std::string& what, const std::string& text) {
 
 namespace {
 
+// --conformance-fault MODE (docs/stacks.md "Conformance faults"): zmq only, one of `modes`.
+std::string fault_arg(const Pairs& p, Stack stack, const std::vector<std::string>& modes) {
+  auto it = p.find("conformance-fault");
+  if (it == p.end()) return "";
+  if (stack != Stack::kZmq) {
+    throw ArgError(std::string("--conformance-fault is implemented on --stack zmq only, not ") +
+                   name(stack) + " (the Rust peer is the misbehaving partner there)");
+  }
+  std::string list;
+  for (const std::string& m : modes) {
+    if (m == it->second) return m;
+    list += (list.empty() ? "" : ", ") + m;
+  }
+  throw ArgError("--conformance-fault " + it->second + " is not one of " + list);
+}
+
 ServerArgs server_args(const std::vector<std::string>& argv) {
-  Pairs p = pairs(argv, 1, {"stack", "listen", "cert", "key"}, "server");
+  Pairs p = pairs(argv, 1, {"stack", "listen", "tls", "cert", "key", "conformance-fault"}, "server");
   ServerArgs s;
   s.stack = stack_arg(need(p, "stack", "server"));
+  s.tls = tls_arg(p, s.stack);
   s.listen = parse_host_port("--listen", need(p, "listen", "server"));
-  s.cert = need(p, "cert", "server");
-  s.key = need(p, "key", "server");
+  s.cert = tls_file(p, s.tls, "cert", "server");
+  s.key = tls_file(p, s.tls, "key", "server");
+  s.conformance_fault = fault_arg(p, s.stack, server_fault_modes());
   return s;
 }
 
@@ -193,13 +257,15 @@ ServerArgs server_args(const std::vector<std::string>& argv) {
 void common_client_args(Pairs& p, ClientArgs& c) {
   const std::string k = "client";
   c.stack = stack_arg(need(p, "stack", k));
+  c.tls = tls_arg(p, c.stack);
   c.server = parse_host_port("--server", need(p, "server", k));
-  c.server_name = need(p, "server-name", k);
-  if (!is_ip_literal(c.server_name) && !is_dns_name(c.server_name)) {
+  c.server_name = tls_file(p, c.tls, "server-name", k);
+  if (c.tls && !is_ip_literal(c.server_name) && !is_dns_name(c.server_name)) {
     throw ArgError("--server-name " + c.server_name + " is neither a DNS name nor an IP address");
   }
-  c.ca = need(p, "ca", k);
+  c.ca = tls_file(p, c.tls, "ca", k);
   c.shape = shape_arg(need(p, "shape", k));
+  check_stack_shape(c.stack, c.shape);
   c.concurrency = static_cast<uint32_t>(
       unsigned_arg("concurrency", need(p, "concurrency", k), 1, kMaxConcurrency));
   c.request_size = static_cast<uint32_t>(
@@ -276,26 +342,75 @@ void model_args(Pairs& p, ClientArgs& c) {
   if (p.count("seed")) c.seed = unsigned_arg("seed", p["seed"], 0, UINT64_MAX);
 }
 
+// A client mode must fit the workload: the stream modes do not apply to unary or send, and
+// corrupt-structured needs structured payloads.
+void check_client_fault(const ClientArgs& c) {
+  const std::string& m = c.conformance_fault;
+  if (m.empty()) return;
+  if (m == "seq-order" || m == "length-change" || m == "empty-stream") {
+    throw ArgError("--conformance-fault " + m + " applies to --shape client_stream or bidi, not " +
+                   name(c.shape));
+  }
+  if (m == "response-messages-zero") {
+    throw ArgError("--conformance-fault " + m + " applies to --shape server_stream, not " +
+                   name(c.shape));
+  }
+  if (m == "corrupt-structured" && c.payload != PayloadKind::kStructured) {
+    throw ArgError("--conformance-fault corrupt-structured needs --payload structured");
+  }
+}
+
 ClientArgs client_args(const std::vector<std::string>& argv) {
   Pairs p = pairs(argv, 1,
-                  {"stack", "server", "server-name", "ca", "shape", "concurrency", "request-size",
+                  {"stack", "server", "tls", "server-name", "ca", "shape", "concurrency", "request-size",
                    "response-size", "messages-per-stream", "load", "payload", "in-flight",
                    "max-in-flight", "streams", "settle-ms", "rate", "arrival", "seed", "warmup-ms",
-                   "window-ms", "drain-ms"},
+                   "window-ms", "drain-ms", "conformance-fault"},
                   "client");
   ClientArgs c;
   common_client_args(p, c);
   check_structured_sizes(c);
   check_model_args(p, c.load);
   model_args(p, c);
-  if (c.load == Load::kSendSaturation && c.shape != Shape::kClientStream) {
-    throw ArgError(std::string("--load send-saturation runs client streams only, not --shape ") +
+  if (c.load == Load::kSendSaturation && c.shape != Shape::kClientStream &&
+      c.shape != Shape::kSend) {
+    throw ArgError(std::string("--load send-saturation runs client streams or one-way commands "
+                               "(--shape client_stream or send), not --shape ") +
                    name(c.shape));
   }
+  c.conformance_fault = fault_arg(p, c.stack, client_fault_modes());
+  check_client_fault(c);
   return c;
 }
 
 }  // namespace
+
+const std::vector<std::string>& server_fault_modes() {
+  static const std::vector<std::string> modes = {
+      "wrong-seq",     "short-payload", "nonzero-byte", "wrong-summary",      "missing-message",
+      "extra-message", "early-status",  "error-status", "corrupt-structured", "skip-validation",
+      "no-validation"};
+  return modes;
+}
+
+const std::vector<std::string>& client_fault_modes() {
+  static const std::vector<std::string> modes = {
+      "nonzero-byte", "corrupt-structured", "seq-order", "length-change",
+      "response-size-too-large", "response-messages-zero", "empty-stream"};
+  return modes;
+}
+
+std::string not_offered_reason(Stack stack, Shape shape) {
+  if (stack == Stack::kQuic && shape == Shape::kSend) {
+    return "the quic stack's native framing answers every request with STATUS; a one-way command "
+           "would need a frame type it does not have";
+  }
+  if (stack == Stack::kZmq && shape != Shape::kUnary && shape != Shape::kSend) {
+    return std::string("the zmq stack carries only unary and send (docs/stacks.md \"zmq\"): its "
+                       "wire mapping has no streams, so ") + name(shape) + " is not offered";
+  }
+  return "";
+}
 
 Command parse_args(const std::vector<std::string>& argv) {
   if (argv.empty()) throw ArgError("no command given; expected capabilities, server or client");

@@ -15,8 +15,8 @@ struct ArgError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Stack { kGrpc, kQuic };
-enum class Shape { kUnary, kClientStream, kServerStream, kBidi };
+enum class Stack { kGrpc, kQuic, kZmq };
+enum class Shape { kUnary, kClientStream, kServerStream, kBidi, kSend };
 enum class Load { kClosed, kWindow, kBackpressure, kSendSaturation, kOpen };
 enum class PayloadKind { kZeros = 0, kStructured = 1 };
 enum class Arrival { kConstant, kPoisson };
@@ -46,13 +46,16 @@ struct HostPort {
 struct ServerArgs {
   Stack stack = Stack::kGrpc;
   HostPort listen;
+  bool tls = true;  // --tls on|off (1.3); off: no --cert, no --key
   std::string cert;
   std::string key;
+  std::string conformance_fault;  // zmq only: docs/stacks.md "Conformance faults on zmq"
 };
 
 struct ClientArgs {
   Stack stack = Stack::kGrpc;
   HostPort server;
+  bool tls = true;  // --tls on|off (1.3); off: no --ca, no --server-name
   std::string server_name;
   std::string ca;
   Shape shape = Shape::kUnary;
@@ -73,6 +76,7 @@ struct ClientArgs {
   uint64_t warmup_ms = 0;
   uint64_t window_ms = 1;
   uint64_t drain_ms = 0;
+  std::string conformance_fault;  // zmq only: one malformed call, then a good one; no sample
 
   // The lanes of the model (docs/peer-protocol.md "armed"): --in-flight for window, --streams for
   // send-saturation, --concurrency otherwise.
@@ -87,6 +91,13 @@ struct Command {
 
 // argv without the program name: {"client", "--stack", "grpc", ...}.
 Command parse_args(const std::vector<std::string>& argv);
+
+// The --conformance-fault modes (docs/stacks.md, crates/peer/src/fault.rs); `no-validation` is
+// docs/stacks.md's name for the Rust peer's `skip-validation`.
+const std::vector<std::string>& server_fault_modes();
+const std::vector<std::string>& client_fault_modes();
+// Why `stack` cannot carry `shape` ("" when it can): the refusal's and not_offered's words.
+std::string not_offered_reason(Stack stack, Shape shape);
 
 // Helpers shared with the tests and the stacks.
 HostPort parse_host_port(const std::string& what, const std::string& text);

@@ -17,6 +17,7 @@
 #include "events.h"
 #include "grpc_tuning.h"
 #include "quic_common.h"
+#include "zmq_common.h"
 
 namespace rpcarena {
 
@@ -35,6 +36,12 @@ Json shapes(bool client) {
   Json all = Json::array({"unary", "client_stream", "server_stream", "bidi"});
   if (!client) all.push_back("pingpong");
   return all;
+}
+// 1.3: why a stack cannot carry a shape (args.cc refuses it with the same words).
+Json not_offered(Stack stack, const std::vector<Shape>& shapes) {
+  Json out = Json::object();
+  for (Shape shape : shapes) out[name(shape)] = not_offered_reason(stack, shape);
+  return out;
 }
 Json models() {
   return Json::array({"closed", "window", "backpressure", "send-saturation", "open"});
@@ -73,6 +80,8 @@ Json grpc_entry(bool client) {
   Json entry = Json::object();
   entry["stack"] = "grpc";
   entry["shapes"] = shapes(client);
+  entry["shapes"].push_back("send");  // 1.3: the Command RPC
+  entry["tls"] = Json::array({"on", "off"});
   entry["load_models"] = client ? models() : Json::array();
   entry["payloads"] = payloads();
   entry["libraries"] = libraries;
@@ -110,11 +119,53 @@ Json quic_entry(bool client) {
   Json entry = Json::object();
   entry["stack"] = "quic";
   entry["shapes"] = shapes(client);
+  entry["tls"] = Json::array({"on"});
+  entry["not_offered"] = not_offered(Stack::kQuic, {Shape::kSend});
   entry["load_models"] = client ? models() : Json::array();
   entry["payloads"] = payloads();
   entry["libraries"] = libraries;
   entry["settings"] = settings;
   entry["deviations"] = quic_deviations();
+  return entry;
+}
+
+// The zmq stack (1.3, docs/stacks.md "zmq"): plaintext only, unary and send.
+Json zmq_entry(bool client) {
+  int major = 0, minor = 0, patch = 0;
+  zmq_version(&major, &minor, &patch);
+  Json libraries = Json::object();
+  libraries["libzmq"] = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  libraries["cppzmq"] = std::to_string(CPPZMQ_VERSION_MAJOR) + "." + std::to_string(CPPZMQ_VERSION_MINOR) +
+                        "." + std::to_string(CPPZMQ_VERSION_PATCH);
+  libraries["protobuf"] = google::protobuf::internal::VersionString(GOOGLE_PROTOBUF_VERSION);
+  Json settings = Json::object();
+  settings["socket_types"] = "ROUTER to ROUTER";
+  settings["router_mandatory"] = true;
+  settings["sndhwm"] = kZmqHwm;
+  settings["rcvhwm"] = kZmqHwm;
+  settings["linger_ms"] = kZmqLinger;
+  settings["io_threads"] = kZmqIoThreads;
+  settings["tcp_nodelay"] = true;
+  settings["congestion_control"] = "host default";
+  settings["connections"] = 2;
+  settings["compression"] = "none";
+  settings["runtime"] = client ? std::string("one zmq_poll loop thread starts, sends and completes every "
+                                             "operation; libzmq's 1 I/O thread")
+                               : std::string("one zmq_poll loop thread serves both endpoints; libzmq's 1 I/O thread");
+  Json entry = Json::object();
+  entry["stack"] = "zmq";
+  entry["shapes"] = Json::array({"unary", "send"});
+  entry["load_models"] = client ? models() : Json::array();
+  entry["payloads"] = payloads();
+  entry["libraries"] = libraries;
+  entry["settings"] = settings;
+  entry["tls"] = Json::array({"off"});
+  entry["not_offered"] = not_offered(Stack::kZmq, {Shape::kClientStream, Shape::kServerStream, Shape::kBidi});
+  if (!client) entry["not_offered"]["pingpong"] = not_offered_reason(Stack::kZmq, Shape::kBidi);
+  entry["conformance_faults"] = true;
+  entry["deviations"] = Json::array(
+      {"TCP congestion control: cubic required; libzmq gives no access to its TCP sockets, so the "
+       "host default is used"});
   return entry;
 }
 
@@ -130,11 +181,11 @@ int run_capabilities() {
   fields["peer"] = "rpcarena-peer-cpp";
   fields["language"] = "cpp";
   fields["version"] = PEER_VERSION;
-  fields["revision"] = "1.2";
+  fields["revision"] = "1.3";
   fields["build"] = build;
   fields["files"] = Json::array({executable_path()});
-  fields["roles"] = Json{{"client", Json::array({grpc_entry(true), quic_entry(true)})},
-                         {"server", Json::array({grpc_entry(false), quic_entry(false)})}};
+  fields["roles"] = Json{{"client", Json::array({grpc_entry(true), quic_entry(true), zmq_entry(true)})},
+                         {"server", Json::array({grpc_entry(false), quic_entry(false), zmq_entry(false)})}};
   emit("capabilities", fields);
   return 0;
 }

@@ -2,6 +2,7 @@
 // operation, warm up, `armed`, START, the window and its drain, `sample`, SHUTDOWN.
 #include "client.h"
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <functional>
@@ -88,16 +89,22 @@ Json sample_event(const ClientArgs& args, const PhaseResult& r, int64_t window_n
     s["uncorrected_histogram"] = t.uncorrected->encode();
     s["send_lag_histogram"] = t.send_lag->encode();
   }
-  if (args.load == Load::kSendSaturation) {
+  if (args.load == Load::kSendSaturation && args.shape == Shape::kSend) {
+    // 1.3: commands the transport accepted, completed or failed; only the server knows what
+    // arrived, so no `received`.
+    s["sent"] = counter(t.completed + t.failed);
+  } else if (args.load == Load::kSendSaturation) {
     s["sent"] = counter(t.sent);
     s["received"] = counter(t.completed);
   }
+  if (r.submit_cpu_ns >= 0) s["submit_cpu_ns"] = counter(static_cast<uint64_t>(r.submit_cpu_ns));
   if (transport) s["transport"] = transport->to_json();
   return s;
 }
 
 // startup: the CA must be readable and hold a certificate (config error, exit 2 otherwise).
 void check_ca(const ClientArgs& args) {
+  if (!args.tls) return;
   std::string ca = read_file("--ca", args.ca);
   try {
     check_certificates_pem(ca);
@@ -121,9 +128,11 @@ int64_t connect_stack(Client& c) {
   int64_t began = now_ns();
   // Never destroyed: a failure below ends the process right after its error event, while the
   // stack's threads may still be running.
-  c.stack = (c.args.stack == Stack::kGrpc ? connect_grpc(c.args, c.wakeup, c.busy_stop)
-                                          : connect_quic(c.args, c.wakeup, c.busy_stop))
-                .release();
+  switch (c.args.stack) {
+    case Stack::kGrpc: c.stack = connect_grpc(c.args, c.wakeup, c.busy_stop).release(); break;
+    case Stack::kQuic: c.stack = connect_quic(c.args, c.wakeup, c.busy_stop).release(); break;
+    case Stack::kZmq: c.stack = connect_zmq(c.args, c.wakeup, c.busy_stop).release(); break;
+  }
   if (!c.stack) interrupted(c.commands, phase::kConnect);
   return now_ns() - began;
 }
@@ -140,10 +149,16 @@ void validate(Client& c) {
   }
 }
 
+// What the warmup completed: in all and (1.3) per tenth of --warmup-ms.
+struct Warmup {
+  uint64_t completed = 0;
+  std::array<uint64_t, kSegments> segments{};
+};
+
 // warmup: the configured model for --warmup-ms; every warmup operation then finishes within
-// --drain-ms. Returns how many completed.
-uint64_t warm_up(Client& c) {
-  if (c.args.warmup_ms == 0) return 0;
+// --drain-ms.
+Warmup warm_up(Client& c) {
+  if (c.args.warmup_ms == 0) return {};
   PhaseSpec spec;
   spec.t0 = now_ns();
   spec.window_ns = static_cast<int64_t>(c.args.warmup_ms) * 1000000;
@@ -155,7 +170,17 @@ uint64_t warm_up(Client& c) {
                   std::to_string(warm.totals.failed) +
                       " of the warmup operations failed; the first: " + warm.totals.first_failure);
   }
-  return warm.totals.completed;
+  return Warmup{warm.totals.completed, warm.totals.segments};
+}
+
+Json armed_event(Client& c, int64_t connect_ns, const Warmup& warmup) {
+  Json segments = Json::array();
+  for (uint64_t n : warmup.segments) segments.push_back(counter(n));
+  return Json{{"lanes", c.args.lanes()},
+              {"connections", c.stack->connections()},
+              {"connect_ns", counter(static_cast<uint64_t>(connect_ns))},
+              {"warmup_completed", counter(warmup.completed)},
+              {"warmup_segments", segments}};
 }
 
 // armed: waits for START (SHUTDOWN stops at once).
@@ -216,11 +241,14 @@ int run_client(const ClientArgs& args) {
 
   int64_t connect_ns = connect_stack(c);
   validate(c);
-  uint64_t warmup_completed = warm_up(c);
-  emit("armed", Json{{"lanes", args.lanes()},
-                     {"connections", c.stack->connections()},
-                     {"connect_ns", counter(static_cast<uint64_t>(connect_ns))},
-                     {"warmup_completed", counter(warmup_completed)}});
+  if (!args.conformance_fault.empty()) {
+    // Conformance fault (zmq): that was the malformed call; a well-formed one must follow.
+    validate(c);
+    c.stack->close();
+    stop_now();
+  }
+  Warmup warmup = warm_up(c);
+  emit("armed", armed_event(c, connect_ns, warmup));
   await_start(c);
   measure(c);
   await_shutdown(commands);

@@ -77,6 +77,7 @@ class Run {
       : stack(s), args(a), t0(spec.t0), deadline(spec.t0 + spec.window_ns), wakeup(w) {
     options.open = a.load == Load::kOpen;
     options.t0 = spec.t0;
+    options.segment_ns = spec.measure ? 0 : std::max<int64_t>(spec.window_ns / kSegments, 1);
     options.intervals = spec.measure ? static_cast<size_t>((spec.window_ns + 999999999) / 1000000000) : 0;
     for (auto& slot : slots) slot.store(nullptr);
   }
@@ -222,6 +223,7 @@ class Run {
     if (end > t->last_end) t->last_end = end;
     t->sent += sent;
     if (r.ok) {
+      t->segment(end, sent);
       for (uint64_t packed : s.samples) {
         int64_t value = static_cast<int64_t>(packed & kValueMask);
         t->histogram.record(value);
@@ -351,7 +353,10 @@ void SaturationStream::stream_done(OpResult&& r) {
 // generator's thread (open load only).
 std::thread start_load(Run* run, ClientStack& stack, const ClientArgs& args) {
   std::thread generator;
-  switch (args.load) {
+  // send-saturation on send (1.3): S lanes, one command in flight each, as the closed model runs.
+  bool lanes = args.load == Load::kClosed || args.load == Load::kWindow ||
+               (args.load == Load::kSendSaturation && args.shape == Shape::kSend);
+  switch (lanes ? Load::kClosed : args.load) {
     case Load::kClosed:
     case Load::kWindow: {
       uint32_t n = args.lanes();
@@ -424,7 +429,7 @@ std::string bound_text(const ClientArgs& args, const PhaseSpec& spec) {
 // started but not finished) and records the phase's concurrency.
 void count_unfinished(Run* run, const ClientArgs& args, const std::string& bound, PhaseResult& result) {
   Totals& t = result.totals;
-  if (args.load == Load::kSendSaturation) {
+  if (args.load == Load::kSendSaturation && args.shape != Shape::kSend) {
     uint64_t missing = 0;
     for (auto& s : run->streams) {
       if (!s->finished.exchange(true)) {
@@ -440,8 +445,10 @@ void count_unfinished(Run* run, const ClientArgs& args, const std::string& bound
   } else {
     uint64_t finished = t.completed + t.failed;
     uint64_t missing = t.started > finished ? t.started - finished : 0;
+    std::string detail = missing > 0 ? run->stack.timeout_detail() : "";
     t.add_failures(code::kTimeout, missing,
-                   std::to_string(missing) + " operations did not finish within " + bound);
+                   std::to_string(missing) + " operations did not finish within " + bound +
+                       (detail.empty() ? "" : ": " + detail));
     result.max_in_flight = static_cast<uint64_t>(run->max_in_flight.load());
   }
 }
@@ -457,6 +464,7 @@ PhaseResult run_phase(ClientStack& stack, const ClientArgs& args, const PhaseSpe
     bound_ns = std::min<int64_t>(bound_ns, static_cast<int64_t>(args.settle_ms) * 1000000);
   }
   int64_t bound_at = run->deadline + bound_ns;
+  int64_t cpu_at_start = stack.submit_cpu_ns();
   std::thread generator = start_load(run, stack, args);
 
   PhaseResult result;
@@ -478,6 +486,8 @@ PhaseResult run_phase(ClientStack& stack, const ClientArgs& args, const PhaseSpe
   result.totals = merge(tallies, run->options);
   count_unfinished(run, args, bound_text(args, spec), result);
   result.offered = run->offered.load();
+  int64_t cpu_at_end = stack.submit_cpu_ns();
+  if (cpu_at_start >= 0 && cpu_at_end >= cpu_at_start) result.submit_cpu_ns = cpu_at_end - cpu_at_start;
   if (result.timed_out) {
     result.drain_ns = bound_ns;
   } else {

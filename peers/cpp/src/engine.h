@@ -73,6 +73,11 @@ class ClientStack {
   virtual std::vector<ConnReading> read_transport() { return {}; }
   // Diagnostics for stderr when operations miss their bound: what is still in flight.
   virtual std::string describe_in_flight() { return ""; }
+  // A short phrase for the timeout failure's message (zmq: the endpoint and the last id sent).
+  virtual std::string timeout_detail() { return ""; }
+  // 1.3: CPU time (CLOCK_THREAD_CPUTIME_ID) so far of the one thread that starts every operation,
+  // where the stack has one (zmq's poll loop); -1 otherwise.
+  virtual int64_t submit_cpu_ns() { return -1; }
 };
 
 // Wakes the client's main thread: the engine when a phase finishes, the stdin reader when a
@@ -107,6 +112,7 @@ struct PhaseResult {
   bool abandoned = false;    // stop() asked to give up (SHUTDOWN)
   bool timed_out = false;    // the bound passed with operations still in flight
   int64_t drain_ns = 0;
+  int64_t submit_cpu_ns = -1;  // the submitting thread's CPU over the phase, where the stack has one
   uint64_t max_in_flight = 0;
   uint64_t offered = 0;      // open
   uint64_t streams_opened = 0;  // send-saturation

@@ -170,11 +170,13 @@ struct OneResponseStubs {
         summary(channel),
         unary_method(std::string("/") + pb::BenchService::service_full_name() + "/Unary"),
         client_stream_method(std::string("/") + pb::BenchService::service_full_name() +
-                             "/ClientStream") {}
+                             "/ClientStream"),
+        command_method(std::string("/") + pb::BenchService::service_full_name() + "/Command") {}
   std::shared_ptr<grpc::Channel> channel;
   SummaryStub summary;
   std::string unary_method;
   std::string client_stream_method;
+  std::string command_method;
 };
 
 class UnaryCall final : public OneResponseCall<grpc::ClientReadReactor<pb::Response>, pb::Response> {
@@ -201,6 +203,34 @@ class UnaryCall final : public OneResponseCall<grpc::ClientReadReactor<pb::Respo
   }
   Workload w_;
   uint64_t seq_;
+  OpSink* sink_;
+  pb::Request request_;
+};
+
+// 1.3, shape send: one Command call, its Empty acknowledgement read to the end of the stream as a
+// unary response is (a second message fails it as invalid).
+class CommandCall final : public OneResponseCall<grpc::ClientReadReactor<pb::Empty>, pb::Empty> {
+ public:
+  CommandCall(OneResponseStubs* stubs, const Workload& w, uint64_t seq, OpSink* sink)
+      : OneResponseCall("acknowledgement"), w_(w), sink_(sink) {
+    build_request(&request_, w.kind, seq, w.request_size, 0, 0);
+    grpc::internal::ClientCallbackReaderFactory<pb::Empty>::Create(
+        stubs->channel.get(),
+        grpc::internal::RpcMethod(stubs->command_method.c_str(), grpc::internal::RpcMethod::SERVER_STREAMING),
+        &ctx_, &request_, this);
+    start();
+  }
+
+ private:
+  std::string check(const pb::Empty&) override { return ""; }
+  // requests = completed, responses = the acknowledgements read, no response bytes.
+  OpResult success() override { return ok_result(1, 1, w_.request_size, 0); }
+  void finish(OpResult r) override {
+    OpSink* sink = sink_;
+    delete this;
+    sink->op_done(std::move(r));
+  }
+  Workload w_;
   OpSink* sink_;
   pb::Request request_;
 };
@@ -382,6 +412,7 @@ class GrpcClient final : public ClosableStack {
       case Shape::kClientStream: new ClientStreamCall(&one_response_, w_, sink); break;
       case Shape::kServerStream: new ServerStreamCall(stub_.get(), w_, seq, sink); break;
       case Shape::kBidi: new BidiCall(stub_.get(), w_, sink); break;
+      case Shape::kSend: new CommandCall(&one_response_, w_, seq, sink); break;
     }
   }
   void start_saturation(SaturationSink* sink) override {
@@ -422,24 +453,31 @@ bool tcp_reachable(const SockAddr& addr) {
   return ok;
 }
 
+// Trusts only --ca and verifies the server's certificate (against --server-name, set as the
+// channel's target name override).
+std::shared_ptr<grpc::ChannelCredentials> tls_credentials(const ClientArgs& args) {
+  std::string ca = read_file("--ca", args.ca);
+  auto provider = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(ca);
+  grpc::experimental::TlsChannelCredentialsOptions options;
+  options.set_certificate_provider(provider);
+  options.watch_root_certs();
+  options.set_verify_server_certs(true);
+  return grpc::experimental::TlsCredentials(options);
+}
+
 }  // namespace
 
 std::unique_ptr<ClosableStack> connect_grpc(const ClientArgs& args, Wakeup& wakeup,
                                             const std::function<bool()>& stop) {
   (void)wakeup;
-  std::string ca = read_file("--ca", args.ca);
   SockAddr addr;
   try {
     addr = resolve(args.server, SOCK_STREAM);
   } catch (const std::exception& e) {
     throw Failure(phase::kConnect, code::kConnect, std::string("--server: ") + e.what());
   }
-  auto provider = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(ca);
-  grpc::experimental::TlsChannelCredentialsOptions options;
-  options.set_certificate_provider(provider);
-  options.watch_root_certs();
-  options.set_verify_server_certs(true);
-  auto creds = grpc::experimental::TlsCredentials(options);
+  // --tls off (1.3): h2c with prior knowledge.
+  auto creds = args.tls ? tls_credentials(args) : grpc::InsecureChannelCredentials();
   auto channel = grpc::CreateCustomChannel(addr.grpc_target(), creds,
                                            grpc_client_arguments(args.server_name));
 
@@ -460,7 +498,7 @@ std::unique_ptr<ClosableStack> connect_grpc(const ClientArgs& args, Wakeup& wake
       pb::Response resp;
       grpc::Status s = stub->Unary(&ctx, req, &resp);
       if (s.ok()) continue;  // it connected meanwhile
-      bool tls = mentions_tls(s.error_message()) || tcp_reachable(addr);
+      bool tls = args.tls && (mentions_tls(s.error_message()) || tcp_reachable(addr));
       throw Failure(phase::kConnect, tls ? code::kTls : code::kConnect,
                     std::string(tls ? "TLS handshake with " : "connecting to ") + args.server.text +
                         " failed: " + s.error_message());

@@ -55,7 +55,7 @@ class ClientStreamReactor final : public grpc::ServerReadReactor<pb::Request> {
 
  private:
   void reject(const std::string& message) {
-    counters_.rejected();
+    counters_.rejected(message);
     Finish(invalid(message));
   }
   pb::Summary* summary_;
@@ -72,7 +72,7 @@ class ServerStreamReactor final : public grpc::ServerWriteReactor<pb::Response> 
     counters_.request();
     std::string error = check_request(request_, Shape::kServerStream);
     if (!error.empty()) {
-      counters_.rejected();
+      counters_.rejected(error);
       Finish(invalid(error));
       return;
     }
@@ -186,7 +186,7 @@ class BidiReactor final : public grpc::ServerBidiReactor<pb::Request, pb::Respon
   // Ends the call with `s`, after the write in progress if there is one (nothing more is sent).
   void end_locked(Actions& act, const Status& s, bool rejected) {
     if (finished_ || pending_) return;
-    if (rejected) counters_.rejected();
+    if (rejected) counters_.rejected(s.error_message());
     if (writing_) {
       queue_.resize(1);
       pending_ = s;
@@ -226,11 +226,29 @@ class Service final : public pb::BenchService::CallbackService {
     auto* reactor = ctx->DefaultReactor();
     std::string error = check_request(*request, Shape::kUnary);
     if (!error.empty()) {
-      counters_.rejected();
+      counters_.rejected(error);
       reactor->Finish(invalid(error));
       return reactor;
     }
     build_response(response, kind_of(*request), request->seq(), request->response_size());
+    counters_.response();
+    reactor->Finish(Status::OK);
+    return reactor;
+  }
+  // 1.3, shape send: a one-way command, validated as a unary request (response_size 0), counted
+  // in `commands` and answered with Empty (the Empty is the call's one response message).
+  grpc::ServerUnaryReactor* Command(CallbackServerContext* ctx, const pb::Request* request,
+                                    pb::Empty*) override {
+    counters_.rpc();
+    counters_.request();
+    auto* reactor = ctx->DefaultReactor();
+    std::string error = check_request(*request, Shape::kSend);
+    if (!error.empty()) {
+      counters_.rejected(error);
+      reactor->Finish(invalid(error));
+      return reactor;
+    }
+    counters_.command();
     counters_.response();
     reactor->Finish(Status::OK);
     return reactor;
@@ -257,30 +275,14 @@ class Service final : public pb::BenchService::CallbackService {
 class GrpcServer final : public ServerStack {
  public:
   GrpcServer(const ServerArgs& args) : service_(counters_) {
-    std::string cert = read_file("--cert", args.cert);
-    std::string key = read_file("--key", args.key);
-    try {
-      check_certificates_pem(cert);
-    } catch (const std::exception& e) {
-      throw Failure(phase::kStartup, code::kConfig, "--cert " + args.cert + ": " + e.what());
-    }
-    if (key.find("PRIVATE KEY-----") == std::string::npos) {
-      throw Failure(phase::kStartup, code::kConfig,
-                    "--key " + args.key + " holds no PEM private key");
-    }
+    // --tls off (1.3): h2c with prior knowledge.
+    auto creds = args.tls ? tls_credentials(args) : grpc::InsecureServerCredentials();
     SockAddr addr;
     try {
       addr = resolve(args.listen, SOCK_STREAM);
     } catch (const std::exception& e) {
       throw Failure(phase::kListen, code::kConfig, std::string("--listen: ") + e.what());
     }
-    auto provider = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
-        std::vector<grpc::experimental::IdentityKeyCertPair>{{key, cert}});
-    grpc::experimental::TlsServerCredentialsOptions options(provider);
-    options.watch_identity_key_cert_pairs();
-    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
-    auto creds = grpc::experimental::TlsServerCredentials(options);
-
     grpc::ServerBuilder builder;
     grpc_configure_server(builder);
     int port = 0;
@@ -308,8 +310,30 @@ class GrpcServer final : public ServerStack {
     server_->Shutdown(std::chrono::system_clock::now());  // cut calls still in progress
   }
   Json counters() const override { return counters_.to_json(); }
+  std::string first_rejection() const override { return counters_.first_rejection(); }
 
  private:
+  // --cert and --key, checked (config errors name the file).
+  static std::shared_ptr<grpc::ServerCredentials> tls_credentials(const ServerArgs& args) {
+    std::string cert = read_file("--cert", args.cert);
+    std::string key = read_file("--key", args.key);
+    try {
+      check_certificates_pem(cert);
+    } catch (const std::exception& e) {
+      throw Failure(phase::kStartup, code::kConfig, "--cert " + args.cert + ": " + e.what());
+    }
+    if (key.find("PRIVATE KEY-----") == std::string::npos) {
+      throw Failure(phase::kStartup, code::kConfig,
+                    "--key " + args.key + " holds no PEM private key");
+    }
+    auto provider = std::make_shared<grpc::experimental::StaticDataCertificateProvider>(
+        std::vector<grpc::experimental::IdentityKeyCertPair>{{key, cert}});
+    grpc::experimental::TlsServerCredentialsOptions options(provider);
+    options.watch_identity_key_cert_pairs();
+    options.set_cert_request_type(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    return grpc::experimental::TlsServerCredentials(options);
+  }
+
   ServerCounters counters_;
   Service service_;
   std::unique_ptr<grpc::Server> server_;

@@ -143,7 +143,7 @@ grpc::ChannelArguments grpc_client_arguments(const std::string& server_name) {
   args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16384);
   args.SetMaxReceiveMessageSize(static_cast<int>(kMaxMessageBytes));
   args.SetMaxSendMessageSize(static_cast<int>(kMaxMessageBytes));
-  args.SetSslTargetNameOverride(server_name);
+  if (!server_name.empty()) args.SetSslTargetNameOverride(server_name);  // empty: --tls off
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   args.SetLoadBalancingPolicyName("pick_first");
   args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);

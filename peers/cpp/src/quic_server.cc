@@ -187,7 +187,7 @@ void ServerCall::send_status(uint32_t code, const std::string& message) {
 }
 
 void ServerCall::reject(uint32_t code, const std::string& message, bool end_seen) {
-  counters_.rejected();
+  counters_.rejected(message);
   if (end_seen) {
     send_status(code, message);
   } else {
@@ -198,7 +198,7 @@ void ServerCall::reject(uint32_t code, const std::string& message, bool end_seen
 }
 
 void ServerCall::broken(const std::string& message) {
-  counters_.rejected();
+  counters_.rejected(message);
   send_status(3, message);
   conn_->shutdown_read(id);
 }
@@ -221,6 +221,14 @@ void ServerCall::on_data(const uint8_t* data, size_t len, bool fin_in) {
       return;
     }
     handle(f);
+  }
+  if (fin_in && state_ == State::kHeader && reader_.pending() == 0) {
+    // A stream that ends before its first byte carries no call (the Rust backpressure client
+    // finishes a stream it opened after the deadline): nothing to reject; end ours as well.
+    fin = true;
+    state_ = State::kDone;
+    conn_->queue(this);
+    return;
   }
   if (fin_in && state_ != State::kDone && state_ != State::kAnswering) {
     broken(reader_.pending() > 0 ? "the stream ended inside a frame"
@@ -296,6 +304,7 @@ void ServerCall::on_request(const Frame& f) {
 
 void ServerCall::on_end() {
   switch (shape_) {
+    case Shape::kSend:  // no native method carries it (shape_of_path never gives it)
     case Shape::kUnary:
     case Shape::kServerStream: {
       if (!have_request_) {
@@ -532,6 +541,7 @@ class QuicServer final : public ServerStack {
     for (auto& l : loops_) l->stop();
   }
   Json counters() const override { return counters_.to_json(); }
+  std::string first_rejection() const override { return counters_.first_rejection(); }
 
  private:
   TlsConfig tls_;

@@ -38,6 +38,7 @@ void Tally::record(int64_t intended, int64_t start, int64_t end, const OpResult&
     return;
   }
   ++completed;
+  segment(end, 1);
   requests += r.requests;
   responses += r.responses;
   request_bytes += r.request_bytes;
@@ -78,6 +79,7 @@ Totals merge(const std::vector<Tally*>& tallies, const TallyOptions& options) {
     t.request_bytes += x->request_bytes;
     t.response_bytes += x->response_bytes;
     t.sent += x->sent;
+    for (size_t k = 0; k < t.segments.size(); ++k) t.segments[k] += x->segments[k];
     for (const auto& [code, n] : x->failures) t.failures[code] += n;
     if (x->first_failure_at < first_at) {
       first_at = x->first_failure_at;

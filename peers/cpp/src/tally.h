@@ -8,6 +8,8 @@
 // racing the merge.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -34,10 +36,14 @@ struct OpResult {
   }
 };
 
+// 1.3 armed.warmup_segments: completions counted per tenth of the warmup.
+inline constexpr int64_t kSegments = 10;
+
 struct TallyOptions {
   bool open = false;       // keep the uncorrected and send-lag histograms
   size_t intervals = 0;    // per-second intervals of the window (0: none)
   int64_t t0 = 0;
+  int64_t segment_ns = 0;  // warmup: a tenth of it (0: no segments)
 };
 
 struct Tally {
@@ -58,6 +64,12 @@ struct Tally {
   // One finished operation: intended and actual start, end (ns, monotonic).
   void record(int64_t intended, int64_t start, int64_t end, const OpResult& r);
   void note_failure(const std::string& code, const std::string& message, int64_t at, uint64_t n);
+  // `n` completions at `end` in their tenth of the warmup (the drain counts in the last).
+  void segment(int64_t end, uint64_t n) {
+    if (options.segment_ns <= 0) return;
+    int64_t k = (end - options.t0) / options.segment_ns;
+    segments[static_cast<size_t>(std::clamp<int64_t>(k, 0, kSegments - 1))] += n;
+  }
 
   static constexpr uint64_t kClosed = uint64_t{1} << 63;
   std::atomic<uint64_t> gate{0};
@@ -65,6 +77,7 @@ struct Tally {
   uint64_t started = 0, completed = 0, failed = 0;
   uint64_t requests = 0, responses = 0, request_bytes = 0, response_bytes = 0;
   uint64_t sent = 0;  // send-saturation
+  std::array<uint64_t, kSegments> segments{};
   std::map<std::string, uint64_t> failures;
   std::string first_failure;
   std::string first_code;
@@ -80,6 +93,7 @@ struct Tally {
 struct Totals {
   uint64_t started = 0, completed = 0, failed = 0;
   uint64_t requests = 0, responses = 0, request_bytes = 0, response_bytes = 0, sent = 0;
+  std::array<uint64_t, kSegments> segments{};
   std::map<std::string, uint64_t> failures;
   std::string first_failure;
   std::string first_code;

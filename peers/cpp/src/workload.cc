@@ -222,6 +222,10 @@ std::string check_request(const pb::Request& r, Shape shape) {
     return what + ": a structured response of " + std::to_string(r.response_size()) +
            " bytes cannot be built; use 0 or at least 3";
   }
+  if (shape == Shape::kSend && r.response_size() != 0) {
+    return what + ": response_size " + std::to_string(r.response_size()) +
+           " in a one-way command; a command carries response_size 0";
+  }
   if (shape == Shape::kServerStream &&
       (r.response_messages() < 1 || r.response_messages() > kMaxMessages)) {
     return what + ": response_messages " + std::to_string(r.response_messages()) +

@@ -46,8 +46,8 @@ std::string check_count_at_end(uint64_t got, uint64_t expected, const char* what
 
 // Server side ------------------------------------------------------------------------------
 
-// Checks one request on its own: payload kind, payload contents, response_size range, and for a
-// server stream response_messages 1..1,000,000.
+// Checks one request on its own: payload kind, payload contents, response_size range, for a
+// server stream response_messages 1..1,000,000, and for a one-way command (send) response_size 0.
 std::string check_request(const pb::Request& r, Shape shape);
 
 // The k-th request of a client stream or bidi call: its own checks, then seq == k and the same

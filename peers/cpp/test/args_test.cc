@@ -71,7 +71,7 @@ TEST(Args, ModelArgumentsBelongToTheirModel) {
   EXPECT_NE(refusal(with(open, "--rate", "0")).find("--rate"), std::string::npos);
   EXPECT_NE(refusal(with(open, "--rate", "1e3")).find("--rate"), std::string::npos);
   auto sat = with(with(with(client(), "--load", "send-saturation"), "--streams", "4"), "--settle-ms", "100");
-  EXPECT_NE(refusal(sat).find("client streams only"), std::string::npos);
+  EXPECT_NE(refusal(sat).find("--shape client_stream or send"), std::string::npos);
   EXPECT_EQ(parse_args(with(sat, "--shape", "client_stream")).client.lanes(), 4u);
   auto window = with(with(client(), "--load", "window"), "--in-flight", "7");
   EXPECT_EQ(parse_args(window).client.lanes(), 7u);
@@ -89,4 +89,71 @@ TEST(Args, ServerAndCapabilities) {
   EXPECT_NE(refusal({"server", "--stack", "grpc", "--listen", "::1:0", "--cert", "c", "--key", "k"}), "");
   EXPECT_NE(refusal({"capabilities", "--x"}), "");
   EXPECT_NE(refusal({"serve"}), "");
+}
+
+// 1.3: --tls on|off. With off the TLS files are refused, with on (the default) required; quic
+// takes only on and zmq only off, each refusal saying why.
+TEST(Args, TlsOnOrOff) {
+  auto plain = with(client(), "--stack", "grpc");
+  plain.erase(plain.begin() + 5, plain.begin() + 9);  // --server-name localhost --ca ca.pem
+  EXPECT_NE(refusal(plain).find("needs --server-name"), std::string::npos);
+  plain = with(plain, "--tls", "off");
+  Command c = parse_args(plain);
+  EXPECT_FALSE(c.client.tls);
+  EXPECT_EQ(c.client.ca, "");
+  EXPECT_TRUE(parse_args(with(client(), "--tls", "on")).client.tls);
+  EXPECT_TRUE(parse_args(client()).client.tls);
+  EXPECT_EQ(refusal(with(with(plain, "--ca", "ca.pem"), "--tls", "off")), "--ca does not apply to --tls off");
+  EXPECT_EQ(refusal(with(plain, "--server-name", "localhost")), "--server-name does not apply to --tls off");
+  EXPECT_NE(refusal(with(plain, "--tls", "maybe")).find("--tls maybe is not one of on, off"), std::string::npos);
+  EXPECT_NE(refusal(with(plain, "--stack", "quic")).find("QUIC has TLS 1.3 inside"), std::string::npos);
+  EXPECT_NE(refusal(with(client(), "--stack", "zmq")).find("zmq has no TLS; run it with --tls off"),
+            std::string::npos);
+  std::vector<std::string> server = {"server", "--stack", "grpc", "--listen", "127.0.0.1:0", "--tls", "off"};
+  EXPECT_FALSE(parse_args(server).server.tls);
+  EXPECT_EQ(refusal(with(server, "--cert", "c")), "--cert does not apply to --tls off");
+  EXPECT_EQ(refusal(with(server, "--key", "k")), "--key does not apply to --tls off");
+  EXPECT_NE(refusal(with(server, "--tls", "on")).find("needs --cert"), std::string::npos);
+  EXPECT_NE(refusal(with(server, "--stack", "quic")).find("QUIC has TLS 1.3 inside"), std::string::npos);
+  EXPECT_EQ(parse_args(with(server, "--stack", "zmq")).server.stack, Stack::kZmq);
+  EXPECT_NE(refusal({"server", "--stack", "zmq", "--listen", "127.0.0.1:0", "--cert", "c", "--key", "k"})
+                .find("zmq has no TLS"),
+            std::string::npos);
+}
+
+// 1.3: shape send on grpc and zmq (every load model, send-saturation included); quic and zmq
+// refuse the shapes they cannot carry, naming why.
+TEST(Args, SendAndTheShapesOfEachStack) {
+  auto zmq = with(with(with(client(), "--stack", "zmq"), "--tls", "off"), "--shape", "send");
+  zmq.erase(zmq.begin() + 5, zmq.begin() + 9);
+  EXPECT_EQ(parse_args(zmq).client.shape, Shape::kSend);
+  auto sat = with(with(with(zmq, "--load", "send-saturation"), "--streams", "8"), "--settle-ms", "200");
+  EXPECT_EQ(parse_args(sat).client.lanes(), 8u);
+  EXPECT_NE(refusal(with(sat, "--shape", "unary")).find("not --shape unary"), std::string::npos);
+  EXPECT_EQ(parse_args(with(zmq, "--shape", "unary")).client.shape, Shape::kUnary);
+  EXPECT_NE(refusal(with(zmq, "--shape", "bidi")).find("the zmq stack carries only unary and send"),
+            std::string::npos);
+  EXPECT_NE(refusal(with(client(), "--shape", "send")).find("native framing answers every request"),
+            std::string::npos);
+  auto grpc_sat = with(with(with(with(client(), "--stack", "grpc"), "--shape", "send"), "--load", "send-saturation"),
+                       "--streams", "8");
+  EXPECT_EQ(parse_args(with(grpc_sat, "--settle-ms", "200")).client.shape, Shape::kSend);
+}
+
+// --conformance-fault: zmq only, known modes, and a client mode must fit the shape and payload.
+TEST(Args, ConformanceFaultsOnZmqOnly) {
+  std::vector<std::string> server = {"server", "--stack", "zmq", "--listen", "127.0.0.1:0", "--tls", "off"};
+  EXPECT_EQ(parse_args(with(server, "--conformance-fault", "extra-message")).server.conformance_fault,
+            "extra-message");
+  EXPECT_NE(refusal(with(server, "--conformance-fault", "bogus")).find("is not one of wrong-seq"),
+            std::string::npos);
+  EXPECT_NE(refusal(with(with(server, "--stack", "grpc"), "--conformance-fault", "wrong-seq"))
+                .find("zmq only, not grpc"),
+            std::string::npos);
+  auto zmq = with(with(with(client(), "--stack", "zmq"), "--tls", "off"), "--shape", "unary");
+  zmq.erase(zmq.begin() + 5, zmq.begin() + 9);
+  EXPECT_EQ(parse_args(with(zmq, "--conformance-fault", "nonzero-byte")).client.conformance_fault, "nonzero-byte");
+  EXPECT_NE(refusal(with(zmq, "--conformance-fault", "seq-order")).find("not unary"), std::string::npos);
+  EXPECT_NE(refusal(with(zmq, "--conformance-fault", "corrupt-structured")).find("needs --payload structured"),
+            std::string::npos);
 }

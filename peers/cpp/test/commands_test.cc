@@ -41,7 +41,7 @@ TEST(Commands, WindowCommandsNameTheirEdge) {
 TEST(Commands, CountersAreSummedOverThreadsWhenAsked) {
   ServerCounters counters;
   EXPECT_EQ(counters.to_json().dump(),
-            R"({"rpcs":"0","requests":"0","responses":"0","rejected":"0"})");
+            R"({"rpcs":"0","requests":"0","responses":"0","rejected":"0","commands":"0"})");
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back([&counters] {
@@ -52,29 +52,58 @@ TEST(Commands, CountersAreSummedOverThreadsWhenAsked) {
         counters.response();
       }
       counters.rejected();
+      counters.command();
     });
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(counters.to_json().dump(),
-            R"({"rpcs":"3000","requests":"6000","responses":"3000","rejected":"3"})");
+            R"({"rpcs":"3000","requests":"6000","responses":"3000","rejected":"3","commands":"3"})");
+  EXPECT_EQ(counters.first_rejection(), "");  // no reason was given
 }
 
-// Revision 1.2, no allocation counters declared, pingpong served on both stacks and not driven.
-TEST(Commands, CapabilitiesDeclareRevision12) {
+// 1.3: the first reason is kept (on one line) whether it came with a rejection or a drop; zmq's
+// counters add `dropped`.
+TEST(Commands, TheFirstRejectionIsKept) {
+  ServerCounters counters(true);
+  counters.dropped("the reply to id 7 was dropped:\nEAGAIN");
+  counters.rejected("request 1: seq 2");
+  EXPECT_EQ(counters.first_rejection(), "the reply to id 7 was dropped: EAGAIN");
+  EXPECT_EQ(counters.to_json()["dropped"], "1");
+  EXPECT_EQ(counters.to_json()["rejected"], "1");
+}
+
+// Revision 1.3, no allocation counters declared, pingpong served (not driven) on the stacks with
+// streams; tls, not_offered and conformance_faults as docs/stacks.md says for grpc, quic and zmq.
+TEST(Commands, CapabilitiesDeclareRevision13) {
   testing::internal::CaptureStdout();
   ASSERT_EQ(run_capabilities(), 0);
   Json caps = Json::parse(testing::internal::GetCapturedStdout());
-  EXPECT_EQ(caps["revision"], "1.2");
+  EXPECT_EQ(caps["revision"], "1.3");
   EXPECT_FALSE(caps.contains("allocations"));
-  Json pingpong = "pingpong";
-  for (const Json& entry : caps["roles"]["server"]) {
-    const Json& shapes = entry["shapes"];
-    EXPECT_NE(std::find(shapes.begin(), shapes.end(), pingpong), shapes.end()) << entry["stack"];
-    EXPECT_NE(std::find(shapes.begin(), shapes.end(), Json("bidi")), shapes.end()) << entry["stack"];
+  auto has = [](const Json& list, const char* what) {
+    return std::find(list.begin(), list.end(), Json(what)) != list.end();
+  };
+  for (const char* role : {"client", "server"}) {
+    ASSERT_EQ(caps["roles"][role].size(), 3u);
+    const Json& grpc = caps["roles"][role][0];
+    const Json& quic = caps["roles"][role][1];
+    const Json& zmq = caps["roles"][role][2];
+    EXPECT_EQ(grpc["stack"], "grpc");
+    EXPECT_EQ(grpc["tls"], Json::array({"on", "off"}));
+    EXPECT_TRUE(has(grpc["shapes"], "send"));
+    EXPECT_EQ(quic["tls"], Json::array({"on"}));
+    EXPECT_FALSE(has(quic["shapes"], "send"));
+    EXPECT_TRUE(quic["not_offered"].contains("send"));
+    EXPECT_EQ(zmq["stack"], "zmq");
+    EXPECT_EQ(zmq["tls"], Json::array({"off"}));
+    EXPECT_EQ(zmq["shapes"], Json::array({"unary", "send"}));
+    EXPECT_TRUE(zmq["not_offered"].contains("bidi"));
+    EXPECT_EQ(zmq["conformance_faults"], true);
+    EXPECT_EQ(zmq["settings"]["sndhwm"], 1000);
+    EXPECT_EQ(zmq["libraries"]["cppzmq"], "4.9.0");
+    bool server = std::string(role) == "server";
+    EXPECT_EQ(has(grpc["shapes"], "pingpong"), server);
+    EXPECT_EQ(has(quic["shapes"], "pingpong"), server);
+    EXPECT_FALSE(has(zmq["shapes"], "pingpong"));
   }
-  for (const Json& entry : caps["roles"]["client"]) {
-    const Json& shapes = entry["shapes"];
-    EXPECT_EQ(std::find(shapes.begin(), shapes.end(), pingpong), shapes.end()) << entry["stack"];
-  }
-  EXPECT_EQ(caps["roles"]["server"].size(), 2u);
 }

@@ -638,7 +638,9 @@ impl SampleMachine {
             role: Role::Client,
             command: Command::Start,
         });
-        self.tell_server_window(Command::WindowStart);
+        if self.window.start.is_none() {
+            self.tell_server_window(Command::WindowStart);
+        }
     }
 
     fn on_readings(

@@ -153,6 +153,14 @@ fn observe(
         emulated: context.emulated,
         cpu_per_op_floor_us: cpu_per_op_floor(usage, result.completed, procstat::tick_us()),
         p50_us: p50_ns.map(|ns| ns as f64 / 1e3),
+        submit_cores: result
+            .submit_cpu_ns
+            .filter(|_| result.window_ns > 0)
+            .map(|ns| ns as f64 / (result.window_ns + result.drain_ns) as f64),
+        warmup_segments: result.warmup_segments.clone(),
+        window_ns: result.window_ns,
+        drain_ns: result.drain_ns,
+        completed: result.completed,
     }
 }
 

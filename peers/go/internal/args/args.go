@@ -55,16 +55,20 @@ var LoadModels = []Load{Closed, Window, Backpressure, SendSaturation, Open}
 type Server struct {
 	Stack  Stack
 	Listen string
-	Cert   string
-	Key    string
+	// Plaintext is --tls off (1.3): no TLS, so no --cert and --key.
+	Plaintext bool
+	Cert      string
+	Key       string
 	// Fault is the hidden --conformance-fault mode ("" when measuring).
 	Fault fault.Server
 }
 
 // Client holds the `client` arguments.
 type Client struct {
-	Stack       Stack
-	Server      string
+	Stack  Stack
+	Server string
+	// Plaintext is --tls off (1.3): no TLS, so no --server-name and --ca.
+	Plaintext   bool
 	ServerName  string
 	CA          string
 	Workload    workload.Workload
@@ -216,6 +220,36 @@ func (r *reader) hostPort(name, text string) string {
 	return ""
 }
 
+// tls reads the optional --tls (1.3; default on) and says whether it is off. QUIC has TLS
+// inside and refuses off.
+func (r *reader) tls(s Stack) bool {
+	text, given := r.take("--tls")
+	if !given || r.oneOf("--tls", text, "on", "off") != "off" {
+		return false
+	}
+	if s == Quic {
+		r.fail("QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic")
+	}
+	return true
+}
+
+// secured reads the arguments only TLS takes: required with --tls on (nil if any is missing),
+// refused with --tls off (nil).
+func (r *reader) secured(plaintext bool, names ...string) []string {
+	values := make([]string, len(names))
+	for i, name := range names {
+		if !plaintext {
+			values[i] = r.required(name)
+		} else if _, given := r.take(name); given {
+			r.fail("%s does not apply to --tls off (plaintext has no certificates); leave it out or use --tls on", name)
+		}
+	}
+	if plaintext || r.err != nil {
+		return nil
+	}
+	return values
+}
+
 // rest refuses whatever was not taken.
 func (r *reader) rest(command string) {
 	for name := range r.values {
@@ -229,8 +263,10 @@ func parseServer(values map[string]string) (*Server, error) {
 		Stack: Stack(r.oneOf("--stack", r.required("--stack"), stackNames()...)),
 	}
 	server.Listen = r.hostPort("--listen", r.required("--listen"))
-	server.Cert = r.required("--cert")
-	server.Key = r.required("--key")
+	server.Plaintext = r.tls(server.Stack)
+	if files := r.secured(server.Plaintext, "--cert", "--key"); files != nil {
+		server.Cert, server.Key = files[0], files[1]
+	}
 	if text, ok := r.take("--conformance-fault"); ok && r.err == nil {
 		mode, err := fault.ParseServer(text)
 		if err == nil {
@@ -252,11 +288,13 @@ func parseClient(values map[string]string) (*Client, error) {
 	c := &Client{}
 	c.Stack = Stack(r.oneOf("--stack", r.required("--stack"), stackNames()...))
 	c.Server = r.hostPort("--server", r.required("--server"))
-	c.ServerName = r.required("--server-name")
-	if r.err == nil && (c.ServerName == "" || strings.ContainsAny(c.ServerName, " /\t")) {
-		r.fail("--server-name %q is not a DNS name or an IP address", c.ServerName)
+	c.Plaintext = r.tls(c.Stack)
+	if values := r.secured(c.Plaintext, "--server-name", "--ca"); values != nil {
+		c.ServerName, c.CA = values[0], values[1]
+		if r.err == nil && (c.ServerName == "" || strings.ContainsAny(c.ServerName, " /\t")) {
+			r.fail("--server-name %q is not a DNS name or an IP address", c.ServerName)
+		}
 	}
-	c.CA = r.required("--ca")
 	shapeText := r.required("--shape")
 	if shape, err := workload.ParseShape(shapeText); err == nil {
 		c.Workload.Shape = shape
@@ -284,13 +322,18 @@ func parseClient(values map[string]string) (*Client, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
+	if c.Workload.Shape == workload.Send {
+		// A command asks for no response: --response-size is ignored (docs/peer-protocol.md,
+		// "Shapes"), and every command carries response_size 0.
+		c.Workload.ResponseSize = 0
+	}
 	for name, size := range map[string]uint32{"--request-size": c.Workload.RequestSize, "--response-size": c.Workload.ResponseSize} {
 		if err := c.Workload.Kind.CheckSize(size); err != nil {
 			return nil, fmt.Errorf("%s %d with --payload %s: %v", name, size, c.Workload.Kind, err)
 		}
 	}
-	if c.Load == SendSaturation && c.Workload.Shape != workload.ClientStream {
-		return nil, fmt.Errorf("--load send-saturation runs client streams only, not --shape %s", c.Workload.Shape)
+	if c.Load == SendSaturation && c.Workload.Shape != workload.ClientStream && c.Workload.Shape != workload.Send {
+		return nil, fmt.Errorf("--load send-saturation runs client streams or one-way commands only (--shape client_stream or send), not --shape %s", c.Workload.Shape)
 	}
 	if err := checkCarried(c); err != nil {
 		return nil, err

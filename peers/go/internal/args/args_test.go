@@ -1,6 +1,7 @@
 package args
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,7 +78,7 @@ func TestBadArgumentsAreRefusedNamingTheArgument(t *testing.T) {
 		"model needs":          {client("--load", "window"), "--load window needs --in-flight"},
 		"rate":                 {client("--load", "open", "--rate", "0"), "--rate"},
 		"rate inf":             {client("--load", "open", "--rate", "inf"), "--rate"},
-		"saturation shape":     {client("--load", "send-saturation", "--streams", "2", "--settle-ms", "10"), "client streams only"},
+		"saturation shape":     {client("--load", "send-saturation", "--streams", "2", "--settle-ms", "10"), "client streams or one-way commands only"},
 		"structured size":      {replace(client("--load", "closed", "--payload", "structured"), "--request-size", "2"), "--request-size 2"},
 		"shape":                {replace(client("--load", "closed"), "--shape", "nope"), "--shape"},
 		"stack":                {replace(client("--load", "closed"), "--stack", "h3"), "--stack"},
@@ -88,6 +89,9 @@ func TestBadArgumentsAreRefusedNamingTheArgument(t *testing.T) {
 		"fault mode":           {client("--load", "closed", "--conformance-fault", "wrong-seq"), `--conformance-fault "wrong-seq" is not a client mode`},
 		"fault shape":          {replace(client("--load", "closed", "--conformance-fault", "seq-order"), "--shape", "unary"), "--conformance-fault seq-order applies to --shape"},
 		"fault stack":          {client("--load", "closed", "--conformance-fault", "nonzero-byte"), "--conformance-fault is not implemented for --stack quic"},
+		"send stack":           {replace(client("--load", "closed"), "--shape", "send"), "--shape send: the quic stack cannot carry one-way commands: the native framing answers every request"},
+		"send netrpc":          {replace(replace(client("--load", "closed"), "--shape", "send"), "--stack", "netrpc-proto"), "--shape send: the netrpc-proto stack cannot carry one-way commands: net/rpc"},
+		"send fault":           {replace(replace(client("--load", "closed", "--conformance-fault", "seq-order"), "--shape", "send"), "--stack", "grpc"), "--conformance-fault seq-order applies to --shape"},
 		"command":              {[]string{"serve"}, "unknown command"},
 		"nothing":              {nil, "no command"},
 	}
@@ -107,4 +111,84 @@ func replace(argv []string, name, value string) []string {
 		}
 	}
 	return out
+}
+
+// without is argv without the named arguments and their values.
+func without(argv []string, names ...string) []string {
+	var out []string
+	for i := 0; i < len(argv); i++ {
+		if slices.Contains(names, argv[i]) {
+			i++
+			continue
+		}
+		out = append(out, argv[i])
+	}
+	return out
+}
+
+// plaintext is a client line of stack with --tls off and without --server-name and --ca.
+func plaintext(stack string, extra ...string) []string {
+	return append(without(replace(client(extra...), "--stack", stack), "--server-name", "--ca"), "--tls", "off")
+}
+
+func TestTLSOffTakesNoCertificatesAndTLSOnNeedsThem(t *testing.T) {
+	command, err := Parse(plaintext("tcp", "--load", "closed"))
+	if err != nil || !command.Client.Plaintext || command.Client.CA != "" {
+		t.Fatalf("client --tls off: %v %+v", err, command.Client)
+	}
+	command, err = Parse([]string{"server", "--stack", "grpc", "--listen", "127.0.0.1:0", "--tls", "off"})
+	if err != nil || !command.Server.Plaintext {
+		t.Fatalf("server --tls off: %v %+v", err, command.Server)
+	}
+	command, err = Parse(replace(client("--load", "closed", "--tls", "on"), "--stack", "grpc"))
+	if err != nil || command.Client.Plaintext || command.Client.CA != "/tmp/ca.pem" {
+		t.Fatalf("client --tls on: %v %+v", err, command.Client)
+	}
+	server := func(extra ...string) []string {
+		return append([]string{"server", "--stack", "tcp", "--listen", "127.0.0.1:0"}, extra...)
+	}
+	cases := map[string]struct {
+		argv []string
+		want string
+	}{
+		"client ca":          {append(plaintext("tcp", "--load", "closed"), "--ca", "/tmp/ca.pem"), "--ca does not apply to --tls off"},
+		"client server name": {append(plaintext("grpc", "--load", "closed"), "--server-name", "localhost"), "--server-name does not apply to --tls off"},
+		"server cert":        {server("--tls", "off", "--cert", "c"), "--cert does not apply to --tls off"},
+		"server key":         {server("--tls", "off", "--key", "k"), "--key does not apply to --tls off"},
+		"on needs ca":        {without(client("--load", "closed", "--tls", "on"), "--ca"), "missing --ca"},
+		"on needs name":      {without(client("--load", "closed"), "--server-name"), "missing --server-name"},
+		"on needs key":       {server("--tls", "on", "--cert", "c"), "missing --key"},
+		"default needs cert": {server("--key", "k"), "missing --cert"},
+		"quic client":        {plaintext("quic", "--load", "closed"), "QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic"},
+		"quic server":        {[]string{"server", "--stack", "quic", "--listen", "127.0.0.1:0", "--tls", "off"}, "--tls off does not apply to --stack quic"},
+		"value":              {server("--tls", "none"), `--tls "none" is not one of on, off`},
+		"repeated":           {server("--tls", "off", "--tls", "off"), "--tls is given more than once"},
+	}
+	for name, c := range cases {
+		_, err := Parse(c.argv)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: got %v, want an error naming %q", name, err, c.want)
+		}
+	}
+}
+
+func TestSendIgnoresTheResponseSizeAndRunsEveryModelOnGRPC(t *testing.T) {
+	for _, load := range [][]string{{"--load", "closed"}, {"--load", "window", "--in-flight", "3"},
+		{"--load", "backpressure", "--max-in-flight", "9"}, {"--load", "open", "--rate", "100"},
+		{"--load", "send-saturation", "--streams", "8", "--settle-ms", "200"}} {
+		for _, stack := range []string{"grpc", "grpc-servehttp"} {
+			argv := replace(replace(replace(client(load...), "--stack", stack), "--shape", "send"), "--response-size", "2")
+			command, err := Parse(append(argv, "--payload", "structured"))
+			if err != nil {
+				t.Fatalf("%s %v: %v", stack, load, err)
+			}
+			c := command.Client
+			if c.Workload.Shape != workload.Send || c.Workload.ResponseSize != 0 {
+				t.Errorf("%s %v: %+v", stack, load, c.Workload)
+			}
+			if c.Load == SendSaturation && c.Lanes() != 8 {
+				t.Errorf("send-saturation on send runs %d lanes, want --streams 8", c.Lanes())
+			}
+		}
+	}
 }

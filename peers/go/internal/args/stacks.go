@@ -27,9 +27,17 @@ type Carries struct {
 	Loads  []Load
 	// Limit says why shapes or load models are missing ("" when it carries them all).
 	Limit string
+	// NoSend says why the stack cannot carry the one-way shape send ("" when it can):
+	// capabilities' not_offered (1.3).
+	NoSend string
+	// Plaintext: the stack runs with --tls off too (1.3; quic has TLS inside).
+	Plaintext bool
 	// Faults: --conformance-fault works on this stack in both roles.
 	Faults bool
 }
+
+// nativeShapes are the shapes of the native framing: all but send.
+var nativeShapes = []workload.Shape{workload.Unary, workload.ClientStream, workload.ServerStream, workload.Bidi, workload.Pingpong}
 
 // unaryLoads are the models of a stack with one reply per call and no transport readiness to
 // wait for: backpressure needs one, send-saturation needs client streams.
@@ -41,15 +49,22 @@ const (
 	httpLimit   = "one POST carries one protobuf request body and one response body (no streams), and net/http's client gives no readiness to wait for (no backpressure)"
 )
 
+// Why a stack cannot carry the one-way shape send.
+const (
+	nativeNoSend = "the native framing answers every request with a STATUS frame; a one-way command would need a frame type it does not have"
+	netrpcNoSend = "net/rpc answers every call with a reply (a one-way command would still wait for one), so it has no one-way message"
+	httpNoSend   = "every HTTP request gets a response (a one-way command would still wait for one), so HTTP has no one-way message"
+)
+
 var carried = map[Stack]Carries{
-	Grpc:          {Shapes: workload.Shapes, Loads: LoadModels, Faults: true},
-	Quic:          {Shapes: workload.Shapes, Loads: LoadModels},
-	Tcp:           {Shapes: workload.Shapes, Loads: LoadModels},
-	GrpcServeHTTP: {Shapes: workload.Shapes, Loads: LoadModels, Faults: true},
-	NetrpcGob:     {Shapes: []workload.Shape{workload.Unary}, Loads: unaryLoads, Faults: true, Limit: netrpcLimit},
-	NetrpcProto:   {Shapes: []workload.Shape{workload.Unary}, Loads: unaryLoads, Faults: true, Limit: netrpcLimit},
-	HTTP1Proto:    {Shapes: []workload.Shape{workload.Unary}, Loads: unaryLoads, Faults: true, Limit: httpLimit},
-	HTTP2Proto:    {Shapes: []workload.Shape{workload.Unary}, Loads: unaryLoads, Faults: true, Limit: httpLimit},
+	Grpc:          {Shapes: workload.Shapes, Loads: LoadModels, Faults: true, Plaintext: true},
+	Quic:          {Shapes: nativeShapes, Loads: LoadModels, NoSend: nativeNoSend},
+	Tcp:           {Shapes: nativeShapes, Loads: LoadModels, NoSend: nativeNoSend, Plaintext: true},
+	GrpcServeHTTP: {Shapes: workload.Shapes, Loads: LoadModels, Faults: true, Plaintext: true},
+	NetrpcGob:     {Shapes: []workload.Shape{workload.Unary}, Loads: unaryLoads, Faults: true, Limit: netrpcLimit, NoSend: netrpcNoSend, Plaintext: true},
+	NetrpcProto:   {Shapes: []workload.Shape{workload.Unary}, Loads: unaryLoads, Faults: true, Limit: netrpcLimit, NoSend: netrpcNoSend, Plaintext: true},
+	HTTP1Proto:    {Shapes: []workload.Shape{workload.Unary}, Loads: unaryLoads, Faults: true, Limit: httpLimit, NoSend: httpNoSend, Plaintext: true},
+	HTTP2Proto:    {Shapes: []workload.Shape{workload.Unary}, Loads: unaryLoads, Faults: true, Limit: httpLimit, NoSend: httpNoSend, Plaintext: true},
 }
 
 // Carried is what stack s carries.
@@ -66,6 +81,9 @@ func stackNames() []string {
 // checkCarried refuses a shape or load model the client's stack cannot carry, naming the reason.
 func checkCarried(c *Client) error {
 	offer := Carried(c.Stack)
+	if c.Workload.Shape == workload.Send && offer.NoSend != "" {
+		return fmt.Errorf("--shape send: the %s stack cannot carry one-way commands: %s", c.Stack, offer.NoSend)
+	}
 	if !slices.Contains(offer.Shapes, c.Workload.Shape) {
 		names := make([]string, len(offer.Shapes))
 		for i, shape := range offer.Shapes {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -90,6 +91,24 @@ func TestAWindowFailureStopsEveryLane(t *testing.T) {
 	totals := RunLanes(background(), []Lane{lane}, clock, window(0, 1_000, 0), true, "the drain")
 	if totals.Completed != 2 || totals.Failed != 1 || totals.Load != "window" || *totals.MaxInFlight != 1 {
 		t.Fatalf("%+v", totals)
+	}
+}
+
+// Send-saturation on one-way commands runs its lanes as the closed model and reports what was
+// sent (completed and failed alike), the lanes, and no received count (the server has it).
+func TestCommandSaturationReportsSentAndNoReceived(t *testing.T) {
+	clock := newFakeClock(0)
+	// Each lane stops at its own failure (closed lanes), so the counts do not depend on how the
+	// lanes' goroutines interleave: 4 + 1 completed, 2 failed, 7 sent.
+	first := &fakeLane{clock: clock, failAt: 4}
+	second := &fakeLane{clock: clock, failAt: 1}
+	totals := RunCommandSaturation(background(), []Lane{first, second}, clock, window(0, 1<<40, 0), "the settle bound")
+	if totals.Load != "send-saturation" || *totals.MaxInFlight != 2 || totals.Received != nil || *totals.Sent != 7 ||
+		totals.Completed != 5 || totals.Failed != 2 || len(first.seqs)+len(second.seqs) != 7 {
+		t.Fatalf("%+v sent %d received %v, lanes %v %v", totals.Tally, *totals.Sent, totals.Received, first.seqs, second.seqs)
+	}
+	if histogramCount(&totals.Tally) != 5 || intervalsTotal(&totals.Tally) != 5 {
+		t.Fatal("one latency and one interval entry per completed command")
 	}
 }
 
@@ -287,17 +306,28 @@ func TestASaturatedOpenLaneMakesStartsWaitAndTheWaitCounts(t *testing.T) {
 	}
 }
 
+// An open loop whose lanes are always free starts every intended start. Starts still waiting at
+// the deadline are (rightly) not started, so a generator descheduled near the end of the 200 ms
+// window misses some: on this project's shared 2-vCPU machines, with the other packages' test
+// binaries running beside it, one run in a few did (62 and 91 of 100). Three attempts; one
+// that keeps the whole schedule passes.
 func TestAnOpenLoopWithinItsMeansKeepsItsSchedule(t *testing.T) {
-	clock := NewMonoClock()
-	w := window(clock.Now(), 200_000_000, 1_000_000_000)
-	lanes := []Lane{sleepyLane(0), sleepyLane(0), sleepyLane(0), sleepyLane(0)}
-	totals := RunOpen(background(), lanes, OpenConfig{Rate: 500}, clock, w, "the drain")
-	if *totals.Offered != 100 || totals.Completed != 100 || totals.Failed != 0 {
-		t.Fatalf("offered %d completed %d failed %d", *totals.Offered, totals.Completed, totals.Failed)
+	var attempts []string
+	for range 3 {
+		clock := NewMonoClock()
+		w := window(clock.Now(), 200_000_000, 1_000_000_000)
+		lanes := []Lane{sleepyLane(0), sleepyLane(0), sleepyLane(0), sleepyLane(0)}
+		totals := RunOpen(background(), lanes, OpenConfig{Rate: 500}, clock, w, "the drain")
+		lag := totals.SendLag.ValueAtPercentile(50)
+		if *totals.Offered == 100 && totals.Completed == 100 && totals.Failed == 0 && lag <= 5_000_000 { // loose: the machine may be busy
+			return
+		}
+		if totals.Completed+totals.Failed < *totals.Offered && !*totals.FellBehind {
+			t.Fatalf("%d of %d intended starts not started, but fell_behind is false", *totals.Offered-totals.Completed-totals.Failed, *totals.Offered)
+		}
+		attempts = append(attempts, fmt.Sprintf("offered %d completed %d failed %d send lag p50 %d ns", *totals.Offered, totals.Completed, totals.Failed, lag))
 	}
-	if lag := totals.SendLag.ValueAtPercentile(50); lag > 5_000_000 { // loose: the test machine may be busy
-		t.Fatalf("send lag p50 %d ns", lag)
-	}
+	t.Fatalf("no attempt kept the schedule: %v", attempts)
 }
 
 // fakeSubmitter accepts until its transport runs out of credit.

@@ -116,3 +116,16 @@ func RunSaturation(ctx context.Context, lanes []Saturator, clock Clock, w Window
 		Received:    ptr(received),
 	}
 }
+
+// RunCommandSaturation runs send-saturation on one-way commands (1.3, --shape send): S lanes,
+// each with one command in flight, starting the next the moment the previous one ended, while
+// the clock is before the deadline, recorded as in the closed model; w's hard deadline is the
+// settle bound. It reports `sent` (commands started, completed or failed: each went to the
+// transport) and `max_in_flight` S, and no `received`: only the server knows what arrived.
+func RunCommandSaturation(ctx context.Context, lanes []Lane, clock Clock, w Window, bound string) *Totals {
+	totals := RunLanes(ctx, lanes, clock, w, false, bound)
+	totals.Load = "send-saturation"
+	totals.MaxInFlight = ptr(uint64(len(lanes)))
+	totals.Sent = ptr(totals.Completed + totals.Failed)
+	return totals
+}

@@ -108,6 +108,16 @@ func FirstRequestEnding(f Server) (Ending, bool) {
 	return Ending{}, false
 }
 
+// CommandEnding is how a server in mode f ends a one-way command (shape send), which has
+// nothing but its status to get wrong: error-status answers INTERNAL, every other mode OK with
+// Empty (docs/stacks.md, "Conformance faults on zmq": grpc's send behaves as unary).
+func CommandEnding(f Server) Ending {
+	if f == ErrorStatus {
+		return Ending{Code: Internal, Message: errorStatusMessage}
+	}
+	return Ending{}
+}
+
 // plan applies mode f to the correct messages of a call.
 func plan[M any](f Server, summary bool, messages []M, extra func([]M) (M, bool), corrupt func(M, Server)) Plan[M] {
 	p := Plan[M]{Messages: messages}

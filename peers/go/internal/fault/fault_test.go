@@ -32,7 +32,7 @@ func TestEveryClientModeBuildsACallTheServerCheckRefuses(t *testing.T) {
 		applied := 0
 		for _, shape := range workload.Shapes {
 			for _, kind := range kinds {
-				wl := workload.Workload{Shape: shape, RequestSize: 64, ResponseSize: 100, Messages: 4, Kind: kind}
+				wl := workload.Workload{Shape: shape, RequestSize: 64, ResponseSize: responseSize(shape), Messages: 4, Kind: kind}
 				if mode.Check(wl) != nil {
 					continue
 				}
@@ -49,12 +49,21 @@ func TestEveryClientModeBuildsACallTheServerCheckRefuses(t *testing.T) {
 	for _, shape := range workload.Shapes {
 		var good []*pb.Request
 		for i := range uint64(workload.Workload{Shape: shape, Messages: 4}.RequestsPerOp()) {
-			good = append(good, workload.Request(workload.Structured, i, 64, 100, 4))
+			good = append(good, workload.Request(workload.Structured, i, 64, responseSize(shape), 4))
 		}
 		if err := serverCheck(shape, good); err != nil {
 			t.Errorf("%s: a well-formed call refused: %v", shape, err)
 		}
 	}
+}
+
+// responseSize is the response size of the tests' calls: a command asks for none (the client
+// sends response_size 0 whatever --response-size says).
+func responseSize(shape workload.Shape) uint32 {
+	if shape == workload.Send {
+		return 0
+	}
+	return 100
 }
 
 func TestClientModesRefuseShapesAndPayloadsTheyDoNotApplyTo(t *testing.T) {
@@ -186,6 +195,19 @@ func TestCorruptingAStructuredBodyKeepsItsSize(t *testing.T) {
 		CorruptBody(body, 5)
 		if proto.Size(body) != int(size) || workload.CheckStructured("body", body, 5, size) == nil {
 			t.Errorf("%d: %d bytes, or still valid", size, proto.Size(body))
+		}
+	}
+}
+
+func TestACommandHasOnlyItsStatusToGetWrong(t *testing.T) {
+	for _, mode := range ServerModes {
+		ending := CommandEnding(mode)
+		want := uint32(OK)
+		if mode == ErrorStatus {
+			want = Internal
+		}
+		if ending.Code != want || ending.OKBeforeLast {
+			t.Errorf("%s: a command ends with %+v, want status %d", mode, ending, want)
 		}
 	}
 }

@@ -115,6 +115,13 @@ func offers(s args.Stack, versions map[string]string) (protocol.StackOffer, prot
 	offer := protocol.StackOffer{
 		Stack: string(s), Shapes: shapes, LoadModels: models, Payloads: []string{"zeros", "structured"},
 		Libraries: libraries, ConformanceFaults: carried.Faults, Settings: Settings(s), Deviations: Deviations(s),
+		TLS: []string{"on"},
+	}
+	if carried.Plaintext {
+		offer.TLS = []string{"on", "off"}
+	}
+	if carried.NoSend != "" {
+		offer.NotOffered = map[string]string{workload.Send.String(): carried.NoSend}
 	}
 	server := offer
 	server.LoadModels = []string{}

@@ -5,6 +5,7 @@ package peer
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -21,6 +22,7 @@ import (
 	"rpcarena/peers/go/internal/stack/quicstack"
 	"rpcarena/peers/go/internal/stack/tcpstack"
 	"rpcarena/peers/go/internal/transport"
+	"rpcarena/peers/go/internal/workload"
 )
 
 // Safety bounds of the phases before the window (the controller has its own, usually shorter,
@@ -111,6 +113,9 @@ func runModel(ctx context.Context, a *args.Client, client stack.Client, clock en
 	case args.Backpressure:
 		return engine.RunBackpressure(ctx, client.Submitter(ctx), a.MaxInFlight, clock, w, bound)
 	case args.SendSaturation:
+		if a.Workload.Shape == workload.Send {
+			return engine.RunCommandSaturation(ctx, lanes, clock, w, bound)
+		}
 		streams := make([]engine.Saturator, len(lanes))
 		for i, lane := range lanes {
 			streams[i] = lane.(engine.Saturator)
@@ -195,9 +200,12 @@ func probe(ctx context.Context, a *args.Client, client stack.Client) *Failure {
 // RunClient runs the client through one sample and returns its exit code: prepared (connect,
 // validate, warmup) while watching stdin, armed, started, measured, sampled, shut down.
 func RunClient(a *args.Client, inputs <-chan protocol.Input, out *protocol.Output) int {
-	config, err := stack.ClientTLS(a.CA, a.ServerName, ALPN(a.Stack))
-	if err != nil {
-		return finish(out, fail(protocol.PhaseStartup, protocol.CodeConfig, "%v", err))
+	var config *tls.Config // nil: plaintext
+	if !a.Plaintext {
+		var err error
+		if config, err = stack.ClientTLS(a.CA, a.ServerName, ALPN(a.Stack)); err != nil {
+			return finish(out, fail(protocol.PhaseStartup, protocol.CodeConfig, "%v", err))
+		}
 	}
 	settings := stack.ClientSettings{Server: a.Server, TLS: config, Workload: a.Workload, Lanes: int(a.Lanes())}
 	clock := engine.NewMonoClock()

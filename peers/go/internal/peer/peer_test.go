@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,11 +73,20 @@ func (r *role) exited(t *testing.T, want int) {
 }
 
 func serve(t *testing.T, pki testpki.Files, stack args.Stack) (*role, string) {
-	server := start(t, func(inputs <-chan protocol.Input, out *protocol.Output) int {
-		return RunServer(&args.Server{Stack: stack, Listen: "127.0.0.1:0", Cert: pki.Cert, Key: pki.Key}, inputs, out)
-	})
+	return serveWith(t, &args.Server{Stack: stack, Listen: "127.0.0.1:0", Cert: pki.Cert, Key: pki.Key})
+}
+
+func serveWith(t *testing.T, a *args.Server) (*role, string) {
+	server := start(t, func(inputs <-chan protocol.Input, out *protocol.Output) int { return RunServer(a, inputs, out) })
 	ready := server.next(t, "ready")
 	return server, ready["address"].(string)
+}
+
+// plaintextClient is clientArgs with --tls off (no --server-name, no --ca).
+func plaintextClient(stack args.Stack, server string) *args.Client {
+	a := clientArgs(stack, server, "")
+	a.Plaintext, a.ServerName = true, ""
+	return a
 }
 
 func clientArgs(stack args.Stack, server, ca string) *args.Client {
@@ -273,7 +283,7 @@ func TestCapabilitiesDeclareEveryStackAndItsSettings(t *testing.T) {
 		Allocations protocol.AllocationSource
 		Roles       struct{ Client, Server []protocol.StackOffer }
 	}
-	if err := json.Unmarshal(line, &capabilities); err != nil || capabilities.Revision != "1.2" {
+	if err := json.Unmarshal(line, &capabilities); err != nil || capabilities.Revision != "1.3" {
 		t.Fatal(err, capabilities.Revision)
 	}
 	if capabilities.Allocations != protocol.GoAllocations || !capabilities.Allocations.Counts || !capabilities.Allocations.Bytes {
@@ -295,6 +305,14 @@ func TestCapabilitiesDeclareEveryStackAndItsSettings(t *testing.T) {
 		server := capabilities.Roles.Server[i]
 		if server.Stack != offer.Stack || len(server.LoadModels) != 0 || server.ConformanceFaults != carried.Faults || offer.ConformanceFaults != carried.Faults {
 			t.Errorf("%s: server %+v", offer.Stack, server)
+		}
+		// 1.3: --tls off everywhere but quic; send on the gRPC stacks only, the others say why not
+		wantTLS := map[bool]string{true: "on off", false: "on"}[offer.Stack != "quic"]
+		grpc := offer.Stack == "grpc" || offer.Stack == "grpc-servehttp"
+		for _, o := range []protocol.StackOffer{offer, server} {
+			if strings.Join(o.TLS, " ") != wantTLS || slices.Contains(o.Shapes, "send") != grpc || (o.NotOffered["send"] == "") != grpc {
+				t.Errorf("%s: tls %v, shapes %v, not_offered %v", o.Stack, o.TLS, o.Shapes, o.NotOffered)
+			}
 		}
 	}
 	if !strings.Contains(string(line), `"stack":"http2-proto","shapes":["unary"],"load_models":["closed","window","open"]`) {
@@ -328,6 +346,100 @@ func TestAConformanceFaultClientProbesInsteadOfMeasuring(t *testing.T) {
 		stopped := server.next(t, "stopped")
 		if rejected := stopped["counters"].(map[string]any)["rejected"]; (serverFault == "") != (rejected == "1") {
 			t.Fatalf("server in mode %q: %v", serverFault, stopped)
+		}
+		server.exited(t, 0)
+	}
+}
+
+// measured runs one sample of client a against server (WINDOW START before START, WINDOW END
+// after the sample, as the controller does) and returns the sample and both window answers.
+func measured(t *testing.T, server *role, a *args.Client) (sample, opened, closed map[string]any) {
+	t.Helper()
+	client := runClient(t, a)
+	client.next(t, "armed")
+	opened = window(t, server, protocol.EdgeStart)
+	client.inputs <- protocol.Input{Command: protocol.Start}
+	sample = client.next(t, "sample")
+	closed = window(t, server, protocol.EdgeEnd)
+	close(client.inputs)
+	client.next(t, "stopped")
+	client.exited(t, 0)
+	if sample["failed"] != "0" || sample["completed"] == "0" {
+		t.Fatalf("%s %s: %v", a.Stack, a.Workload.Shape, sample)
+	}
+	return sample, opened, closed
+}
+
+// served is a server counter's growth over the window.
+func served(t *testing.T, opened, closed map[string]any, counter string) uint64 {
+	return count(t, closed["counters"].(map[string]any), counter) - count(t, opened["counters"].(map[string]any), counter)
+}
+
+// Every stack that takes --tls off runs a whole sample in plaintext, server and client built
+// from the arguments; on the gRPC stacks send runs closed and as send-saturation, counted by the
+// server in commands.
+func TestPlaintextSamplesAndSendOnEveryStack(t *testing.T) {
+	for _, stack := range args.Stacks {
+		if !args.Carried(stack).Plaintext {
+			continue
+		}
+		server, address := serveWith(t, &args.Server{Stack: stack, Listen: "127.0.0.1:0", Plaintext: true})
+		a := plaintextClient(stack, address)
+		a.WindowMs = 300
+		sample, opened, closed := measured(t, server, a)
+		if served(t, opened, closed, "rpcs") < count(t, sample, "completed") {
+			t.Fatalf("%s: %v served %v..%v", stack, sample, opened, closed)
+		}
+		if slices.Contains(args.Carried(stack).Shapes, workload.Send) {
+			sendSamples(t, server, plaintextClient(stack, address))
+		}
+		close(server.inputs)
+		stopped := server.next(t, "stopped")
+		if stopped["counters"].(map[string]any)["rejected"] != "0" || stopped["first_rejection"] != nil {
+			t.Fatalf("%s: %v", stack, stopped)
+		}
+		server.exited(t, 0)
+	}
+}
+
+func sendSamples(t *testing.T, server *role, a *args.Client) {
+	a.Workload.Shape, a.Workload.ResponseSize, a.WindowMs = workload.Send, 0, 300
+	sample, opened, closed := measured(t, server, a)
+	if sample["responses"] != sample["completed"] || sample["response_bytes"] != "0" || sample["load"] != "closed" ||
+		served(t, opened, closed, "commands") < count(t, sample, "completed") {
+		t.Fatalf("%s send closed: %v served %v..%v", a.Stack, sample, opened, closed)
+	}
+	a.Load, a.Streams, a.SettleMs = args.SendSaturation, 3, 200
+	sample, opened, closed = measured(t, server, a)
+	if sample["load"] != "send-saturation" || sample["max_in_flight"] != "3" || sample["sent"] != sample["completed"] ||
+		sample["received"] != nil || served(t, opened, closed, "commands") < count(t, sample, "sent") {
+		t.Fatalf("%s send-saturation on send: %v served %v..%v", a.Stack, sample, opened, closed)
+	}
+}
+
+// A malformed command is rejected, and from then on the server's window and stopped events
+// carry the first rejection's message; the well-formed command after it counts in commands.
+func TestARejectedCommandIsExplainedInWindowAndStopped(t *testing.T) {
+	for _, stack := range []args.Stack{args.Grpc, args.GrpcServeHTTP} {
+		server, address := serveWith(t, &args.Server{Stack: stack, Listen: "127.0.0.1:0", Plaintext: true})
+		if before := window(t, server, protocol.EdgeStart); before["first_rejection"] != nil {
+			t.Fatalf("%s: a first rejection before any call: %v", stack, before)
+		}
+		a := plaintextClient(stack, address)
+		a.Workload.Shape, a.Workload.ResponseSize, a.Fault = workload.Send, 0, fault.ClientNonzeroByte
+		client := runClient(t, a)
+		client.next(t, "stopped")
+		client.exited(t, 0)
+		after := window(t, server, protocol.EdgeEnd)
+		counters := after["counters"].(map[string]any)
+		first, _ := after["first_rejection"].(string)
+		if counters["rejected"] != "1" || counters["commands"] != "1" || !strings.Contains(first, "Command answered INVALID_ARGUMENT") ||
+			!strings.Contains(first, "expected zero") || strings.Contains(first, "\n") {
+			t.Fatalf("%s: %v", stack, after)
+		}
+		close(server.inputs)
+		if stopped := server.next(t, "stopped"); stopped["first_rejection"] != first {
+			t.Fatalf("%s: %v, want first_rejection %q", stack, stopped, first)
 		}
 		server.exited(t, 0)
 	}

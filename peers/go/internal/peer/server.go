@@ -14,12 +14,15 @@ import (
 	"rpcarena/peers/go/internal/stack/tcpstack"
 )
 
-// RunServer loads TLS, binds, prints `ready`, serves until SHUTDOWN (or end of stdin), prints
-// `stopped` with its counters, and returns its exit code.
+// RunServer loads TLS (unless --tls off), binds, prints `ready`, serves until SHUTDOWN (or end
+// of stdin), prints `stopped` with its counters, and returns its exit code.
 func RunServer(a *args.Server, inputs <-chan protocol.Input, out *protocol.Output) int {
-	config, err := stack.ServerTLS(a.Cert, a.Key, ALPN(a.Stack))
-	if err != nil {
-		return finish(out, fail(protocol.PhaseStartup, protocol.CodeConfig, "%v", err))
+	var config *tls.Config // nil: plaintext
+	if !a.Plaintext {
+		var err error
+		if config, err = stack.ServerTLS(a.Cert, a.Key, ALPN(a.Stack)); err != nil {
+			return finish(out, fail(protocol.PhaseStartup, protocol.CodeConfig, "%v", err))
+		}
 	}
 	counters := &stack.Counters{}
 	if a.Fault != "" {
@@ -37,13 +40,13 @@ func RunServer(a *args.Server, inputs <-chan protocol.Input, out *protocol.Outpu
 			case protocol.Window:
 				life := protocol.ReadAllocations()
 				out.Emit("window", protocol.WindowEvent{Edge: input.Edge, Counters: counterMap(counters),
-					Allocations: life.Count, AllocatedBytes: life.Bytes})
+					FirstRejection: counters.FirstRejection(), Allocations: life.Count, AllocatedBytes: life.Bytes})
 				continue
 			case protocol.Shutdown:
 				server.Stop()
 				life := protocol.ReadAllocations()
 				out.Emit("stopped", protocol.Stopped{Counters: counterMap(counters),
-					Allocations: &life.Count, AllocatedBytes: &life.Bytes})
+					FirstRejection: counters.FirstRejection(), Allocations: &life.Count, AllocatedBytes: &life.Bytes})
 				return 0
 			}
 			server.Stop()
@@ -58,13 +61,15 @@ func RunServer(a *args.Server, inputs <-chan protocol.Input, out *protocol.Outpu
 	}
 }
 
-// counterMap is the server's counters so far, as `window` and `stopped` print them.
+// counterMap is the server's counters so far, as `window` and `stopped` print them (every
+// stack prints `commands`, 0 where it carries no send).
 func counterMap(counters *stack.Counters) map[string]protocol.Counter {
 	return map[string]protocol.Counter{
 		"rpcs":      protocol.Counter(counters.RPCs.Load()),
 		"requests":  protocol.Counter(counters.Requests.Load()),
 		"responses": protocol.Counter(counters.Responses.Load()),
 		"rejected":  protocol.Counter(counters.Rejected.Load()),
+		"commands":  protocol.Counter(counters.Commands.Load()),
 	}
 }
 

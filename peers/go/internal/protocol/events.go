@@ -17,7 +17,7 @@ import (
 const Version = 1
 
 // Revision is the revision of docs/peer-protocol.md this peer follows.
-const Revision = "1.2"
+const Revision = "1.3"
 
 // Error codes (docs/peer-protocol.md, "Error codes").
 const (
@@ -138,9 +138,11 @@ type Error struct {
 	Message string `json:"message"`
 }
 
-// Stopped is the `stopped` event; a server adds its lifetime allocations (1.2).
+// Stopped is the `stopped` event; a server adds its lifetime allocations (1.2) and, once it
+// rejected a call, the first rejection's message (1.3).
 type Stopped struct {
 	Counters       map[string]Counter `json:"counters,omitempty"`
+	FirstRejection string             `json:"first_rejection,omitempty"`
 	Allocations    *Counter           `json:"allocations,omitempty"`
 	AllocatedBytes *Counter           `json:"allocated_bytes,omitempty"`
 }
@@ -148,10 +150,12 @@ type Stopped struct {
 // WindowEvent is the server's answer to `WINDOW START` and `WINDOW END` (1.2): its counters and
 // allocations so far.
 type WindowEvent struct {
-	Edge           string             `json:"edge"`
-	Counters       map[string]Counter `json:"counters"`
-	Allocations    Counter            `json:"allocations"`
-	AllocatedBytes Counter            `json:"allocated_bytes"`
+	Edge     string             `json:"edge"`
+	Counters map[string]Counter `json:"counters"`
+	// FirstRejection (1.3): the message of the first call rejected, once one was.
+	FirstRejection string  `json:"first_rejection,omitempty"`
+	Allocations    Counter `json:"allocations"`
+	AllocatedBytes Counter `json:"allocated_bytes"`
 }
 
 // AllocationSource is the `allocations` object of `capabilities` (1.2).
@@ -214,6 +218,10 @@ type StackOffer struct {
 	ConformanceFaults bool           `json:"conformance_faults,omitempty"`
 	Settings          map[string]any `json:"settings"`
 	Deviations        []string       `json:"deviations"`
+	// TLS (1.3) lists the --tls values this role of the stack takes; absent means ["on"].
+	TLS []string `json:"tls,omitempty"`
+	// NotOffered (1.3) names each shape the stack cannot carry, with why.
+	NotOffered map[string]string `json:"not_offered,omitempty"`
 }
 
 // Line renders one event as its JSON line (without the newline): the common fields first.

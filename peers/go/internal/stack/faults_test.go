@@ -2,6 +2,7 @@ package stack_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,53 +25,66 @@ func faultStacks() (names []args.Stack) {
 	return names
 }
 
-// expectedCode is what a client must fail its call with against a server in mode f.
+// expectedCode is what a client must fail its call with against a server in mode f: "" for a
+// command, which has nothing but its status to get wrong, in every mode but error-status.
 func expectedCode(f fault.Server, shape workload.Shape) string {
 	switch {
-	case f == fault.ErrorStatus, f == fault.WrongSummary && shape != workload.ClientStream:
+	case f == fault.ErrorStatus, f == fault.WrongSummary && shape != workload.ClientStream && shape != workload.Send:
 		return "rpc"
+	case shape == workload.Send:
+		return ""
 	}
 	return "invalid"
 }
 
 // Every server mode makes this peer's own client fail the call with the code the kit expects,
-// on every shape and payload kind the stack carries.
+// on every shape and payload kind the stack carries, with TLS and in plaintext.
 func TestEveryServerFaultFailsTheClientWithItsCode(t *testing.T) {
 	pki := testpki.Write(t)
 	for _, name := range faultStacks() {
-		for _, mode := range fault.ServerModes {
-			if !mode.Validates() {
-				continue
-			}
-			server := stacks[name].start(t, pki, &stack.Counters{}, mode)
-			for _, shape := range args.Carried(name).Shapes {
-				for _, kind := range kinds {
-					wl := workload.Workload{Shape: shape, RequestSize: 64, ResponseSize: 64, Messages: 4, Kind: kind}
-					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-					client, opErr := stacks[name].connect(ctx, settings(t, server.Addr().String(), pki.CA, "127.0.0.1", stacks[name].alpn, wl))
-					if opErr != nil {
-						t.Fatalf("%s: %v", name, opErr)
-					}
-					_, opErr = client.Lanes()[0].Call(ctx, 0)
-					if want := expectedCode(mode, shape); opErr == nil || opErr.Code != want {
-						t.Errorf("%s %s %s %s: %v, want code %s", name, mode, shape, kind, opErr, want)
-					}
-					client.Close()
-					cancel()
+		for _, sec := range securities(pki, name) {
+			for _, mode := range fault.ServerModes {
+				if mode.Validates() {
+					serverFaultFails(t, name, sec, mode)
 				}
 			}
-			server.Stop()
+		}
+	}
+}
+
+func serverFaultFails(t *testing.T, name args.Stack, sec security, mode fault.Server) {
+	s := stacks[name]
+	server := sec.start(t, s, &stack.Counters{}, mode)
+	defer server.Stop()
+	for _, shape := range args.Carried(name).Shapes {
+		for _, kind := range kinds {
+			wl := testWorkload(shape, kind, 64, 64, 4)
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			client, opErr := s.connect(ctx, sec.settings(t, s, server.Addr().String(), wl))
+			if opErr != nil {
+				t.Fatalf("%s %s: %v", name, sec, opErr)
+			}
+			_, opErr = client.Lanes()[0].Call(ctx, 0)
+			code := ""
+			if opErr != nil {
+				code = opErr.Code
+			}
+			if want := expectedCode(mode, shape); code != want {
+				t.Errorf("%s %s %s %s %s: %v, want code %q", name, sec, mode, shape, kind, opErr, want)
+			}
+			client.Close()
+			cancel()
 		}
 	}
 }
 
 // probe sends client mode f's malformed call and then a well-formed one, as the peer's
 // --conformance-fault client does; it returns the judge's failure or the second call's.
-func probe(t *testing.T, s stackUnderTest, address, ca string, mode fault.Client, wl workload.Workload) (fault.Verdict, string) {
+func probe(t *testing.T, s stackUnderTest, sec security, address string, mode fault.Client, wl workload.Workload) (fault.Verdict, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	client, opErr := s.connect(ctx, settings(t, address, ca, "127.0.0.1", s.alpn, wl))
+	client, opErr := s.connect(ctx, sec.settings(t, s, address, wl))
 	if opErr != nil {
 		t.Fatal(opErr)
 	}
@@ -91,38 +105,51 @@ func probe(t *testing.T, s stackUnderTest, address, ca string, mode fault.Client
 
 // Every server refuses every malformed call of the client modes with INVALID_ARGUMENT (400,
 // "invalid argument: ..."), then serves a well-formed call; a server that skips validation is
-// caught (the judge fails with `invalid`).
+// caught (the judge fails with `invalid`). With TLS and in plaintext; the first rejection's
+// message is kept for first_rejection.
 func TestEveryServerRefusesEveryMalformedCallAndGoesOn(t *testing.T) {
 	pki := testpki.Write(t)
 	for _, name := range faultStacks() {
-		counters := &stack.Counters{}
-		server := stacks[name].start(t, pki, counters, "")
-		lax := stacks[name].start(t, pki, &stack.Counters{}, fault.SkipValidation)
-		refused := uint64(0)
-		for _, mode := range fault.ClientModes {
-			for _, shape := range args.Carried(name).Shapes {
-				for _, kind := range kinds {
-					wl := workload.Workload{Shape: shape, RequestSize: 64, ResponseSize: 64, Messages: 4, Kind: kind}
-					if mode.Check(wl) != nil {
-						continue
-					}
-					refused++
-					if verdict, code := probe(t, stacks[name], server.Addr().String(), pki.CA, mode, wl); code != "" || verdict.Message == "" {
-						t.Errorf("%s %s %s %s: %q, verdict %+v", name, mode, shape, kind, code, verdict)
-					}
-					if mode == fault.ResponseSizeTooLarge && kind == workload.Structured {
-						continue // the lax server would build a 16 MiB structured answer: seconds, nothing new
-					}
-					if _, code := probe(t, stacks[name], lax.Addr().String(), pki.CA, mode, wl); code != "invalid" {
-						t.Errorf("%s %s %s %s: a server that skips validation passed (%q)", name, mode, shape, kind, code)
-					}
+		for _, sec := range securities(pki, name) {
+			malformedRefused(t, name, sec)
+		}
+	}
+}
+
+func malformedRefused(t *testing.T, name args.Stack, sec security) {
+	s := stacks[name]
+	counters := &stack.Counters{}
+	server := sec.start(t, s, counters, "")
+	lax := sec.start(t, s, &stack.Counters{}, fault.SkipValidation)
+	refused, commands := uint64(0), uint64(0)
+	for _, mode := range fault.ClientModes {
+		for _, shape := range args.Carried(name).Shapes {
+			for _, kind := range kinds {
+				wl := testWorkload(shape, kind, 64, 64, 4)
+				if mode.Check(wl) != nil {
+					continue
+				}
+				refused++
+				if shape == workload.Send {
+					commands++ // the well-formed command after the malformed one
+				}
+				if verdict, code := probe(t, s, sec, server.Addr().String(), mode, wl); code != "" || verdict.Message == "" {
+					t.Errorf("%s %s %s %s %s: %q, verdict %+v", name, sec, mode, shape, kind, code, verdict)
+				}
+				if mode == fault.ResponseSizeTooLarge && kind == workload.Structured && shape != workload.Send {
+					continue // the lax server would build a 16 MiB structured answer: seconds, nothing new
+				}
+				if _, code := probe(t, s, sec, lax.Addr().String(), mode, wl); code != "invalid" {
+					t.Errorf("%s %s %s %s %s: a server that skips validation passed (%q)", name, sec, mode, shape, kind, code)
 				}
 			}
 		}
-		server.Stop()
-		lax.Stop()
-		if refused == 0 || counters.Rejected.Load() != refused {
-			t.Errorf("%s: %d calls rejected, %d malformed sent", name, counters.Rejected.Load(), refused)
-		}
+	}
+	server.Stop()
+	lax.Stop()
+	if refused == 0 || counters.Rejected.Load() != refused || counters.Commands.Load() != commands ||
+		!strings.Contains(counters.FirstRejection(), "INVALID_ARGUMENT") {
+		t.Errorf("%s %s: %d calls rejected (first: %q), %d malformed sent; %d commands, %d well-formed sent", name, sec,
+			counters.Rejected.Load(), counters.FirstRejection(), refused, counters.Commands.Load(), commands)
 	}
 }

@@ -23,27 +23,39 @@ func HTTP2Config() *http.HTTP2Config {
 	}
 }
 
-// HTTPServer is a net/http server on a TLSListener speaking exactly one protocol: HTTP/1.1
-// (ALPN http/1.1) or HTTP/2 (ALPN h2).
+// HTTPServer is a net/http server on a Listener speaking exactly one protocol: HTTP/1.1 (ALPN
+// http/1.1) or HTTP/2 (ALPN h2); in plaintext HTTP/1.1 or HTTP/2 with prior knowledge (h2c).
 type HTTPServer struct {
 	server   *http.Server
-	listener *TLSListener
+	listener *Listener
 	failed   chan error
 }
 
+// Protocols is the one protocol of an HTTP server or client: HTTP/1.1, HTTP/2 over TLS, or
+// (plaintext) HTTP/2 with prior knowledge, net/http's UnencryptedHTTP2 (Go 1.24+: the
+// connection starts with the HTTP/2 preface, no Upgrade, no ALPN).
+func Protocols(http2, plaintext bool) *http.Protocols {
+	protocols := &http.Protocols{}
+	protocols.SetHTTP1(!http2)
+	protocols.SetHTTP2(http2 && !plaintext)
+	protocols.SetUnencryptedHTTP2(http2 && plaintext)
+	return protocols
+}
+
 // ServeHTTP binds exactly address and serves handler over HTTP/2 (http2) or HTTP/1.1 until
-// Stop. config's ALPN must name the same protocol.
+// Stop. config's ALPN must name the same protocol; config nil is plaintext (--tls off).
 func ServeHTTP(address string, config *tls.Config, handler http.Handler, http2 bool) (*HTTPServer, error) {
-	listener, err := ListenTLS(address, config)
+	listener, err := Listen(address, config)
 	if err != nil {
 		return nil, err
 	}
-	protocols := &http.Protocols{}
-	protocols.SetHTTP1(!http2)
-	protocols.SetHTTP2(http2)
+	protocols := Protocols(http2, config == nil)
 	server := &http.Server{
-		Handler:   handler,
-		TLSConfig: config, // net/http sets up HTTP/2 on Serve when its ALPN lists h2
+		Handler: handler,
+		// net/http sets up HTTP/2 on Serve when its ALPN lists h2 (nil: plaintext), and then
+		// writes to TLSConfig (NextProtos, PreferServerCipherSuites): a copy, so that it never
+		// races the listener's handshakes, which read the original.
+		TLSConfig: config.Clone(),
 		Protocols: protocols,
 		HTTP2:     HTTP2Config(),
 		ErrorLog:  log.New(os.Stderr, "rpcarena-peer-go: net/http: ", 0),

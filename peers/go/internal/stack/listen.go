@@ -13,12 +13,16 @@ import (
 	"rpcarena/peers/go/internal/engine"
 )
 
-// DialTLS opens one tuned TCP connection to settings.Server and completes the TLS handshake; a
-// TCP failure is `connect`, a handshake failure `tls`.
-func DialTLS(ctx context.Context, settings ClientSettings) (*tls.Conn, *engine.OpError) {
+// Dial opens one tuned TCP connection to settings.Server and, unless the settings are plaintext
+// (--tls off), completes the TLS handshake on it; a TCP failure is `connect`, a handshake
+// failure `tls`. The connection is a *tls.Conn with TLS, the *net.TCPConn itself without.
+func Dial(ctx context.Context, settings ClientSettings) (net.Conn, *engine.OpError) {
 	raw, err := DialTCP(ctx, settings.Server)
 	if err != nil {
 		return nil, engine.Errorf("connect", "TCP connection to %s failed: %v", settings.Server, err)
+	}
+	if settings.Plaintext() {
+		return raw, nil
 	}
 	conn := tls.Client(raw, settings.TLS)
 	if err := conn.HandshakeContext(ctx); err != nil {
@@ -28,32 +32,42 @@ func DialTLS(ctx context.Context, settings ClientSettings) (*tls.Conn, *engine.O
 	return conn, nil
 }
 
-// TLSListener binds a tuned TCP listener and hands out connections whose TLS handshake has
+// RawConn is the TCP connection under conn (a *tls.Conn's, or conn itself in plaintext), for
+// the transport statistics.
+func RawConn(conn net.Conn) net.Conn {
+	if secured, ok := conn.(*tls.Conn); ok {
+		return secured.NetConn()
+	}
+	return conn
+}
+
+// Listener binds a tuned TCP listener and hands out connections whose TLS handshake has
 // completed: each handshake runs in its own goroutine, bounded by HandshakeTimeout, so one slow
 // or failed handshake never holds up another, and a server built on it (net/http, net/rpc, the
-// native framing) only ever sees secured connections.
-type TLSListener struct {
+// native framing) only ever sees secured connections. Without a TLS configuration (--tls off)
+// it hands out the accepted TCP connections as they are.
+type Listener struct {
 	inner  net.Listener
-	config *tls.Config
-	ready  chan *tls.Conn
+	config *tls.Config // nil: plaintext
+	ready  chan net.Conn
 	done   chan struct{}
 	close  sync.Once
 	mu     sync.Mutex
 	err    error // why accepting stopped, if it stopped on its own (not by Close)
 }
 
-// ListenTLS binds exactly address.
-func ListenTLS(address string, config *tls.Config) (*TLSListener, error) {
+// Listen binds exactly address; config nil means plaintext (--tls off).
+func Listen(address string, config *tls.Config) (*Listener, error) {
 	inner, err := ListenTCP(address)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: cannot bind TCP: %w", address, err)
 	}
-	l := &TLSListener{inner: inner, config: config, ready: make(chan *tls.Conn), done: make(chan struct{})}
+	l := &Listener{inner: inner, config: config, ready: make(chan net.Conn), done: make(chan struct{})}
 	go l.accept()
 	return l, nil
 }
 
-func (l *TLSListener) accept() {
+func (l *Listener) accept() {
 	for {
 		raw, err := l.inner.Accept()
 		if err != nil {
@@ -67,11 +81,15 @@ func (l *TLSListener) accept() {
 			}
 			return
 		}
+		if l.config == nil {
+			l.handOut(raw)
+			continue
+		}
 		go l.handshake(raw)
 	}
 }
 
-func (l *TLSListener) handshake(raw net.Conn) {
+func (l *Listener) handshake(raw net.Conn) {
 	conn := tls.Server(raw, l.config)
 	_ = conn.SetDeadline(time.Now().Add(HandshakeTimeout))
 	if err := conn.Handshake(); err != nil {
@@ -80,6 +98,11 @@ func (l *TLSListener) handshake(raw net.Conn) {
 		return
 	}
 	_ = conn.SetDeadline(time.Time{})
+	l.handOut(conn)
+}
+
+// handOut gives conn to the next Accept, or closes it once the listener is closed.
+func (l *Listener) handOut(conn net.Conn) {
 	select {
 	case l.ready <- conn:
 	case <-l.done:
@@ -87,9 +110,9 @@ func (l *TLSListener) handshake(raw net.Conn) {
 	}
 }
 
-// Accept returns the next secured connection; after Close, net.ErrClosed; after the listener
+// Accept returns the next secured (or, in plaintext, accepted) connection; after Close, net.ErrClosed; after the listener
 // failed on its own, that failure.
-func (l *TLSListener) Accept() (net.Conn, error) {
+func (l *Listener) Accept() (net.Conn, error) {
 	select {
 	case conn := <-l.ready:
 		return conn, nil
@@ -104,7 +127,7 @@ func (l *TLSListener) Accept() (net.Conn, error) {
 }
 
 // Close stops accepting; connections already handed out stay open.
-func (l *TLSListener) Close() error {
+func (l *Listener) Close() error {
 	l.close.Do(func() {
 		close(l.done)
 		_ = l.inner.Close()
@@ -113,12 +136,12 @@ func (l *TLSListener) Close() error {
 }
 
 // Addr is the bound address.
-func (l *TLSListener) Addr() net.Addr { return l.inner.Addr() }
+func (l *Listener) Addr() net.Addr { return l.inner.Addr() }
 
-// Serve hands every secured connection to serve in a goroutine of its own, tracked in conns
+// Serve hands every connection Accept gives to serve in a goroutine of its own, tracked in conns
 // and closed when serve returns, until the listener is closed; a listener that fails on its own
 // reports why on failed (buffered by the caller).
-func (l *TLSListener) Serve(conns *ConnSet, failed chan<- error, serve func(*tls.Conn)) {
+func (l *Listener) Serve(conns *ConnSet, failed chan<- error, serve func(net.Conn)) {
 	for {
 		conn, err := l.Accept()
 		if err != nil {
@@ -133,7 +156,7 @@ func (l *TLSListener) Serve(conns *ConnSet, failed chan<- error, serve func(*tls
 		go func() {
 			defer conns.Remove(conn)
 			defer conn.Close()
-			serve(conn.(*tls.Conn))
+			serve(conn)
 		}()
 	}
 }

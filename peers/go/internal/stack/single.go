@@ -42,7 +42,7 @@ func AnswerUnary(request *pb.Request, f fault.Server, counters *Counters) Answer
 	defer tally.Done(counters)
 	if f.Validates() {
 		if err := workload.NewCallCheck(workload.Unary).Add(request); err != nil {
-			tally.Rejected = true
+			tally.Reject("a unary call answered INVALID_ARGUMENT: %v", err)
 			return Answer{Code: fault.InvalidArgument, Message: err.Error()}
 		}
 	}
@@ -52,6 +52,8 @@ func AnswerUnary(request *pb.Request, f fault.Server, counters *Counters) Answer
 	}
 	plan := fault.Single(f, request)
 	tally.Responses = uint64(len(plan.Messages))
-	tally.Rejected = plan.End.Code != fault.OK
+	if plan.End.Code != fault.OK {
+		tally.Reject("a unary call answered with status %d: %s", plan.End.Code, plan.End.Message)
+	}
 	return Answer{Code: plan.End.Code, Message: plan.End.Message, Messages: plan.Messages}
 }

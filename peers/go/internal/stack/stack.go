@@ -6,7 +6,9 @@ package stack
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -32,11 +34,16 @@ const (
 
 // ClientSettings is what a client stack needs to connect.
 type ClientSettings struct {
-	Server   string      // --server, HOST:PORT
-	TLS      *tls.Config // with ServerName, RootCAs and the stack's ALPN
+	Server string // --server, HOST:PORT
+	// TLS has ServerName, RootCAs and the stack's ALPN; nil with --tls off (plaintext: the
+	// stack's bytes go straight onto the TCP connection, HTTP/2 with prior knowledge).
+	TLS      *tls.Config
 	Workload workload.Workload
 	Lanes    int
 }
+
+// Plaintext says whether the client runs without TLS (--tls off).
+func (s ClientSettings) Plaintext() bool { return s.TLS == nil }
 
 // Client is a connected client stack.
 type Client interface {
@@ -62,24 +69,55 @@ type Server interface {
 	Stop()
 }
 
-// Counters are a server's counts for the `stopped` event.
+// Counters are a server's counts for the `window` and `stopped` events: calls, messages,
+// rejected calls, (1.3) one-way commands received and validated, and the message of the first
+// call rejected.
 type Counters struct {
-	RPCs, Requests, Responses, Rejected atomic.Uint64
+	RPCs, Requests, Responses, Rejected, Commands atomic.Uint64
+	firstRejection                                atomic.Pointer[string]
+}
+
+// FirstRejection is the message of the first call the server rejected ("" while none was).
+func (c *Counters) FirstRejection() string {
+	if first := c.firstRejection.Load(); first != nil {
+		return *first
+	}
+	return ""
 }
 
 // CallTally counts one call's messages and adds them to the shared counters once, at the end
 // of the call, so the shared atomics are touched once per call, not per message.
 type CallTally struct {
 	Requests, Responses uint64
-	Rejected            bool
+	// Command: the call was a one-way command that passed validation (shape send).
+	Command  bool
+	Rejected bool
+	// Reason is why the call was rejected, for the server's first_rejection.
+	Reason string
 }
 
-// Done adds the call to counters.
+// Reject marks the call rejected because of reason (a status message, one line).
+func (t *CallTally) Reject(format string, args ...any) {
+	t.Rejected = true
+	t.Reason = fmt.Sprintf(format, args...)
+}
+
+// Done adds the call to counters; the first rejected call's reason is kept.
 func (t *CallTally) Done(counters *Counters) {
 	counters.RPCs.Add(1)
 	counters.Requests.Add(t.Requests)
 	counters.Responses.Add(t.Responses)
+	if t.Command && !t.Rejected {
+		counters.Commands.Add(1)
+	}
 	if t.Rejected {
+		if counters.firstRejection.Load() == nil {
+			reason := strings.Join(strings.Fields(t.Reason), " ")
+			if reason == "" {
+				reason = "a call was rejected (no message)"
+			}
+			counters.firstRejection.CompareAndSwap(nil, &reason)
+		}
 		counters.Rejected.Add(1)
 	}
 }

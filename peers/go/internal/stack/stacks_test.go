@@ -122,32 +122,117 @@ func settings(t *testing.T, server, ca, name, alpn string, wl workload.Workload)
 	return stack.ClientSettings{Server: server, TLS: config, Workload: wl, Lanes: 2}
 }
 
+// security is how a test pair runs: TLS with the test PKI, or plaintext (--tls off).
+type security struct {
+	plaintext bool
+	pki       testpki.Files
+}
+
+func (sec security) String() string {
+	return map[bool]string{true: "plaintext", false: "TLS"}[sec.plaintext]
+}
+
+// securities are the ways stack name runs: TLS, and plaintext where it takes --tls off.
+func securities(pki testpki.Files, name args.Stack) []security {
+	if args.Carried(name).Plaintext {
+		return []security{{pki: pki}, {plaintext: true, pki: pki}}
+	}
+	return []security{{pki: pki}}
+}
+
+// start serves s on loopback in this security, in conformance fault mode f when it is set.
+func (sec security) start(t *testing.T, s stackUnderTest, counters *stack.Counters, f fault.Server) stack.Server {
+	t.Helper()
+	if !sec.plaintext {
+		return s.start(t, sec.pki, counters, f)
+	}
+	server, err := s.serve("127.0.0.1:0", nil, counters, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return server
+}
+
+// settings are a client's of s in this security (TLS: trusting the test CA, verifying
+// 127.0.0.1).
+func (sec security) settings(t *testing.T, s stackUnderTest, server string, wl workload.Workload) stack.ClientSettings {
+	if sec.plaintext {
+		return stack.ClientSettings{Server: server, Workload: wl, Lanes: 2}
+	}
+	return settings(t, server, sec.pki.CA, "127.0.0.1", s.alpn, wl)
+}
+
+// testWorkload is the tests' workload of shape: a command asks for no response payload (the
+// client sends response_size 0 whatever --response-size says).
+func testWorkload(shape workload.Shape, kind workload.Kind, requestSize, responseSize, messages uint32) workload.Workload {
+	if shape == workload.Send {
+		responseSize = 0
+	}
+	return workload.Workload{Shape: shape, RequestSize: requestSize, ResponseSize: responseSize, Messages: messages, Kind: kind}
+}
+
+// Every stack carries every shape it offers with both payload kinds, with TLS and in plaintext
+// where it takes --tls off; a command is acknowledged without payload and counted in commands.
 func TestEveryStackServesEveryShapeAndPayload(t *testing.T) {
 	pki := testpki.Write(t)
 	for name, s := range stacks {
-		counters := &stack.Counters{}
-		server := s.start(t, pki, counters, "")
-		for _, kind := range []workload.Kind{workload.Zeros, workload.Structured} {
-			for _, shape := range args.Carried(name).Shapes {
-				wl := workload.Workload{Shape: shape, RequestSize: 64, ResponseSize: 3000, Messages: 8, Kind: kind}
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				client, opErr := s.connect(ctx, settings(t, server.Addr().String(), pki.CA, "127.0.0.1", s.alpn, wl))
-				if opErr != nil {
-					t.Fatalf("%s: %v", name, opErr)
-				}
-				for seq, lane := range client.Lanes() {
-					outcome, opErr := lane.Call(ctx, uint64(seq))
-					if opErr != nil || outcome.ResponseBytes != wl.ResponsesPerOp()*3000 {
-						t.Fatalf("%s %s %s: %v %+v", name, kind, shape, opErr, outcome)
+		for _, sec := range securities(pki, name) {
+			counters := &stack.Counters{}
+			server := sec.start(t, s, counters, "")
+			commands := uint64(0)
+			for _, kind := range []workload.Kind{workload.Zeros, workload.Structured} {
+				for _, shape := range args.Carried(name).Shapes {
+					wl := testWorkload(shape, kind, 64, 3000, 8)
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					client, opErr := s.connect(ctx, sec.settings(t, s, server.Addr().String(), wl))
+					if opErr != nil {
+						t.Fatalf("%s %s: %v", name, sec, opErr)
 					}
+					for seq, lane := range client.Lanes() {
+						outcome, opErr := lane.Call(ctx, uint64(seq))
+						if opErr != nil || outcome.ResponseBytes != wl.ResponsesPerOp()*uint64(wl.ResponseSize) || outcome.Responses != wl.ResponsesPerOp() {
+							t.Fatalf("%s %s %s %s: %v %+v", name, sec, kind, shape, opErr, outcome)
+						}
+						if shape == workload.Send {
+							commands++
+						}
+					}
+					client.Close()
+					cancel()
 				}
-				client.Close()
-				cancel()
+			}
+			server.Stop()
+			if counters.RPCs.Load() == 0 || counters.Rejected.Load() != 0 || counters.Commands.Load() != commands || counters.FirstRejection() != "" {
+				t.Fatalf("%s %s: %d calls, %d rejected (%q), %d commands, %d sent", name, sec, counters.RPCs.Load(),
+					counters.Rejected.Load(), counters.FirstRejection(), counters.Commands.Load(), commands)
 			}
 		}
-		server.Stop()
-		if counters.RPCs.Load() == 0 || counters.Rejected.Load() != 0 {
-			t.Fatalf("%s: %d calls, %d rejected", name, counters.RPCs.Load(), counters.Rejected.Load())
+	}
+}
+
+// A plaintext client never talks to a TLS server, nor a TLS client to a plaintext one: each
+// fails while connecting (the server hangs up or answers bytes that are not TLS).
+func TestTLSAndPlaintextDoNotMix(t *testing.T) {
+	pki := testpki.Write(t)
+	wl := workload.Workload{Shape: workload.Unary, Messages: 1}
+	for name, s := range stacks {
+		if !args.Carried(name).Plaintext {
+			continue
+		}
+		for _, sec := range securities(pki, name) {
+			server := sec.start(t, s, &stack.Counters{}, "")
+			other := security{plaintext: !sec.plaintext, pki: pki}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			client, opErr := s.connect(ctx, other.settings(t, s, server.Addr().String(), wl))
+			if opErr == nil {
+				_, opErr = client.Lanes()[0].Call(ctx, 0)
+				client.Close()
+			}
+			cancel()
+			server.Stop()
+			if opErr == nil || (opErr.Code != "tls" && opErr.Code != "connect" && opErr.Code != "invalid") {
+				t.Errorf("%s: a %s client against a %s server: %v", name, other, sec, opErr)
+			}
 		}
 	}
 }

@@ -7,7 +7,8 @@ import (
 )
 
 // CallCheck is a server's check of the requests of one call (docs/peer-protocol.md "Validation
-// duties"): the payload of each request, its ranges, and within a stream the sequence numbers
+// duties"): the payload of each request, its ranges (a command's response_size is 0), and
+// within a stream the sequence numbers
 // and that kind, payload length and response_size stay those of the first request. It also
 // builds the client stream's summary. One per call; not safe for concurrent use.
 type CallCheck struct {
@@ -38,6 +39,9 @@ func (c *CallCheck) Add(request *pb.Request) error {
 	}
 	if err := kind.CheckSize(request.ResponseSize); err != nil {
 		return c.fail(index, "response_size: "+err.Error())
+	}
+	if c.shape == Send && request.ResponseSize != 0 {
+		return c.fail(index, fmt.Sprintf("response_size %d in a command; a command has no response payload, so it must be 0", request.ResponseSize))
 	}
 	if c.shape == ServerStream && (request.ResponseMessages < 1 || request.ResponseMessages > MaxMessages) {
 		return c.fail(index, fmt.Sprintf("response_messages %d is outside 1..=%d", request.ResponseMessages, MaxMessages))

@@ -23,8 +23,9 @@ const (
 	MaxMessages = 1_000_000
 )
 
-// Shape is one of the four RPC shapes of BenchService, or pingpong (1.2): the Bidi RPC driven
-// in lock-step, each request sent only after the previous response arrived.
+// Shape is one of the four RPC shapes of BenchService, pingpong (1.2): the Bidi RPC driven in
+// lock-step, each request sent only after the previous response arrived, or send (1.3): a
+// one-way command, the Command RPC answered with Empty (response_size 0).
 type Shape int
 
 // The shapes, in report order.
@@ -34,22 +35,24 @@ const (
 	ServerStream
 	Bidi
 	Pingpong
+	Send
 )
 
 // Shapes lists every shape.
-var Shapes = []Shape{Unary, ClientStream, ServerStream, Bidi, Pingpong}
+var Shapes = []Shape{Unary, ClientStream, ServerStream, Bidi, Pingpong, Send}
 
-// Methods lists the shapes that are RPCs of their own (pingpong is the Bidi RPC).
-var Methods = []Shape{Unary, ClientStream, ServerStream, Bidi}
+// Methods lists the shapes that are RPCs of their own (pingpong is the Bidi RPC; send is
+// Command).
+var Methods = []Shape{Unary, ClientStream, ServerStream, Bidi, Send}
 
-var shapeNames = [...]string{"unary", "client_stream", "server_stream", "bidi", "pingpong"}
-var methodNames = [...]string{"Unary", "ClientStream", "ServerStream", "Bidi", "Bidi"}
+var shapeNames = [...]string{"unary", "client_stream", "server_stream", "bidi", "pingpong", "send"}
+var methodNames = [...]string{"Unary", "ClientStream", "ServerStream", "Bidi", "Bidi", "Command"}
 
 // String is the name used in arguments and events.
 func (s Shape) String() string { return shapeNames[s] }
 
 // Method is the gRPC method path of the shape, also the native framing's HEADER body. Pingpong
-// calls the Bidi method.
+// calls the Bidi method, send the Command method.
 func (s Shape) Method() string { return "/rpcarena.bench.v1.BenchService/" + methodNames[s] }
 
 // Wire is the RPC the shape calls: Bidi for pingpong, the shape itself otherwise.
@@ -73,7 +76,7 @@ func ParseShape(text string) (Shape, error) {
 			return Shape(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown shape %q; expected one of unary, client_stream, server_stream, bidi, pingpong", text)
+	return 0, fmt.Errorf("unknown shape %q; expected one of unary, client_stream, server_stream, bidi, pingpong, send", text)
 }
 
 // ShapeOfMethod finds the shape of a method path (never Pingpong: a server sees the Bidi RPC).
@@ -159,7 +162,8 @@ func (w Workload) RequestsPerOp() uint64 {
 	return 1
 }
 
-// ResponsesPerOp is the number of response messages of one operation (a summary is one).
+// ResponsesPerOp is the number of response messages of one operation (a summary is one, and so
+// is the Empty that acknowledges a command).
 func (w Workload) ResponsesPerOp() uint64 {
 	if w.Shape.StreamsResponses() {
 		return uint64(w.Messages)

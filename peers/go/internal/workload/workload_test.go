@@ -188,3 +188,32 @@ func TestEncodedSizeMatchesTheEncoder(t *testing.T) {
 		t.Fatal("a body with unknown fields is not the generated one")
 	}
 }
+
+func TestACommandIsCheckedAsUnaryWithResponseSizeZero(t *testing.T) {
+	for _, kind := range []Kind{Zeros, Structured} {
+		if err := NewCallCheck(Send).Add(Request(kind, 7, 64, 0, 0)); err != nil {
+			t.Errorf("%s: a well-formed command refused: %v", kind, err)
+		}
+		err := NewCallCheck(Send).Add(Request(kind, 7, 64, 64, 0))
+		var invalid *Invalid
+		if !errors.As(err, &invalid) || !strings.Contains(err.Error(), "response_size 64 in a command") {
+			t.Errorf("%s: response_size 64 in a command: %v", kind, err)
+		}
+		if err := NewCallCheck(Unary).Add(Request(kind, 7, 64, 64, 0)); err != nil {
+			t.Errorf("%s: unary with response_size 64: %v", kind, err)
+		}
+	}
+	dirty := Request(Zeros, 1, 8, 0, 0)
+	dirty.Payload = []byte{0, 1}
+	if NewCallCheck(Send).Add(dirty) == nil {
+		t.Error("a command with a non-zero byte passed")
+	}
+	shape, err := ParseShape("send")
+	if err != nil || shape != Send || shape.Method() != "/rpcarena.bench.v1.BenchService/Command" || shape.Wire() != Send ||
+		shape.StreamsRequests() || shape.StreamsResponses() {
+		t.Errorf("send: %v %v %s", shape, err, shape.Method())
+	}
+	if found, ok := ShapeOfMethod([]byte(Send.Method())); !ok || found != Send {
+		t.Errorf("the Command method is not send's: %v %v", found, ok)
+	}
+}

@@ -36,7 +36,7 @@ pub(super) struct Settle {
 pub(super) struct Answers {
     /// Whether the server was told the window (it follows revision 1.2).
     told: bool,
-    start: Option<WindowReport>,
+    pub(super) start: Option<WindowReport>,
     end: Option<WindowReport>,
     /// The differences, once both answers are in and checked.
     result: Option<ServerWindow>,
@@ -210,7 +210,12 @@ impl SampleMachine {
     /// The quiet period is over: start the window, or keep the answer as the window's end.
     fn settled(&mut self, now: Nanos, answer: WindowReport) {
         match answer.edge {
-            Edge::Start => self.start_window(now),
+            // The settled answer is the window's start: one taken after START would already
+            // hold the lanes' first commands (the Go helper saw 4 of 934 counted twice).
+            Edge::Start => {
+                self.window.start = Some(answer);
+                self.start_window(now);
+            }
             Edge::End => {
                 self.window.end = Some(answer);
                 self.close_window(now);

@@ -1,5 +1,6 @@
-// Package grpcstack is the grpc stack: grpc-go over HTTP/2 over TLS 1.3 over TCP, one
-// ClientConn (one HTTP/2 connection) per client shared by every lane.
+// Package grpcstack is the grpc stack: grpc-go over HTTP/2 over TLS 1.3 over TCP (or, with
+// --tls off, HTTP/2 with prior knowledge straight on TCP: insecure credentials), one ClientConn
+// (one HTTP/2 connection) per client shared by every lane.
 package grpcstack
 
 import (
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -75,7 +77,11 @@ type Client struct {
 // Connect opens the channel and forces it READY, so that a TLS or TCP failure surfaces here as
 // `tls` or `connect` and not in the first call.
 func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engine.OpError) {
-	creds := &recorder{TransportCredentials: credentials.NewTLS(settings.TLS), sink: &sink{server: settings.Server}}
+	inner := insecure.NewCredentials()
+	if !settings.Plaintext() {
+		inner = credentials.NewTLS(settings.TLS)
+	}
+	creds := &recorder{TransportCredentials: inner, sink: &sink{server: settings.Server}}
 	// Every TCP connection grpc-go opens comes through here, so its socket is registered for
 	// the transport statistics (a reconnection adds a socket; a closed one drops out).
 	sockets := &transport.TCPSockets{}
@@ -194,12 +200,18 @@ type lane struct {
 
 func (l *lane) Call(ctx context.Context, seq uint64) (engine.Outcome, *engine.OpError) {
 	wl := l.workload
-	if wl.Shape == workload.Unary {
+	switch wl.Shape {
+	case workload.Unary:
 		response, err := l.client.Unary(ctx, workload.Request(wl.Kind, seq, wl.RequestSize, wl.ResponseSize, 0))
 		if err != nil {
 			return engine.Outcome{}, statusError(err)
 		}
 		return unaryOutcome(response, wl, seq)
+	case workload.Send:
+		if _, err := l.client.Command(ctx, workload.Request(wl.Kind, seq, wl.RequestSize, 0, 0)); err != nil {
+			return engine.Outcome{}, statusError(err)
+		}
+		return commandOutcome(wl), nil
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -225,6 +237,12 @@ func unaryOutcome(response *pb.Response, wl workload.Workload, seq uint64) (engi
 	}
 	return engine.Outcome{Requests: 1, Responses: 1, RequestBytes: uint64(wl.RequestSize),
 		ResponseBytes: workload.PayloadLen(response.Payload, response.Body)}, nil
+}
+
+// commandOutcome is a one-way command acknowledged with Empty and status OK: one request, one
+// acknowledgement with no payload (docs/peer-protocol.md, "Shapes": send).
+func commandOutcome(wl workload.Workload) engine.Outcome {
+	return engine.Outcome{Requests: 1, Responses: 1, RequestBytes: uint64(wl.RequestSize)}
 }
 
 // streamCall runs a client-stream, server-stream or bidi operation on an open stream; for the
@@ -390,19 +408,28 @@ func (t *ticket) Call(_ context.Context, seq uint64) (engine.Outcome, *engine.Op
 	defer t.cancel()
 	wl := t.workload
 	switch wl.Shape {
-	case workload.Unary, workload.ServerStream:
-		messages := uint32(0)
-		if wl.Shape == workload.ServerStream {
+	case workload.Unary, workload.ServerStream, workload.Send:
+		messages, responseSize := uint32(0), wl.ResponseSize
+		switch wl.Shape {
+		case workload.ServerStream:
 			messages = wl.Messages
+		case workload.Send:
+			responseSize = 0
 		}
-		if err := t.stream.SendMsg(workload.Request(wl.Kind, seq, wl.RequestSize, wl.ResponseSize, messages)); err != nil && !errors.Is(err, io.EOF) {
+		if err := t.stream.SendMsg(workload.Request(wl.Kind, seq, wl.RequestSize, responseSize, messages)); err != nil && !errors.Is(err, io.EOF) {
 			return engine.Outcome{}, statusError(err)
 		}
 		if err := t.stream.CloseSend(); err != nil {
 			return engine.Outcome{}, statusError(err)
 		}
-		if wl.Shape == workload.ServerStream {
+		switch wl.Shape {
+		case workload.ServerStream:
 			return streamCall(t.stream, t.cancel, wl, seq, false)
+		case workload.Send:
+			if err := t.stream.RecvMsg(&pb.Empty{}); err != nil {
+				return engine.Outcome{}, statusError(err)
+			}
+			return commandOutcome(wl), nil
 		}
 		response := &pb.Response{}
 		if err := t.stream.RecvMsg(response); err != nil {

@@ -42,8 +42,8 @@ func (s *faultService) serve(shape workload.Shape, stream grpc.ServerStream) err
 	tally := &stack.CallTally{}
 	defer tally.Done(s.counters)
 	err := s.answer(shape, stream, tally)
-	if status.Code(err) != codes.OK {
-		tally.Rejected = true
+	if code := status.Code(err); code != codes.OK && !tally.Rejected {
+		tally.Reject("%s answered %s (conformance fault %s): %s", shape.Method(), code, s.fault, status.Convert(err).Message())
 	}
 	return err
 }
@@ -56,18 +56,35 @@ func (s *faultService) answer(shape workload.Shape, stream grpc.ServerStream, ta
 	if shape == workload.Bidi {
 		return s.bidi(stream, check, tally)
 	}
-	// the whole call first (one request for unary and server streams)
+	// the whole call first (one request for unary, server streams and commands)
 	var requests []*pb.Request
-	if err := receive(stream, check, tally, func(request *pb.Request) error {
+	if err := receive(stream, shape, check, tally, func(request *pb.Request) error {
 		requests = append(requests, request)
 		return nil
 	}); err != nil {
 		return err
 	}
-	if shape == workload.ClientStream {
+	switch shape {
+	case workload.ClientStream:
 		return send(stream, fault.Summaries(s.fault, requests), tally)
+	case workload.Send:
+		return s.command(stream, tally)
 	}
 	return send(stream, fault.Responses(s.fault, shape, requests), tally)
+}
+
+// command answers a one-way command (docs/stacks.md, "zmq", on grpc's send): error-status
+// answers INTERNAL, every other mode Empty, since an Empty has nothing to corrupt.
+func (s *faultService) command(stream grpc.ServerStream, tally *stack.CallTally) error {
+	if ending := fault.CommandEnding(s.fault); ending.Code != fault.OK {
+		return endWith(ending)
+	}
+	if err := stream.SendMsg(&pb.Empty{}); err != nil {
+		return err
+	}
+	tally.Responses++
+	tally.Command = true
+	return nil
 }
 
 // errEndOK ends a bidi call with status OK before its first response.
@@ -78,7 +95,7 @@ var errEndOK = errors.New("status OK at the first request")
 // message follows the last response.
 func (s *faultService) bidi(stream grpc.ServerStream, check *workload.CallCheck, tally *stack.CallTally) error {
 	var last *pb.Request
-	err := receive(stream, check, tally, func(request *pb.Request) error {
+	err := receive(stream, workload.Bidi, check, tally, func(request *pb.Request) error {
 		if ending, ends := fault.FirstRequestEnding(s.fault); ends {
 			if ending.Code == fault.OK {
 				return errEndOK

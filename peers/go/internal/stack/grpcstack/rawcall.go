@@ -41,8 +41,11 @@ func (l *lane) RawCall(ctx context.Context, shape workload.Shape, requests []*pb
 	var responses uint64
 	for {
 		var answer proto.Message = &pb.Response{}
-		if wire == workload.ClientStream {
+		switch wire {
+		case workload.ClientStream:
 			answer = &pb.Summary{}
+		case workload.Send:
+			answer = &pb.Empty{}
 		}
 		err := stream.RecvMsg(answer)
 		if errors.Is(err, io.EOF) {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	pb "rpcarena/peers/go/internal/benchpb"
@@ -19,8 +20,9 @@ import (
 	"rpcarena/peers/go/internal/workload"
 )
 
-// service answers the four shapes, checking every request (docs/peer-protocol.md "Validation
-// duties"); a request that fails is answered with INVALID_ARGUMENT.
+// service answers the four shapes and the one-way Command, checking every request
+// (docs/peer-protocol.md "Validation duties"); a request that fails is answered with
+// INVALID_ARGUMENT.
 type service struct {
 	pb.UnimplementedBenchServiceServer
 	counters *stack.Counters
@@ -39,8 +41,9 @@ func newServer(counters *stack.Counters, f fault.Server, options ...grpc.ServerO
 	return server
 }
 
-func rejected(tally *stack.CallTally, err error) error {
-	tally.Rejected = true
+// rejected answers INVALID_ARGUMENT for a request of shape's method that failed its check.
+func rejected(tally *stack.CallTally, shape workload.Shape, err error) error {
+	tally.Reject("%s answered INVALID_ARGUMENT: %v", shape.Method(), err)
 	return status.Error(codes.InvalidArgument, err.Error())
 }
 
@@ -48,16 +51,29 @@ func (s *service) Unary(_ context.Context, request *pb.Request) (*pb.Response, e
 	tally := &stack.CallTally{Requests: 1}
 	defer tally.Done(s.counters)
 	if err := workload.NewCallCheck(workload.Unary).Add(request); err != nil {
-		return nil, rejected(tally, err)
+		return nil, rejected(tally, workload.Unary, err)
 	}
 	kind, _ := workload.KindOf(request)
 	tally.Responses++
 	return workload.Response(kind, request.Seq, request.ResponseSize), nil
 }
 
-// receive checks every request of a streamed call and hands it to each; a call without any
-// request is refused. A nil check checks nothing (the conformance fault skip-validation).
-func receive(stream grpc.ServerStream, check *workload.CallCheck, tally *stack.CallTally, each func(*pb.Request) error) error {
+// Command is the one-way command (shape send): the request is checked as a unary one whose
+// response_size must be 0, counted in `commands`, and answered with Empty.
+func (s *service) Command(_ context.Context, request *pb.Request) (*pb.Empty, error) {
+	tally := &stack.CallTally{Requests: 1, Command: true}
+	defer tally.Done(s.counters)
+	if err := workload.NewCallCheck(workload.Send).Add(request); err != nil {
+		return nil, rejected(tally, workload.Send, err)
+	}
+	tally.Responses++
+	return &pb.Empty{}, nil
+}
+
+// receive checks every request of a streamed call of shape and hands it to each; a call
+// without any request is refused. A nil check checks nothing (the conformance fault
+// skip-validation).
+func receive(stream grpc.ServerStream, shape workload.Shape, check *workload.CallCheck, tally *stack.CallTally, each func(*pb.Request) error) error {
 	for {
 		request := &pb.Request{}
 		err := stream.RecvMsg(request)
@@ -70,7 +86,7 @@ func receive(stream grpc.ServerStream, check *workload.CallCheck, tally *stack.C
 		tally.Requests++
 		if check != nil {
 			if err := check.Add(request); err != nil {
-				return rejected(tally, err)
+				return rejected(tally, shape, err)
 			}
 		}
 		if err := each(request); err != nil {
@@ -78,7 +94,7 @@ func receive(stream grpc.ServerStream, check *workload.CallCheck, tally *stack.C
 		}
 	}
 	if check != nil && check.Count() == 0 {
-		return rejected(tally, errors.New(workload.EmptyStream))
+		return rejected(tally, shape, errors.New(workload.EmptyStream))
 	}
 	return nil
 }
@@ -87,7 +103,7 @@ func (s *service) ClientStream(stream grpc.ClientStreamingServer[pb.Request, pb.
 	tally := &stack.CallTally{}
 	defer tally.Done(s.counters)
 	check := workload.NewCallCheck(workload.ClientStream)
-	if err := receive(stream, check, tally, func(*pb.Request) error { return nil }); err != nil {
+	if err := receive(stream, workload.ClientStream, check, tally, func(*pb.Request) error { return nil }); err != nil {
 		return err
 	}
 	tally.Responses++
@@ -98,7 +114,7 @@ func (s *service) ServerStream(request *pb.Request, stream grpc.ServerStreamingS
 	tally := &stack.CallTally{Requests: 1}
 	defer tally.Done(s.counters)
 	if err := workload.NewCallCheck(workload.ServerStream).Add(request); err != nil {
-		return rejected(tally, err)
+		return rejected(tally, workload.ServerStream, err)
 	}
 	kind, _ := workload.KindOf(request)
 	for index := uint64(0); index < uint64(request.ResponseMessages); index++ {
@@ -114,7 +130,7 @@ func (s *service) Bidi(stream grpc.BidiStreamingServer[pb.Request, pb.Response])
 	tally := &stack.CallTally{}
 	defer tally.Done(s.counters)
 	check := workload.NewCallCheck(workload.Bidi)
-	return receive(stream, check, tally, func(request *pb.Request) error {
+	return receive(stream, workload.Bidi, check, tally, func(request *pb.Request) error {
 		if err := stream.Send(workload.Response(check.Kind(), request.Seq, request.ResponseSize)); err != nil {
 			return err
 		}
@@ -130,14 +146,19 @@ type Server struct {
 	failed   chan error
 }
 
-// Serve binds exactly address and serves with (*grpc.Server).Serve until Stop.
+// Serve binds exactly address and serves with (*grpc.Server).Serve until Stop; config nil is
+// plaintext (--tls off: insecure credentials, HTTP/2 with prior knowledge).
 func Serve(address string, config *tls.Config, counters *stack.Counters, f fault.Server) (*Server, error) {
 	listener, err := stack.ListenTCP(address)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: cannot bind TCP: %w", address, err)
 	}
+	creds := insecure.NewCredentials()
+	if config != nil {
+		creds = credentials.NewTLS(config)
+	}
 	server := newServer(counters, f,
-		grpc.Creds(credentials.NewTLS(config)),
+		grpc.Creds(creds),
 		grpc.InitialWindowSize(stack.FlowWindow),
 		grpc.InitialConnWindowSize(stack.FlowWindow),
 		grpc.MaxConcurrentStreams(stack.MaxConcurrentStreams),
@@ -164,6 +185,8 @@ func (s *Server) Stop() { s.server.Stop() }
 // ServeHTTP binds exactly address and serves grpc-servehttp until Stop: the same grpc-go
 // service, served by (*grpc.Server).ServeHTTP as the handler of net/http's HTTP/2 server
 // (stack.ServeHTTP: windows, stream limit and TLS are net/http's, the message limits grpc-go's).
+// config nil is plaintext: net/http's own unencrypted HTTP/2 (http.Protocols
+// SetUnencryptedHTTP2, Go 1.24+), not golang.org/x/net/http2/h2c.
 func ServeHTTP(address string, config *tls.Config, counters *stack.Counters, f fault.Server) (*stack.HTTPServer, error) {
 	return stack.ServeHTTP(address, config, newServer(counters, f), true)
 }

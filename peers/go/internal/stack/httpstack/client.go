@@ -29,32 +29,35 @@ const (
 )
 
 // dialer hands net/http's Transport the connection opened while connecting, then opens new ones
-// (TLS included) whenever the Transport needs one, registering each socket for the transport
-// statistics.
+// (TLS included, unless plaintext) whenever the Transport needs one, registering each socket for
+// the transport statistics.
 type dialer struct {
 	settings stack.ClientSettings
 	sockets  *transport.TCPSockets
 	mu       sync.Mutex
-	opened   []*tls.Conn // dialled, not yet handed out
+	opened   []net.Conn // dialled, not yet handed out
 }
 
-// open dials one connection and checks that the server agreed to the stack's protocol.
-func (d *dialer) open(ctx context.Context) (*tls.Conn, *engine.OpError) {
-	conn, err := stack.DialTLS(ctx, d.settings)
+// open dials one connection and checks that the server agreed to the stack's protocol (with
+// TLS; in plaintext there is no ALPN, and HTTP/2 is spoken with prior knowledge).
+func (d *dialer) open(ctx context.Context) (net.Conn, *engine.OpError) {
+	conn, err := stack.Dial(ctx, d.settings)
 	if err != nil {
 		return nil, err
 	}
-	want := d.settings.TLS.NextProtos[0]
-	if protocol := conn.ConnectionState().NegotiatedProtocol; protocol != want {
-		conn.Close()
-		return nil, engine.Errorf("tls", "TLS handshake with %s negotiated ALPN %q, not %q: the server does not speak this stack's protocol", d.settings.Server, protocol, want)
+	if secured, ok := conn.(*tls.Conn); ok {
+		want := d.settings.TLS.NextProtos[0]
+		if protocol := secured.ConnectionState().NegotiatedProtocol; protocol != want {
+			conn.Close()
+			return nil, engine.Errorf("tls", "TLS handshake with %s negotiated ALPN %q, not %q: the server does not speak this stack's protocol", d.settings.Server, protocol, want)
+		}
 	}
-	d.sockets.Register(conn.NetConn())
+	d.sockets.Register(stack.RawConn(conn))
 	return conn, nil
 }
 
-// DialTLSContext is the Transport's dialler.
-func (d *dialer) DialTLSContext(ctx context.Context, _, _ string) (net.Conn, error) {
+// dial is the Transport's dialler (DialTLSContext with TLS, DialContext in plaintext).
+func (d *dialer) dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	d.mu.Lock()
 	if n := len(d.opened); n > 0 {
 		conn := d.opened[n-1]
@@ -71,10 +74,17 @@ func (d *dialer) DialTLSContext(ctx context.Context, _, _ string) (net.Conn, err
 }
 
 // newTransport is net/http's client transport over d: HTTP/2 (ForceAttemptHTTP2, which a
-// Transport with its own dialler needs to speak HTTP/2 at all, as in rpc-bench) with the 16 MiB
-// windows, or HTTP/1.1 keeping exactly one connection (one per lane). No compression.
+// Transport with its own dialler needs to speak HTTP/2 at all, as in rpc-bench; in plaintext
+// Protocols with UnencryptedHTTP2 only, HTTP/2 with prior knowledge) with the 16 MiB windows,
+// or HTTP/1.1 keeping exactly one connection (one per lane). No compression.
 func newTransport(d *dialer, http2 bool) *http.Transport {
-	t := &http.Transport{DialTLSContext: d.DialTLSContext, DisableCompression: true, ForceAttemptHTTP2: http2}
+	t := &http.Transport{DisableCompression: true, ForceAttemptHTTP2: http2}
+	if d.settings.Plaintext() {
+		t.DialContext = d.dial
+		t.Protocols = stack.Protocols(http2, true)
+	} else {
+		t.DialTLSContext = d.dial
+	}
 	if http2 {
 		t.HTTP2 = stack.HTTP2Config()
 	} else {
@@ -92,7 +102,7 @@ type Client struct {
 }
 
 // Connect opens the connections, TLS included: one per lane concurrently for HTTP/1.1, one for
-// HTTP/2, so a handshake failure surfaces here as `tls`.
+// HTTP/2, so a handshake failure surfaces here as `tls`. Plaintext URLs are http://.
 func Connect(ctx context.Context, settings stack.ClientSettings, http2 bool) (*Client, *engine.OpError) {
 	client := &Client{sockets: &transport.TCPSockets{}}
 	connections := settings.Lanes
@@ -124,7 +134,11 @@ func Connect(ctx context.Context, settings stack.ClientSettings, http2 bool) (*C
 			return nil, err
 		}
 	}
-	url := "https://" + settings.Server + Path
+	scheme := "https://"
+	if settings.Plaintext() {
+		scheme = "http://"
+	}
+	url := scheme + settings.Server + Path
 	for i := range settings.Lanes {
 		t := client.transports[i%len(client.transports)]
 		client.lanes = append(client.lanes, &lane{client: &http.Client{Transport: t}, url: url, workload: settings.Workload})

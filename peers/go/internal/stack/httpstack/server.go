@@ -81,7 +81,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // refuse answers a call that never reached the service, counted as a rejected call.
 func (h *handler) refuse(w http.ResponseWriter, status int, message string) {
-	tally := &stack.CallTally{Rejected: true}
+	tally := &stack.CallTally{}
+	tally.Reject("HTTP %d: %s", status, message)
 	tally.Done(h.counters)
 	http.Error(w, message, status)
 }

@@ -31,6 +31,9 @@ type Conn struct {
 // Call runs one whole operation of wl: requests are built, encoded and sent, every response is
 // decoded and validated, and the terminal STATUS is read and checked.
 func Call(c Conn, wl workload.Workload, seq uint64) (engine.Outcome, *engine.OpError) {
+	if wl.Shape == workload.Send { // refused by the arguments already (args.Carried)
+		return engine.Outcome{}, engine.Errorf("internal", "the native framing has no one-way command (--shape send)")
+	}
 	n := uint64(wl.Messages)
 	var outcome engine.Outcome
 	switch wl.Shape {

@@ -158,6 +158,12 @@ func TestEveryShapeRoundTripsAndAConnectionCarriesManyCalls(t *testing.T) {
 	for _, kind := range []workload.Kind{workload.Zeros, workload.Structured} {
 		for _, shape := range workload.Shapes {
 			wl := workload.Workload{Shape: shape, RequestSize: 100, ResponseSize: 200, Messages: 16, Kind: kind}
+			if shape == workload.Send {
+				if _, err := Call(c, wl, 0); err == nil {
+					t.Fatal("the native framing ran a one-way command")
+				}
+				continue
+			}
 			for seq := uint64(0); seq < 3; seq++ {
 				outcome, err := Call(c, wl, seq)
 				if err != nil {
@@ -235,9 +241,10 @@ func TestTheServerRefusesMalformedCallsAndStaysInStep(t *testing.T) {
 		call(w, workload.ClientStream, zeros(0, 5, 1, 0), zeros(2, 5, 1, 0)) // seq out of order
 		call(w, workload.Bidi, zeros(0, 5, 1, 0), zeros(1, 6, 1, 0))         // length changes
 		call(w, workload.ClientStream)                                       // an empty client stream
+		call(w, workload.Send, zeros(0, 1, 0, 0))                            // a command: not carried
 		call(w, workload.Unary, zeros(5, 1, 1, 0))                           // well-formed
 	})
-	want := []uint32{12, 3, 3, 3, 3, 3, 3, 3, 3, 0}
+	want := []uint32{12, 3, 3, 3, 3, 3, 3, 3, 3, 12, 0}
 	if got := rawCall(t, wire); len(got) != len(want) || !equal(got, want) {
 		t.Fatalf("statuses %v, want %v", got, want)
 	}

@@ -55,6 +55,9 @@ func ServeCall(c Conn, counters *stack.Counters) Next {
 	case err != nil:
 		var framing *FramingError
 		if errors.As(err, &framing) {
+			tally := &stack.CallTally{}
+			tally.Reject("a malformed frame: %s", framing.Reason)
+			tally.Done(counters)
 			return reply(c, StatusInvalidArgument, framing.Reason, Closed)
 		}
 		return Closed
@@ -64,8 +67,10 @@ func ServeCall(c Conn, counters *stack.Counters) Next {
 	var failure any
 	if kind != Header {
 		failure = broken{fmt.Sprintf("a call must start with a HEADER frame, not %s", FrameName(kind))}
-	} else if shape, ok := workload.ShapeOfMethod(body); ok {
+	} else if shape, ok := workload.ShapeOfMethod(body); ok && shape != workload.Send {
 		failure = serveShape(c, shape, tally)
+	} else if ok {
+		failure = rejection{code: StatusUnimplemented, message: fmt.Sprintf("method %q is not carried by the native framing: it answers every request, so it has no one-way command", body)}
 	} else {
 		failure = rejection{code: StatusUnimplemented, message: fmt.Sprintf("unknown method %q", body)}
 	}
@@ -73,7 +78,7 @@ func ServeCall(c Conn, counters *stack.Counters) Next {
 	case nil:
 		return reply(c, StatusOK, "", Again)
 	case rejection:
-		tally.Rejected = true
+		tally.Reject("a call answered with status %d: %s", f.code, f.message)
 		logf("rejected a call with status %d: %s", f.code, f.message)
 		next := Closed
 		if f.endSeen || skipToEnd(c.R) {
@@ -81,7 +86,7 @@ func ServeCall(c Conn, counters *stack.Counters) Next {
 		}
 		return reply(c, f.code, f.message, next)
 	case broken:
-		tally.Rejected = true
+		tally.Reject("a malformed call: %s", f.message)
 		logf("closing a malformed call: %s", f.message)
 		return reply(c, StatusInvalidArgument, f.message, Closed)
 	}

@@ -17,7 +17,8 @@ import (
 	"rpcarena/peers/go/internal/workload"
 )
 
-// Client is one net/rpc client on one TLS connection, shared by every lane.
+// Client is one net/rpc client on one TLS (or, with --tls off, TCP) connection, shared by
+// every lane.
 type Client struct {
 	rpc     *rpc.Client
 	conn    net.Conn
@@ -27,12 +28,12 @@ type Client struct {
 
 // Connect opens the connection (TLS handshake included) and starts net/rpc's client on it.
 func Connect(ctx context.Context, settings stack.ClientSettings, codec Codec) (*Client, *engine.OpError) {
-	conn, err := stack.DialTLS(ctx, settings)
+	conn, err := stack.Dial(ctx, settings)
 	if err != nil {
 		return nil, err
 	}
 	sockets := &transport.TCPSockets{}
-	sockets.Register(conn.NetConn())
+	sockets.Register(stack.RawConn(conn))
 	client := &Client{conn: conn, sockets: sockets}
 	if codec == Gob {
 		client.rpc = rpc.NewClient(conn)

@@ -1,5 +1,5 @@
 // Package netrpcstack holds the netrpc-gob and netrpc-proto stacks: Go's net/rpc over TLS 1.3
-// over TCP, with encoding/gob (net/rpc's own codec) or with the protobuf codec of codec.go. One
+// over TCP (or plain TCP with --tls off), with encoding/gob (net/rpc's own codec) or with the protobuf codec of codec.go. One
 // connection per client carries every lane's calls (net/rpc multiplexes them by sequence
 // number); unary calls only: net/rpc has one request and one reply per call.
 package netrpcstack
@@ -65,25 +65,26 @@ func (s *Service) Unary(request *pb.Request, reply *pb.Response) error {
 	return nil
 }
 
-// Server serves net/rpc on every secured connection.
+// Server serves net/rpc on every secured (or, in plaintext, accepted) connection.
 type Server struct {
-	listener *stack.TLSListener
+	listener *stack.Listener
 	conns    stack.ConnSet
 	failed   chan error
 }
 
-// Serve binds exactly address and serves until Stop, misbehaving as f says when it is set.
+// Serve binds exactly address and serves until Stop, misbehaving as f says when it is set;
+// config nil is plaintext (--tls off).
 func Serve(address string, config *tls.Config, counters *stack.Counters, codec Codec, f fault.Server) (*Server, error) {
 	server := rpc.NewServer()
 	if err := server.RegisterName("BenchService", &Service{counters: counters, fault: f}); err != nil {
 		return nil, fmt.Errorf("registering the net/rpc service: %w", err)
 	}
-	listener, err := stack.ListenTLS(address, config)
+	listener, err := stack.Listen(address, config)
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{listener: listener, failed: make(chan error, 1)}
-	go listener.Serve(&s.conns, s.failed, func(conn *tls.Conn) {
+	go listener.Serve(&s.conns, s.failed, func(conn net.Conn) {
 		if codec == Gob {
 			server.ServeConn(conn)
 		} else {

@@ -104,6 +104,9 @@ type Client struct {
 // Connect opens the connection: a UDP socket bound to the local address that routes to the
 // server (never the wildcard), then the QUIC handshake (1-RTT; 0-RTT is never used).
 func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engine.OpError) {
+	if settings.Plaintext() {
+		return nil, engine.Errorf("config", "%s", NoPlaintext)
+	}
 	server, err := net.ResolveUDPAddr("udp", settings.Server)
 	if err != nil {
 		return nil, engine.Errorf("connect", "cannot resolve %s: %v", settings.Server, err)
@@ -258,8 +261,14 @@ type Server struct {
 	group     sync.WaitGroup
 }
 
+// NoPlaintext is why the quic stack refuses --tls off.
+const NoPlaintext = "QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic"
+
 // Serve binds exactly address and serves until Stop.
 func Serve(address string, config *tls.Config, counters *stack.Counters) (*Server, error) {
+	if config == nil {
+		return nil, errors.New(NoPlaintext)
+	}
 	udp, _, err := stack.ListenUDP(address)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %s: cannot bind UDP: %w", address, err)

@@ -1,5 +1,5 @@
-// Package tcpstack is the tcp stack: the native framing over TLS 1.3 over TCP, one connection
-// per lane opened concurrently at start, calls one after another on a connection (after STATUS
+// Package tcpstack is the tcp stack: the native framing over TLS 1.3 over TCP (or straight on
+// TCP with --tls off), one connection per lane opened concurrently at start, calls one after another on a connection (after STATUS
 // the connection carries the next call).
 package tcpstack
 
@@ -31,12 +31,12 @@ func Connect(ctx context.Context, settings stack.ClientSettings) (*Client, *engi
 	var group sync.WaitGroup
 	for i := range lanes {
 		group.Go(func() {
-			conn, err := stack.DialTLS(ctx, settings)
+			conn, err := stack.Dial(ctx, settings)
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			sockets.Register(conn.NetConn())
+			sockets.Register(stack.RawConn(conn))
 			lanes[i] = &lane{conn: conn, workload: settings.Workload,
 				reader: native.NewReader(conn), writer: native.NewWriter(conn)}
 		})
@@ -72,7 +72,7 @@ func (c *Client) Connections() uint32 { return uint32(len(c.lanes)) }
 // TransportProbe reads TCP_INFO of every lane's socket.
 func (c *Client) TransportProbe() transport.Probe { return c.sockets }
 
-// Close sends TLS close_notify and closes every connection.
+// Close sends TLS close_notify (with TLS) and closes every connection.
 func (c *Client) Close() {
 	var group sync.WaitGroup
 	for _, l := range c.lanes {
@@ -94,7 +94,7 @@ func (c *Client) Submitter(context.Context) engine.Submitter {
 }
 
 type lane struct {
-	conn     *tls.Conn
+	conn     net.Conn
 	workload workload.Workload
 	reader   *native.Reader
 	writer   *native.Writer
@@ -148,17 +148,17 @@ func (t ticket) Abandon() { t.pool.free <- t.lane }
 // ---------------------------------------------------------------------------------------------
 // Server
 
-// Server serves each connection in its own goroutine, after its TLS handshake.
+// Server serves each connection in its own goroutine, after its TLS handshake (if any).
 type Server struct {
-	listener *stack.TLSListener
+	listener *stack.Listener
 	counters *stack.Counters
 	conns    stack.ConnSet
 	failed   chan error
 }
 
-// Serve binds exactly address and serves until Stop.
+// Serve binds exactly address and serves until Stop; config nil is plaintext (--tls off).
 func Serve(address string, config *tls.Config, counters *stack.Counters) (*Server, error) {
-	listener, err := stack.ListenTLS(address, config)
+	listener, err := stack.Listen(address, config)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func Serve(address string, config *tls.Config, counters *stack.Counters) (*Serve
 }
 
 // serveConn serves one call after another until the connection ends or breaks.
-func (s *Server) serveConn(conn *tls.Conn) {
+func (s *Server) serveConn(conn net.Conn) {
 	c := native.Conn{R: native.NewReader(conn), W: native.NewWriter(conn)}
 	for native.ServeCall(c, s.counters) == native.Again {
 	}
