@@ -8,14 +8,32 @@ class ArgError(message: String) : Exception(message)
 
 val STACKS = listOf("grpc", "quic")
 val ALL_STACKS = listOf("grpc", "quic", "tcp")
-/** The shapes this peer drives as a client. */
+
+/** The request/response shapes this peer drives as a client on both stacks. */
 val SHAPES = listOf("unary", "client_stream", "server_stream", "bidi")
+
+/** The one-way shape (revision 1.3): grpc's `Command` RPC; the native framing has no one-way message. */
+const val SEND = "send"
+
+/** Why a stack cannot carry `send`, for `capabilities`' `not_offered` and the client's refusal. */
+val SEND_NOT_OFFERED = mapOf(
+    "quic" to "the native framing answers every request with a STATUS frame; a one-way command would need a frame type it does not have",
+)
 
 /**
  * The shapes its servers answer: pingpong (revision 1.2) is the Bidi RPC in lock-step, which both
  * servers serve because their bidi handlers answer each request as soon as it is validated.
  */
 val SERVER_SHAPES = SHAPES + "pingpong"
+
+/** The shapes a stack's client drives: `send` where the stack has a one-way message. */
+fun clientShapes(stack: String): List<String> = if (stack in SEND_NOT_OFFERED) SHAPES else SHAPES + SEND
+
+/** The shapes a stack's server answers. */
+fun serverShapes(stack: String): List<String> = if (stack in SEND_NOT_OFFERED) SERVER_SHAPES else SERVER_SHAPES + SEND
+
+/** The `--tls` values a stack takes (revision 1.3): QUIC has TLS 1.3 inside. */
+fun tlsValues(stack: String): List<String> = if (stack == "quic") listOf("on") else listOf("on", "off")
 val LOAD_MODELS = listOf("closed", "window", "backpressure", "send-saturation", "open")
 val PAYLOADS = listOf("zeros", "structured")
 const val MAX_PAYLOAD = 16_777_216
@@ -27,13 +45,16 @@ data class HostPort(val host: String, val port: Int) {
     override fun toString() = if (host.contains(':')) "[$host]:$port" else "$host:$port"
 }
 
-data class ServerConfig(val stack: String, val listen: HostPort, val cert: String, val key: String)
+/** A server's configuration; [cert] and [key] are null exactly when [tls] is false (`--tls off`). */
+data class ServerConfig(val stack: String, val listen: HostPort, val tls: Boolean, val cert: String?, val key: String?)
 
+/** A client's configuration; [serverName] and [ca] are null exactly when [tls] is false. */
 data class ClientConfig(
     val stack: String,
     val server: HostPort,
-    val serverName: String,
-    val ca: String,
+    val tls: Boolean,
+    val serverName: String?,
+    val ca: String?,
     val shape: String,
     val concurrency: Int,
     val requestSize: Int,
@@ -60,6 +81,12 @@ data class ClientConfig(
             else -> concurrency
         }
     val structured: Boolean get() = payload == "structured"
+
+    /** The one-way shape: requests carry response_size 0 and get no response message. */
+    val send: Boolean get() = shape == SEND
+
+    /** The response_size every request asks for: 0 for `send`, whose --response-size is ignored. */
+    val askedResponseSize: Int get() = if (send) 0 else responseSize
 }
 
 private val DIGITS = Regex("^[0-9]+$")
@@ -78,12 +105,19 @@ private fun oneOf(name: String, text: String, choices: List<String>): String {
     return text
 }
 
-/** A client shape; a shape only the servers answer (pingpong) is refused with the reason. */
-private fun clientShape(name: String, text: String): String {
+/**
+ * A client shape of [stack]; a shape only the servers answer (pingpong) and `send` on a stack
+ * without a one-way message are refused with the reason.
+ */
+private fun clientShape(name: String, text: String, stack: String): String {
+    val shapes = clientShapes(stack)
     if (text in SERVER_SHAPES && text !in SHAPES) {
-        throw ArgError("$name $text: this client does not drive the $text shape (its servers answer it); expected one of ${SHAPES.joinToString(", ")}")
+        throw ArgError("$name $text: this client does not drive the $text shape (its servers answer it); expected one of ${shapes.joinToString(", ")}")
     }
-    return oneOf(name, text, SHAPES)
+    if (text == SEND && text !in shapes) {
+        throw ArgError("$name send is not offered on --stack $stack: ${SEND_NOT_OFFERED[stack]}")
+    }
+    return oneOf(name, text, shapes)
 }
 
 private fun rate(name: String, text: String): Double {
@@ -112,16 +146,21 @@ private fun nonEmpty(name: String, text: String): String {
     return text
 }
 
-private class Spec(val roles: Set<String>, val model: String? = null, val optional: Boolean = false)
+/**
+ * An argument: its roles, the load model it belongs to (null: every model), whether it may be
+ * left out, and whether it belongs to TLS (given with `--tls on`, refused with `--tls off`).
+ */
+private class Spec(val roles: Set<String>, val model: String? = null, val optional: Boolean = false, val tls: Boolean = false)
 
 private val SPEC = linkedMapOf(
     "--stack" to Spec(setOf("server", "client")),
     "--listen" to Spec(setOf("server")),
-    "--cert" to Spec(setOf("server")),
-    "--key" to Spec(setOf("server")),
+    "--tls" to Spec(setOf("server", "client"), optional = true),
+    "--cert" to Spec(setOf("server"), tls = true),
+    "--key" to Spec(setOf("server"), tls = true),
     "--server" to Spec(setOf("client")),
-    "--server-name" to Spec(setOf("client")),
-    "--ca" to Spec(setOf("client")),
+    "--server-name" to Spec(setOf("client"), tls = true),
+    "--ca" to Spec(setOf("client"), tls = true),
     "--shape" to Spec(setOf("client")),
     "--concurrency" to Spec(setOf("client")),
     "--request-size" to Spec(setOf("client")),
@@ -155,24 +194,44 @@ private fun collect(role: String, argv: List<String>): Map<String, String> {
         i += 2
     }
     val load = values["--load"]
+    val tls = tlsOn(values["--tls"])
     for ((name, spec) in SPEC) {
         if (role !in spec.roles) continue
+        if (spec.tls && !tls) {
+            if (values.containsKey(name)) throw ArgError("$name does not apply to --tls off")
+            continue
+        }
         val applies = spec.model == null || spec.model == load
         if (!applies && values.containsKey(name)) {
             throw ArgError("$name does not apply to --load ${load ?: "(missing)"}")
         }
-        if (applies && !spec.optional && !values.containsKey(name)) throw ArgError("$name is missing")
+        if (applies && !spec.optional && !values.containsKey(name)) {
+            throw ArgError(if (spec.tls) "$name is missing (needed with --tls on, the default)" else "$name is missing")
+        }
     }
     return values
+}
+
+/** `--tls on|off` (revision 1.3), default on. */
+private fun tlsOn(text: String?): Boolean = oneOf("--tls", text ?: "on", listOf("on", "off")) == "on"
+
+/** The stack, refused with `--tls off` where it has no plaintext form (QUIC). */
+private fun stackFor(v: Map<String, String>): String {
+    val stack = oneOf("--stack", v["--stack"]!!, ALL_STACKS)
+    if (!tlsOn(v["--tls"]) && "off" !in tlsValues(stack)) {
+        throw ArgError("--tls off: QUIC has TLS 1.3 inside; --tls off does not apply to --stack $stack")
+    }
+    return stack
 }
 
 fun parseServer(argv: List<String>): ServerConfig {
     val v = collect("server", argv)
     return ServerConfig(
-        stack = oneOf("--stack", v["--stack"]!!, ALL_STACKS),
+        stack = stackFor(v),
         listen = hostPort("--listen", v["--listen"]!!, 0),
-        cert = nonEmpty("--cert", v["--cert"]!!),
-        key = nonEmpty("--key", v["--key"]!!),
+        tls = tlsOn(v["--tls"]),
+        cert = v["--cert"]?.let { nonEmpty("--cert", it) },
+        key = v["--key"]?.let { nonEmpty("--key", it) },
     )
 }
 
@@ -180,12 +239,14 @@ fun parseClient(argv: List<String>): ClientConfig {
     val v = collect("client", argv)
     fun ms(n: String, min: Long = 0) = integer(n, v[n]!!, min, MAX_MS)
     val load = oneOf("--load", v["--load"]!!, LOAD_MODELS)
+    val stack = stackFor(v)
     val c = ClientConfig(
-        stack = oneOf("--stack", v["--stack"]!!, ALL_STACKS),
+        stack = stack,
         server = hostPort("--server", v["--server"]!!, 1),
-        serverName = nonEmpty("--server-name", v["--server-name"]!!),
-        ca = nonEmpty("--ca", v["--ca"]!!),
-        shape = clientShape("--shape", v["--shape"]!!),
+        tls = tlsOn(v["--tls"]),
+        serverName = v["--server-name"]?.let { nonEmpty("--server-name", it) },
+        ca = v["--ca"]?.let { nonEmpty("--ca", it) },
+        shape = clientShape("--shape", v["--shape"]!!, stack),
         concurrency = integer("--concurrency", v["--concurrency"]!!, 1, 10_000).toInt(),
         requestSize = integer("--request-size", v["--request-size"]!!, 0, MAX_PAYLOAD.toLong()).toInt(),
         responseSize = integer("--response-size", v["--response-size"]!!, 0, MAX_PAYLOAD.toLong()).toInt(),
@@ -203,11 +264,13 @@ fun parseClient(argv: List<String>): ClientConfig {
         arrival = v["--arrival"]?.let { oneOf("--arrival", it, listOf("constant", "poisson")) } ?: "constant",
         seed = v["--seed"]?.let { seed("--seed", it) } ?: 0u,
     )
-    if (c.load == "send-saturation" && c.shape != "client_stream") {
-        throw ArgError("--load send-saturation needs --shape client_stream, not ${c.shape}")
+    if (c.load == "send-saturation" && c.shape != "client_stream" && !c.send) {
+        throw ArgError("--load send-saturation needs --shape client_stream or send, not ${c.shape}")
     }
     if (c.structured) {
-        for ((flag, size) in listOf("--request-size" to c.requestSize, "--response-size" to c.responseSize)) {
+        // --response-size is ignored by send (its requests ask for 0 bytes), so it is not checked there.
+        val sizes = listOf("--request-size" to c.requestSize) + if (c.send) emptyList() else listOf("--response-size" to c.responseSize)
+        for ((flag, size) in sizes) {
             if (size == 1 || size == 2) {
                 throw ArgError("$flag $size cannot be built as a structured payload: use 0 or at least 3")
             }

@@ -78,15 +78,17 @@ object Capabilities {
         )
     }
 
-    private fun entry(stack: String, client: Boolean): Map<String, Any> = linkedMapOf(
+    /** One role's entry for a stack; `tls` and `not_offered` are revision 1.3's. */
+    internal fun entry(stack: String, client: Boolean): Map<String, Any> = linkedMapOf<String, Any>(
         "stack" to stack,
-        "shapes" to if (client) SHAPES else SERVER_SHAPES,
+        "shapes" to if (client) clientShapes(stack) else serverShapes(stack),
         "load_models" to if (client) LOAD_MODELS else emptyList(),
         "payloads" to PAYLOADS,
+        "tls" to tlsValues(stack),
         "libraries" to libraries(stack),
         "settings" to if (stack == "grpc") grpcSettings() else quicSettings(),
         "deviations" to if (stack == "grpc") grpcDeviations else quicDeviations,
-    )
+    ).apply { SEND_NOT_OFFERED[stack]?.let { put("not_offered", mapOf(SEND to it)) } }
 
     fun fields(): Map<String, Any?> {
         val home = System.getProperty("rpcarena.home")
@@ -100,7 +102,7 @@ object Capabilities {
             "peer" to "rpcarena-peer-kotlin",
             "language" to "kotlin",
             "version" to v("version"),
-            "revision" to "1.2",
+            "revision" to "1.3",
             "build" to linkedMapOf(
                 "toolchain" to "kotlin ${v("kotlin")} (kotlin-maven-plugin), JVM target 17",
                 "runtime" to "${System.getProperty("java.vm.name")} ${System.getProperty("java.runtime.version")}",

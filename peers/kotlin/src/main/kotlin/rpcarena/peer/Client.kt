@@ -155,7 +155,7 @@ object ClientRole {
         }
     }
 
-    private fun sampleFields(cfg: ClientConfig, r: PhaseResult, windowNs: Long, drainNs: Long, t0: Long): MutableMap<String, Any?> {
+    internal fun sampleFields(cfg: ClientConfig, r: PhaseResult, windowNs: Long, drainNs: Long, t0: Long): MutableMap<String, Any?> {
         val t = r.tally
         val deadline = t0 + windowNs
         val bound = if (cfg.load == "send-saturation") minOf(drainNs, cfg.settleMs * 1_000_000L) else drainNs
@@ -183,7 +183,7 @@ object ClientRole {
             "send-saturation" -> {
                 m["max_in_flight"] = Counter(r.maxInFlight)
                 m["sent"] = Counter(r.sent)
-                m["received"] = Counter(r.received)
+                r.received?.let { m["received"] = Counter(it) }
             }
             "open" -> {
                 m["max_in_flight"] = Counter(r.maxInFlight)

@@ -42,14 +42,20 @@ interface ClientStack {
     fun close()
 }
 
-class PhaseResult(val tally: Tally, val maxInFlight: Long, val offered: Long, val sent: Long, val received: Long)
+/**
+ * What a phase did beyond its tally. [received] is the summaries' confirmed count of a
+ * send-saturation on client streams; null on `send`, where only the server knows what arrived.
+ */
+class PhaseResult(val tally: Tally, val maxInFlight: Long, val offered: Long, val sent: Long, val received: Long?)
 
 class Engine(private val cfg: ClientConfig, private val stack: ClientStack) {
     private val n = cfg.messagesPerStream.toLong()
     private val reqs = if (cfg.shape == "client_stream" || cfg.shape == "bidi") n else 1L
+
+    /** Response messages per operation; `send` counts its acknowledgement (gRPC's Empty), of 0 bytes. */
     private val resps = if (cfg.shape == "server_stream" || cfg.shape == "bidi") n else 1L
     private val reqBytes = reqs * cfg.requestSize
-    private val respBytes = resps * cfg.responseSize
+    private val respBytes = resps * cfg.askedResponseSize
 
     private val inFlight = AtomicLong()
     private val maxInFlight = AtomicLong()
@@ -102,13 +108,20 @@ class Engine(private val cfg: ClientConfig, private val stack: ClientStack) {
         maxInFlight.set(0)
         var offered = 0L
         var sent = 0L
-        var received = 0L
-        when (cfg.load) {
-            "closed", "window" -> lanes(cfg.lanes, deadline, drainEnd, tally)
-            "backpressure" -> backpressure(deadline, drainEnd, tally)
-            "open" -> offered = open(t0, deadline, drainEnd, tally)
-            "send-saturation" -> {
-                val settleEnd = deadline + minOf(drainNs, cfg.settleMs * 1_000_000L)
+        var received: Long? = null
+        val settleEnd = deadline + minOf(drainNs, cfg.settleMs * 1_000_000L)
+        when {
+            cfg.load == "closed" || cfg.load == "window" -> lanes(cfg.lanes, deadline, drainEnd, tally)
+            cfg.load == "backpressure" -> backpressure(deadline, drainEnd, tally)
+            cfg.load == "open" -> offered = open(t0, deadline, drainEnd, tally)
+            cfg.load == "send-saturation" && cfg.send -> {
+                // S lanes, one command in flight each, as the closed model until the settle bound.
+                val opened = AtomicLong()
+                lanes(cfg.streams, deadline, settleEnd, tally) { opened.incrementAndGet() }
+                sent = synchronized(tally) { tally.completed + tally.failed }
+                return PhaseResult(tally, opened.get(), 0, sent, null)
+            }
+            cfg.load == "send-saturation" -> {
                 val r = saturation(t0, deadline, settleEnd, tally)
                 sent = r.first
                 received = r.second
@@ -117,13 +130,15 @@ class Engine(private val cfg: ClientConfig, private val stack: ClientStack) {
         return PhaseResult(tally, maxInFlight.get(), offered, sent, received)
     }
 
-    private suspend fun lanes(lanes: Int, deadline: Long, drainEnd: Long, tally: Tally) = coroutineScope {
+    /** [lanes] lanes, one operation in flight each; [opened] is called when a lane starts its first. */
+    private suspend fun lanes(lanes: Int, deadline: Long, drainEnd: Long, tally: Tally, opened: () -> Unit = {}) = coroutineScope {
         for (i in 0 until lanes) {
             launch {
                 var k = 0L
                 while (true) {
                     val start = System.nanoTime()
                     if (start >= deadline) break
+                    if (k == 0L) opened()
                     val seq = i + k * lanes
                     k++
                     if (!runOne(seq, start, drainEnd, tally)) break
@@ -217,7 +232,7 @@ class Engine(private val cfg: ClientConfig, private val stack: ClientStack) {
         offered.get()
     }
 
-    /** Send-saturation: S client streams; an operation is one request message. */
+    /** Send-saturation on client streams: S streams; an operation is one request message. */
     private suspend fun saturation(t0: Long, deadline: Long, settleEnd: Long, tally: Tally): Pair<Long, Long> {
         val sentAll = AtomicLong()
         val receivedAll = AtomicLong()

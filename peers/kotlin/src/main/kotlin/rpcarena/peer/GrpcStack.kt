@@ -27,6 +27,7 @@ import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.flow
 import kotlinx.coroutines.suspendCancellableCoroutine
 import kotlinx.coroutines.withTimeout
+import rpcarena.bench.v1.Bench.Empty
 import rpcarena.bench.v1.Bench.Request
 import rpcarena.bench.v1.Bench.Response
 import rpcarena.bench.v1.Bench.Summary
@@ -39,7 +40,9 @@ import kotlin.coroutines.resume
 // The grpc stack: grpc-kotlin coroutine stubs on grpc-java's Netty transport (grpc-netty-shaded),
 // TLS by the JDK's provider (TLS 1.3, X25519 through jdk.tls.namedGroups), ALPN h2, 16 MiB
 // windows with BDP probing off (flowControlWindow), 10,000 concurrent streams on the server,
-// 16 MiB + 1 KiB message limits, TCP_NODELAY.
+// 16 MiB + 1 KiB message limits, TCP_NODELAY. With --tls off (revision 1.3) both ends speak
+// HTTP/2 with prior knowledge (h2c): usePlaintext() on the channel, no sslContext on the server;
+// every other setting is the same.
 
 const val WINDOW = 16 * 1024 * 1024
 
@@ -68,7 +71,7 @@ fun grpcFailure(e: Throwable, tlsPhase: Boolean = false): OpFailure {
 
 class GrpcClient(private val cfg: ClientConfig) : ClientStack {
     override val connections = 1
-    private val w = Workload(cfg.structured, cfg.requestSize, cfg.responseSize, cfg.messagesPerStream)
+    private val w = Workload(cfg.structured, cfg.requestSize, cfg.askedResponseSize, cfg.messagesPerStream)
     private val n = cfg.messagesPerStream
     private val channel: ManagedChannel
     private val stub: BenchServiceGrpcKt.BenchServiceCoroutineStub
@@ -82,15 +85,8 @@ class GrpcClient(private val cfg: ClientConfig) : ClientStack {
     private val sockets = java.util.concurrent.CopyOnWriteArrayList<EpollSocketChannel>()
 
     init {
-        val trust = CampaignTrust(loadCa(cfg.ca), cfg.serverName)
-        val ssl = GrpcSslContexts.configure(SslContextBuilder.forClient(), SslProvider.JDK)
-            .trustManager(trust)
-            .protocols(TLS13)
-            .ciphers(TLS_CIPHERS)
-            .build()
         channel = NettyChannelBuilder.forAddress(cfg.server.host, cfg.server.port)
-            .sslContext(ssl)
-            .overrideAuthority(cfg.serverName)
+            .apply { if (cfg.tls) secure(this) else usePlaintext() }
             .flowControlWindow(WINDOW)
             .maxInboundMessageSize(MAX_FRAME)
             .maxInboundMetadataSize(64 * 1024)
@@ -112,6 +108,17 @@ class GrpcClient(private val cfg: ClientConfig) : ClientStack {
             .withMaxOutboundMessageSize(MAX_FRAME)
     }
 
+    /** TLS 1.3 trusting only --ca, the leaf checked against --server-name (also the authority). */
+    private fun secure(b: NettyChannelBuilder) {
+        val serverName = cfg.serverName!!
+        val ssl = GrpcSslContexts.configure(SslContextBuilder.forClient(), SslProvider.JDK)
+            .trustManager(CampaignTrust(loadCa(cfg.ca!!), serverName))
+            .protocols(TLS13)
+            .ciphers(TLS_CIPHERS)
+            .build()
+        b.sslContext(ssl).overrideAuthority(serverName)
+    }
+
     /** Opens the connection (TLS included) and waits until it is READY; a failure says why. */
     suspend fun connect(timeoutMs: Long) {
         withTimeout(timeoutMs) {
@@ -127,7 +134,7 @@ class GrpcClient(private val cfg: ClientConfig) : ClientStack {
                 try {
                     stub.withDeadlineAfter(10, TimeUnit.SECONDS).unary(w.request(0))
                 } catch (e: Exception) {
-                    val f = grpcFailure(e, tlsPhase = true)
+                    val f = grpcFailure(e, tlsPhase = cfg.tls)
                     val code = if (f.code == "rpc") "connect" else f.code
                     val prefix = if (code == "tls") "TLS handshake with ${cfg.server} failed (TLS certificate/handshake error): " else "connecting to ${cfg.server} failed: "
                     throw OpFailure(code, prefix + f.message)
@@ -141,6 +148,8 @@ class GrpcClient(private val cfg: ClientConfig) : ClientStack {
         try {
             when (cfg.shape) {
                 "unary" -> w.checkResponse(stub.unary(w.request(seq)), seq, "response")
+                // The acknowledgement is Empty with status OK; a non-OK status throws below.
+                SEND -> stub.command(w.request(seq))
                 "client_stream" -> w.checkSummary(stub.clientStream(requests()), n.toLong())
                 "server_stream" -> {
                     var k = 0L
@@ -240,8 +249,8 @@ fun tcpReading(id: Long, caState: Int, sndCwnd: Long, sndMss: Long, rttUs: Long,
  * [GrpcClientStreamHandler] instead (see [benchService]), so this class does not implement it.
  */
 class GrpcService : BenchServiceGrpcKt.BenchServiceCoroutineImplBase(Dispatchers.Default) {
-    private fun reject(e: BadRequest): Nothing {
-        ServerCounters.rejected.incrementAndGet()
+    private fun reject(method: String, e: BadRequest): Nothing {
+        ServerCounters.reject("grpc $method: ${e.message}")
         throw StatusException(Status.INVALID_ARGUMENT.withDescription(e.message))
     }
 
@@ -251,10 +260,29 @@ class GrpcService : BenchServiceGrpcKt.BenchServiceCoroutineImplBase(Dispatchers
         try {
             Serve.checkRequest(request, 0, false)
         } catch (e: BadRequest) {
-            reject(e)
+            reject("Unary", e)
         }
         ServerCounters.responses.incrementAndGet()
         return Serve.response(request.seq, request)
+    }
+
+    /**
+     * A one-way command (shape `send`, revision 1.3): validated as a unary request with
+     * response_size 0, counted in `commands` (and as a call, a request message and, for its
+     * Empty, a response message, as the Go and C++ servers count it), answered with Empty; a
+     * command that fails is answered INVALID_ARGUMENT and counted in `rejected`.
+     */
+    override suspend fun command(request: Request): Empty {
+        ServerCounters.rpcs.incrementAndGet()
+        ServerCounters.requests.incrementAndGet()
+        try {
+            Serve.checkCommand(request)
+        } catch (e: BadRequest) {
+            reject("Command", e)
+        }
+        ServerCounters.commands.incrementAndGet()
+        ServerCounters.responses.incrementAndGet()
+        return Empty.getDefaultInstance()
     }
 
     override fun serverStream(request: Request): Flow<Response> = flow {
@@ -263,7 +291,7 @@ class GrpcService : BenchServiceGrpcKt.BenchServiceCoroutineImplBase(Dispatchers
         try {
             Serve.checkRequest(request, 0, true)
         } catch (e: BadRequest) {
-            reject(e)
+            reject("ServerStream", e)
         }
         for (k in 0 until request.responseMessages) {
             emit(Serve.response(k.toLong(), request))
@@ -290,7 +318,7 @@ class GrpcService : BenchServiceGrpcKt.BenchServiceCoroutineImplBase(Dispatchers
             }
             if (k == 0L) throw BadRequest("a bidi call without any request")
         } catch (e: BadRequest) {
-            reject(e)
+            reject("Bidi", e)
         }
     }
 }
@@ -378,7 +406,7 @@ class GrpcClientStreamHandler : ServerCallHandler<Request, Summary> {
         }
 
         private fun reject(why: String) {
-            ServerCounters.rejected.incrementAndGet()
+            ServerCounters.reject("grpc ClientStream: $why")
             closed = true
             call.close(Status.INVALID_ARGUMENT.withDescription(why), Metadata())
         }
@@ -391,22 +419,13 @@ const val CREDIT_BYTES = 1 shl 20
 /** Messages to request at once for messages of [size] bytes: 1 MiB of them, 1 to 256. */
 fun creditBatch(size: Int): Int = (CREDIT_BYTES / maxOf(size, 1)).coerceIn(1, 256)
 
+/** The server: TLS from --cert and --key, or (--tls off) HTTP/2 with prior knowledge. */
 class GrpcServer(cfg: ServerConfig) {
     private val server: Server
 
     init {
-        val cert = readable("--cert", cfg.cert)
-        val key = readable("--key", cfg.key)
-        val ssl = try {
-            GrpcSslContexts.configure(SslContextBuilder.forServer(cert, key), SslProvider.JDK)
-                .protocols(TLS13)
-                .ciphers(TLS_CIPHERS)
-                .build()
-        } catch (e: Exception) {
-            throw ArgError("--cert ${cfg.cert} / --key ${cfg.key}: cannot load the certificate or key (${causeText(e)})")
-        }
         server = NettyServerBuilder.forAddress(InetSocketAddress(cfg.listen.host, cfg.listen.port))
-            .sslContext(ssl)
+            .apply { if (cfg.tls) sslContext(serverSsl(cfg.cert!!, cfg.key!!)) }
             .flowControlWindow(WINDOW)
             .maxConcurrentCallsPerConnection(10_000)
             .maxInboundMessageSize(MAX_FRAME)
@@ -414,6 +433,19 @@ class GrpcServer(cfg: ServerConfig) {
             .executor(Dispatchers.Default.asExecutor())
             .addService(benchService())
             .build()
+    }
+
+    private fun serverSsl(certPath: String, keyPath: String): io.grpc.netty.shaded.io.netty.handler.ssl.SslContext {
+        val cert = readable("--cert", certPath)
+        val key = readable("--key", keyPath)
+        return try {
+            GrpcSslContexts.configure(SslContextBuilder.forServer(cert, key), SslProvider.JDK)
+                .protocols(TLS13)
+                .ciphers(TLS_CIPHERS)
+                .build()
+        } catch (e: Exception) {
+            throw ArgError("--cert $certPath / --key $keyPath: cannot load the certificate or key (${causeText(e)})")
+        }
     }
 
     /** Binds; returns the bound address. */

@@ -16,14 +16,14 @@ fun main(args: Array<String>) {
             "server" -> {
                 val cfg = parseServer(rest)
                 if (cfg.stack !in STACKS) throw ArgError("--stack ${cfg.stack}: the kotlin peer offers ${STACKS.joinToString(" and ")}")
-                readable("--cert", cfg.cert)
-                readable("--key", cfg.key)
+                cfg.cert?.let { readable("--cert", it) }
+                cfg.key?.let { readable("--key", it) }
                 ServerRole.run(cfg)
             }
             "client" -> {
                 val cfg = parseClient(rest)
                 if (cfg.stack !in STACKS) throw ArgError("--stack ${cfg.stack}: the kotlin peer offers ${STACKS.joinToString(" and ")}")
-                loadCa(cfg.ca)
+                cfg.ca?.let { loadCa(it) }
                 ClientRole.run(cfg)
             }
             else -> throw ArgError("expected capabilities, server or client as the first argument, got ${role?.let { "\"$it\"" } ?: "nothing"}")

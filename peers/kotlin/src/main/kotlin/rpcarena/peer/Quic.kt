@@ -168,7 +168,9 @@ class QuicClient private constructor(
 
     companion object {
         fun connect(cfg: ClientConfig, timeoutMs: Long): QuicClient {
-            val trust = CampaignTrust(loadCa(cfg.ca), cfg.serverName)
+            // --stack quic refuses --tls off (Args.kt), so the TLS arguments are always given.
+            val serverName = cfg.serverName!!
+            val trust = CampaignTrust(loadCa(cfg.ca!!), serverName)
             val ssl = QuicSslContextBuilder.forClient()
                 .trustManager(trust)
                 .applicationProtocols(ALPN)
@@ -177,7 +179,7 @@ class QuicClient private constructor(
                 .sessionCacheSize(0)
                 .build()
             val codec = QuicClientCodecBuilder()
-                .sslEngineProvider { q -> ssl.newEngine(q.alloc(), cfg.serverName, cfg.server.port) }
+                .sslEngineProvider { q -> ssl.newEngine(q.alloc(), serverName, cfg.server.port) }
                 .maxIdleTimeout(30_000, TimeUnit.MILLISECONDS)
                 .initialMaxData(WINDOW.toLong())
                 .initialMaxStreamDataBidirectionalLocal(WINDOW.toLong())
@@ -519,7 +521,7 @@ internal class ServerCall : ChannelInboundHandlerAdapter() {
     }
 
     private fun status(ctx: ChannelHandlerContext, code: Int, message: String) {
-        if (code != 0) ServerCounters.rejected.incrementAndGet()
+        if (code != 0) ServerCounters.reject("quic ${method ?: unknownMethod ?: "call"}: $message")
         done = true
         val b = ctx.alloc().buffer()
         writeFrame(b, F_STATUS, Status.newBuilder().setCode(code).setMessage(message).build())
@@ -531,7 +533,7 @@ internal class ServerCall : ChannelInboundHandlerAdapter() {
     /** Broken framing: STATUS 3 where possible, then the stream is closed. */
     private fun abort(ctx: ChannelHandlerContext, why: String) {
         if (done) return
-        ServerCounters.rejected.incrementAndGet()
+        ServerCounters.reject("quic ${method ?: unknownMethod ?: "call"}: $why")
         done = true
         val b = ctx.alloc().buffer()
         writeFrame(b, F_STATUS, Status.newBuilder().setCode(3).setMessage(why).build())
@@ -586,8 +588,9 @@ class QuicServer(private val cfg: ServerConfig) {
     private val codec: io.netty.channel.ChannelHandler
 
     init {
-        val cert = readable("--cert", cfg.cert)
-        val key = readable("--key", cfg.key)
+        // --stack quic refuses --tls off (Args.kt), so --cert and --key are always given.
+        val cert = readable("--cert", cfg.cert!!)
+        val key = readable("--key", cfg.key!!)
         val ssl = try {
             QuicSslContextBuilder.forServer(key, null, cert)
                 .applicationProtocols(ALPN)

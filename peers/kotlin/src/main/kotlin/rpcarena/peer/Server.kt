@@ -57,8 +57,15 @@ object ServerRole {
 
 class ListenFailure(cause: Throwable) : Exception(cause)
 
-/** The server's counters so far and, when the JVM counts them, the bytes allocated so far. */
-fun counterFields(): Map<String, Any> = linkedMapOf<String, Any>("counters" to ServerCounters.asMap()) + Allocations.sinceStart()
+/**
+ * The server's counters so far, the first rejection's message once something was rejected
+ * (revision 1.3) and, when the JVM counts them, the bytes allocated so far.
+ */
+fun counterFields(): Map<String, Any> {
+    val m = linkedMapOf<String, Any>("counters" to ServerCounters.asMap())
+    ServerCounters.firstRejection()?.let { m["first_rejection"] = it }
+    return m + Allocations.sinceStart()
+}
 
 /** A `window` event's fields (revision 1.2): the edge answered and the figures so far. */
 fun windowFields(edge: String): Map<String, Any> = linkedMapOf<String, Any>("edge" to edge) + counterFields()

@@ -8,6 +8,8 @@ import rpcarena.bench.v1.Bench.Response
 import rpcarena.bench.v1.Bench.Structured
 import rpcarena.bench.v1.Bench.Summary
 import java.util.concurrent.ConcurrentHashMap
+import java.util.concurrent.atomic.AtomicLong
+import java.util.concurrent.atomic.AtomicReference
 
 // The workload (proto/rpcarena/bench/v1/bench.proto, docs/peer-protocol.md "Payload kinds" and
 // "Validation duties"): building payloads, the structured generation rule, and the checks both
@@ -152,31 +154,41 @@ class BadRequest(message: String) : Exception(message)
 object Serve {
     fun bad(msg: String): Nothing = throw BadRequest(msg)
 
-    /** Checks one request on its own: kind, payload, ranges. Returns its payload length. */
-    fun checkRequest(r: Request, index: Long, serverStream: Boolean): Long {
+    /** Checks one request on its own: kind, payload, ranges. Returns its payload length; [label] starts every complaint. */
+    fun checkRequest(r: Request, index: Long, serverStream: Boolean, label: String = "request $index"): Long {
         val kind = r.payloadKindValue
-        if (kind != 0 && kind != 1) bad("request $index: unknown payload_kind $kind")
+        if (kind != 0 && kind != 1) bad("$label: unknown payload_kind $kind")
         val rs = r.responseSize
-        if (rs < 0 || rs > MAX_PAYLOAD) bad("request $index: response_size ${Integer.toUnsignedString(rs)} above $MAX_PAYLOAD")
+        if (rs < 0 || rs > MAX_PAYLOAD) bad("$label: response_size ${Integer.toUnsignedString(rs)} above $MAX_PAYLOAD")
         if (serverStream) {
             val n = r.responseMessages
-            if (n < 1 || n > MAX_MESSAGES) bad("request $index: response_messages ${Integer.toUnsignedString(n)}, expected 1 to $MAX_MESSAGES")
+            if (n < 1 || n > MAX_MESSAGES) bad("$label: response_messages ${Integer.toUnsignedString(n)}, expected 1 to $MAX_MESSAGES")
         }
         return if (kind == 0) {
-            if (r.hasBody()) bad("request $index: a zeros request carries a structured body")
-            if (!allZero(r.payload)) bad("request $index: payload has a non-zero byte")
+            if (r.hasBody()) bad("$label: a zeros request carries a structured body")
+            if (!allZero(r.payload)) bad("$label: payload has a non-zero byte")
             r.payload.size().toLong()
         } else {
-            if (rs == 1 || rs == 2) bad("request $index: response_size $rs cannot be built as a structured payload")
-            if (!r.payload.isEmpty) bad("request $index: a structured request carries ${r.payload.size()} payload bytes")
+            if (rs == 1 || rs == 2) bad("$label: response_size $rs cannot be built as a structured payload")
+            if (!r.payload.isEmpty) bad("$label: a structured request carries ${r.payload.size()} payload bytes")
             val body = if (r.hasBody()) r.body else Structured.getDefaultInstance()
             val len = body.serializedSize
-            if (len == 1 || len == 2) bad("request $index: structured body of $len bytes")
+            if (len == 1 || len == 2) bad("$label: structured body of $len bytes")
             if (body != StructuredRule.build(r.seq, len)) {
-                bad("request $index: structured body differs from Structured(${decimal(r.seq)}, $len)")
+                bad("$label: structured body differs from Structured(${decimal(r.seq)}, $len)")
             }
             len.toLong()
         }
+    }
+
+    /**
+     * Checks a one-way command (shape `send`, revision 1.3) as a unary request, and that it asks
+     * for no response bytes. Returns its payload length.
+     */
+    fun checkCommand(r: Request): Long {
+        val len = checkRequest(r, 0, false, "command ${decimal(r.seq)}")
+        if (r.responseSize != 0) bad("command ${decimal(r.seq)}: response_size ${Integer.toUnsignedString(r.responseSize)}, expected 0 (a command gets no response)")
+        return len
     }
 
     /** Checks the k-th request of a stream against its first. */
@@ -212,15 +224,42 @@ object Serve {
     }
 }
 
-/** Server counters reported in `stopped`. */
-object ServerCounters {
-    val rpcs = java.util.concurrent.atomic.AtomicLong()
-    val requests = java.util.concurrent.atomic.AtomicLong()
-    val responses = java.util.concurrent.atomic.AtomicLong()
-    val rejected = java.util.concurrent.atomic.AtomicLong()
+/**
+ * Rejected calls and the message of the first one (revision 1.3's `first_rejection`), kept
+ * before the count goes up, so whoever sees a count above 0 finds the message.
+ */
+class Rejections {
+    val count = AtomicLong()
+    private val first = AtomicReference<String?>(null)
 
-    fun asMap() = mapOf(
+    /** Counts a rejected call; the first one's [why] is kept, on one line. */
+    fun reject(why: String) {
+        first.compareAndSet(null, why.replace('\r', ' ').replace('\n', ' '))
+        count.incrementAndGet()
+    }
+
+    /** The message of the first rejected call, or null while nothing was rejected. */
+    fun first(): String? = if (count.get() > 0) first.get() else null
+}
+
+/**
+ * Server counters reported in `window` and `stopped`: calls, request and response messages,
+ * rejected calls and (revision 1.3) validated one-way commands.
+ */
+object ServerCounters {
+    val rpcs = AtomicLong()
+    val requests = AtomicLong()
+    val responses = AtomicLong()
+    val commands = AtomicLong()
+    val rejections = Rejections()
+
+    fun reject(why: String) = rejections.reject(why)
+
+    fun firstRejection(): String? = rejections.first()
+
+    fun asMap() = linkedMapOf(
         "rpcs" to Counter(rpcs.get()), "requests" to Counter(requests.get()),
-        "responses" to Counter(responses.get()), "rejected" to Counter(rejected.get()),
+        "responses" to Counter(responses.get()), "rejected" to Counter(rejections.count.get()),
+        "commands" to Counter(commands.get()),
     )
 }
