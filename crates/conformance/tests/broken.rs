@@ -169,6 +169,14 @@ fn a_stack_without_a_partner_with_faults_is_not_checked_and_pairs_the_peer_with_
         "client tcp-renamed vs under-test: a CA that did not sign the server's certificate",
     );
     assert!(tls.passed(), "{tls:?}");
+    // and (1.3) its own plaintext partner, both ways
+    for role in ["client", "server"] {
+        let plain = row(
+            &rows,
+            &format!("{role} tcp-renamed vs under-test: a sample with --tls off"),
+        );
+        assert!(plain.passed(), "{plain:?}");
+    }
     // nobody declares faults for it: one row per validation group and role, not checked
     for (name, partner) in [
         ("client tcp-renamed", "server"),
@@ -189,13 +197,13 @@ fn a_stack_without_a_partner_with_faults_is_not_checked_and_pairs_the_peer_with_
     let counts = Counts::of(&rows);
     assert_eq!(
         (counts.passed, counts.failed, counts.not_checked),
-        (2, 0, 2)
+        (4, 0, 2)
     );
     assert!(!counts.done());
     let table = rpcarena_conformance::check::table(&rows);
     assert!(table.contains("| *not checked* |"), "{table}");
     assert!(
-        table.contains("4 checks: 2 passed, 0 failed, 2 not checked; not done"),
+        table.contains("6 checks: 4 passed, 0 failed, 2 not checked; not done"),
         "{table}"
     );
 }

@@ -92,7 +92,15 @@ fn thread_gone() -> OpError {
 /// The client: the socket thread's handle.
 pub struct ZmqClient {
     handle: Handle,
+    /// The socket thread, joined at close so that its last commands leave before the process
+    /// exits (see [`CLOSE_LINGER_MS`]).
+    thread: std::thread::JoinHandle<()>,
 }
+
+/// `ZMQ_LINGER` of the command socket when the client closes: a command has no reply, so one
+/// still queued at the end (a fault client's good command after its malformed one) would be
+/// lost with linger 0; the server's count would then be short. Measuring runs at linger 0.
+const CLOSE_LINGER_MS: i32 = 1000;
 
 /// A lane: the shared socket thread, and the workload.
 pub struct ZmqLane {
@@ -132,7 +140,7 @@ impl ClientStack for ZmqClient {
             end.set_nonblocking(true)
                 .map_err(|e| OpError::new(code::INTERNAL, format!("socket pair: {e}")))?;
         }
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("zmq-client".to_string())
             .spawn(move || match Sockets::connect(addr) {
                 Ok(sockets) => {
@@ -156,7 +164,7 @@ impl ClientStack for ZmqClient {
                 workload: settings.workload,
             })
             .collect();
-        Ok((ZmqClient { handle }, lanes))
+        Ok((ZmqClient { handle, thread }, lanes))
     }
 
     fn connections(&self) -> u32 {
@@ -168,9 +176,12 @@ impl ClientStack for ZmqClient {
     }
 
     async fn close(self, lanes: Vec<ZmqLane>) {
-        // The thread ends when the last handle (its job channel) is gone.
+        // The thread ends when the last handle (its job channel) is gone; its sockets close
+        // with the command socket lingering, and the join waits for that.
         drop(lanes);
-        drop(self);
+        let ZmqClient { handle, thread } = self;
+        drop(handle);
+        let _ = tokio::task::spawn_blocking(move || thread.join()).await;
     }
 }
 
@@ -258,6 +269,12 @@ struct Queued {
 }
 
 /// The socket thread's state.
+impl Drop for Sockets {
+    fn drop(&mut self) {
+        let _ = self.command.set_linger(CLOSE_LINGER_MS);
+    }
+}
+
 struct Sockets {
     _context: zmq::Context,
     request: zmq::Socket,
