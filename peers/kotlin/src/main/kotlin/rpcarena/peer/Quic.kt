@@ -550,7 +550,12 @@ internal class ServerCall : ChannelInboundHandlerAdapter() {
     override fun userEventTriggered(ctx: ChannelHandlerContext, evt: Any) {
         if (evt is ChannelInputShutdownEvent) {
             inputDone = true
-            if (!done) {
+            if (!done && method == null && unknownMethod == null) {
+                // A stream that ended before its first frame is no call (the Rust backpressure
+                // client opens one it never uses): close it, reject nothing.
+                done = true
+                ctx.close()
+            } else if (!done) {
                 abort(ctx, "the stream ended before END")
             } else if (!(ctx.channel() as QuicStreamChannel).isOutputShutdown) {
                 // STATUS is on its way; the listener closes the stream after our FIN.
