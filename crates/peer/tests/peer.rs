@@ -471,6 +471,38 @@ fn zmq_serves_unary_and_send() {
     assert_eq!(server.exit_code(), 0, "{}", server.stderr_text());
 }
 
+/// zmq's backpressure submits on the one socket while it takes them, not one call per lane: with
+/// one lane, more than one request is in flight (the socket's high-water mark is what stops it).
+#[test]
+fn zmq_backpressure_is_not_bounded_by_the_lanes() {
+    let pki = Pki::new();
+    let (mut server, address) = common::start_plain_server(&pki, "zmq", &[]);
+    let options: [(&str, &dyn std::fmt::Display); 10] = [
+        ("--shape", &Shape::Unary),
+        ("--concurrency", &1),
+        ("--load", &"backpressure"),
+        ("--max-in-flight", &64),
+        ("--request-size", &REQUEST_SIZE),
+        ("--response-size", &RESPONSE_SIZE),
+        ("--messages-per-stream", &1),
+        ("--warmup-ms", &100),
+        ("--window-ms", &300),
+        ("--drain-ms", &5000),
+    ];
+    let args = common::plain_client_args("zmq", &address, &options);
+    let mut client = Peer::spawn(&args, &pki.path("zmq-backpressure.stderr"));
+    let context = format!("zmq backpressure {}", args.join(" "));
+    let (_, sample) = armed_then_sample(&mut client, &context);
+    let context = format!("{context}: {sample:?}\n{}", client.stderr_text());
+    assert_sound(&sample, &context);
+    assert_eq!(sample.responses, sample.completed, "{context}");
+    let depth = sample.max_in_flight.unwrap_or(0);
+    assert!((2..=64).contains(&depth), "depth {depth}: {context}");
+    shut_down_client(&mut client, &context);
+    server.send("SHUTDOWN");
+    assert!(matches!(server.next_event(), Event::Stopped(_)));
+}
+
 /// zmq refuses, before anything runs, a stream shape and TLS.
 #[test]
 fn zmq_refuses_streams_and_tls() {

@@ -8,10 +8,10 @@
 //! arrived. A reply whose id is not in flight, or that does not parse, fails every operation in
 //! flight and every later one with `invalid`.
 
-use super::zmq::{CONNECTIONS, configure, context, endpoint_url};
+use super::zmq::{CONNECTIONS, HWM, configure, context, endpoint_url};
 use super::zmq_wire::{self, COMMAND_ID, Endpoint, HELLO, REQUEST_ID, id_frame};
 use super::{ClientSettings, ClientStack, RawCall, Verdict, Workload, resolve_server};
-use crate::engine::pool::LanePool;
+use crate::engine::pool::{Submitter, Ticket};
 use crate::engine::saturation::StreamSender;
 use crate::engine::{Clock, Lane, OpError, OpOutcome};
 use prost::Message;
@@ -23,10 +23,10 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 
 /// The verdict of a command (zmq's `send`), which has no answer: a conformance fault client
 /// sends the malformed command and then the good one, and the kit reads the server's `rejected`
@@ -53,12 +53,48 @@ enum Job {
     Cpu(oneshot::Sender<u64>),
 }
 
+/// How many operations may wait in front of a socket (handed to the socket thread and not yet
+/// taken by `zmq_send`) before the backpressure submitter stops: one high-water mark's worth, so
+/// that the client's own queue is bounded as the socket's pipe is, and the socket's `EAGAIN`
+/// (its high-water mark) is what stops the submissions.
+const BACKLOG: usize = HWM as usize;
+
+/// The operations handed to the socket thread and not yet on their socket, per endpoint (request
+/// 0, command 1); the thread signals `room` whenever one leaves.
+#[derive(Default)]
+struct Backlog {
+    waiting: [AtomicUsize; 2],
+    room: Notify,
+}
+
+impl Backlog {
+    fn enter(&self, slot: usize) {
+        self.waiting[slot].fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// One operation left the queue in front of socket `slot` (sent, or failed).
+    fn leave(&self, slot: usize) {
+        self.waiting[slot].fetch_sub(1, Ordering::AcqRel);
+        self.room.notify_one();
+    }
+
+    fn waiting(&self, slot: usize) -> usize {
+        self.waiting[slot].load(Ordering::Acquire)
+    }
+}
+
+/// The socket of `endpoint`: 0 request, 1 command.
+fn slot(endpoint: Endpoint) -> usize {
+    usize::from(endpoint == Endpoint::Command)
+}
+
 /// The lanes' handle on the socket thread.
 #[derive(Clone)]
 struct Handle {
     jobs: mpsc::Sender<Job>,
     wake: Arc<UnixStream>,
     next_id: Arc<AtomicU64>,
+    backlog: Arc<Backlog>,
 }
 
 impl Handle {
@@ -75,12 +111,17 @@ impl Handle {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (done, outcome) = oneshot::channel();
         let frames = vec![id_frame(id).to_vec(), body];
-        self.submit(Job::Send {
+        self.backlog.enter(slot(endpoint));
+        let job = Job::Send {
             endpoint,
             id,
             frames,
             done,
-        })?;
+        };
+        if let Err(e) = self.submit(job) {
+            self.backlog.leave(slot(endpoint));
+            return Err(e);
+        }
         outcome.await.map_err(|_| thread_gone())?
     }
 }
@@ -103,6 +144,7 @@ pub struct ZmqClient {
 const CLOSE_LINGER_MS: i32 = 1000;
 
 /// A lane: the shared socket thread, and the workload.
+#[derive(Clone)]
 pub struct ZmqLane {
     handle: Handle,
     workload: Workload,
@@ -119,21 +161,26 @@ impl ZmqClient {
 
 impl ClientStack for ZmqClient {
     type Lane = ZmqLane;
-    // Every lane submits on the one thread; the pool bounds operations by --concurrency.
-    type Submitter = LanePool<ZmqLane>;
+    // Every lane submits on the one thread; the socket's high-water mark pushes back.
+    type Submitter = ZmqSubmitter;
 
-    fn submitter(&self, lanes: Vec<ZmqLane>) -> LanePool<ZmqLane> {
-        LanePool::new(lanes)
+    fn submitter(&self, lanes: Vec<ZmqLane>) -> ZmqSubmitter {
+        ZmqSubmitter {
+            handle: self.handle.clone(),
+            lanes,
+        }
     }
 
-    fn lanes_back(submitter: LanePool<ZmqLane>) -> Vec<ZmqLane> {
-        submitter.into_lanes()
+    fn lanes_back(submitter: ZmqSubmitter) -> Vec<ZmqLane> {
+        submitter.lanes
     }
 
     async fn connect(settings: &ClientSettings) -> Result<(ZmqClient, Vec<ZmqLane>), OpError> {
         let addr = resolve_server(settings).await?;
         let (connected, ready) = oneshot::channel();
         let (jobs, queue) = mpsc::channel();
+        let backlog = Arc::new(Backlog::default());
+        let thread_backlog = Arc::clone(&backlog);
         let (wake, woken) = UnixStream::pair()
             .map_err(|e| OpError::new(code::INTERNAL, format!("no socket pair: {e}")))?;
         for end in [&wake, &woken] {
@@ -142,7 +189,7 @@ impl ClientStack for ZmqClient {
         }
         let thread = std::thread::Builder::new()
             .name("zmq-client".to_string())
-            .spawn(move || match Sockets::connect(addr) {
+            .spawn(move || match Sockets::connect(addr, thread_backlog) {
                 Ok(sockets) => {
                     let _ = connected.send(Ok(()));
                     sockets.run(queue, woken);
@@ -157,6 +204,7 @@ impl ClientStack for ZmqClient {
             jobs,
             wake: Arc::new(wake),
             next_id: Arc::new(AtomicU64::new(1)),
+            backlog,
         };
         let lanes = (0..settings.lanes)
             .map(|_| ZmqLane {
@@ -186,13 +234,19 @@ impl ClientStack for ZmqClient {
 }
 
 impl ZmqLane {
-    /// One operation's request on the endpoint of its shape; the reply frames for unary.
-    async fn exchange(&self, request: &pb::Request) -> Done {
-        let endpoint = match self.workload.shape {
+    /// The endpoint of the workload's shape: commands for `send`, requests otherwise.
+    fn endpoint(&self) -> Endpoint {
+        match self.workload.shape {
             Shape::Send => Endpoint::Command,
             _ => Endpoint::Request,
-        };
-        self.handle.call(endpoint, request.encode_to_vec()).await
+        }
+    }
+
+    /// One operation's request on the endpoint of its shape; the reply frames for unary.
+    async fn exchange(&self, request: &pb::Request) -> Done {
+        self.handle
+            .call(self.endpoint(), request.encode_to_vec())
+            .await
     }
 }
 
@@ -258,6 +312,36 @@ impl RawCall for ZmqLane {
     }
 }
 
+/// The backpressure submitter: ready while fewer than [`BACKLOG`] operations wait in front of the
+/// socket of the workload's shape, so submissions go on until the socket's `EAGAIN` holds them
+/// there (docs/stacks.md, "zmq"). Its tickets are lanes on the one socket thread.
+pub struct ZmqSubmitter {
+    handle: Handle,
+    lanes: Vec<ZmqLane>,
+}
+
+impl Submitter for ZmqSubmitter {
+    type Ticket = ZmqLane;
+
+    async fn ready(&mut self) -> Result<ZmqLane, OpError> {
+        let Some(lane) = self.lanes.first() else {
+            return Err(OpError::new(code::CONFIG, "the zmq submitter has no lane"));
+        };
+        let slot = slot(lane.endpoint());
+        // A `leave` between the check and the wait stores a permit in `room`: nothing is missed.
+        while self.handle.backlog.waiting(slot) >= BACKLOG {
+            self.handle.backlog.room.notified().await;
+        }
+        Ok(lane.clone())
+    }
+}
+
+impl Ticket for ZmqLane {
+    async fn call(mut self, seq: u64) -> Result<OpOutcome, OpError> {
+        Lane::call(&mut self, seq).await
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The socket thread
 
@@ -287,11 +371,13 @@ struct Sockets {
     queued: [VecDeque<Queued>; 2],
     /// Once a reply was wrong, every operation fails with it.
     poisoned: Option<OpError>,
+    /// The lanes' count of operations not yet on their socket.
+    backlog: Arc<Backlog>,
 }
 
 impl Sockets {
     /// Connects both sockets and runs the hello on each (docs/stacks.md, "Hello").
-    fn connect(addr: std::net::SocketAddr) -> Result<Sockets, OpError> {
+    fn connect(addr: std::net::SocketAddr, backlog: Arc<Backlog>) -> Result<Sockets, OpError> {
         let context = context();
         let socket = || -> Result<zmq::Socket, OpError> {
             let socket = context
@@ -318,6 +404,7 @@ impl Sockets {
             in_flight: HashMap::new(),
             queued: [VecDeque::new(), VecDeque::new()],
             poisoned: None,
+            backlog,
         })
     }
 
@@ -392,11 +479,12 @@ impl Sockets {
                 frames,
                 done,
             } => {
+                let index = slot(endpoint);
                 if let Some(error) = &self.poisoned {
+                    self.backlog.leave(index);
                     let _ = done.send(Err(error.clone()));
                     return;
                 }
-                let index = usize::from(endpoint == Endpoint::Command);
                 self.queued[index].push_back(Queued { id, frames, done });
                 self.flush(index);
             }
@@ -408,7 +496,11 @@ impl Sockets {
         while let Some(next) = self.queued[index].pop_front() {
             let peer = if index == 0 { REQUEST_ID } else { COMMAND_ID };
             let message = std::iter::once(peer.to_vec()).chain(next.frames.iter().cloned());
-            match self.socket(index).send_multipart(message, zmq::DONTWAIT) {
+            let sent = self.socket(index).send_multipart(message, zmq::DONTWAIT);
+            if !matches!(sent, Err(zmq::Error::EAGAIN)) {
+                self.backlog.leave(index);
+            }
+            match sent {
                 Ok(()) if index == 0 => {
                     self.in_flight.insert(next.id, next.done);
                 }
@@ -471,8 +563,9 @@ impl Sockets {
         for (_, done) in self.in_flight.drain() {
             let _ = done.send(Err(error.clone()));
         }
-        for queue in &mut self.queued {
+        for (index, queue) in self.queued.iter_mut().enumerate() {
             for queued in queue.drain(..) {
+                self.backlog.leave(index);
                 let _ = queued.done.send(Err(error.clone()));
             }
         }
