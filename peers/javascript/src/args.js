@@ -4,6 +4,7 @@
 import net from 'node:net';
 import { MAX_MESSAGES, MAX_PAYLOAD, PAYLOADS, SERVER_SHAPES, SHAPES } from './workload.js';
 import { NOT_OFFERED, SEND, STACKS, TLS_MODES, TLS_OFF_REFUSED, shapesOf } from './offer.js';
+import { CLIENT_FAULTS, FAULT_STACKS, SERVER_FAULTS, clientFaultRefusal } from './fault.js';
 
 export { STACKS };
 export const LOAD_MODELS = Object.freeze(['closed', 'window', 'backpressure', 'send-saturation', 'open']);
@@ -120,6 +121,8 @@ const SPEC = {
   '--rate': { roles: ['client'], model: 'open', parse: rate },
   '--arrival': { roles: ['client'], model: 'open', optional: true, parse: (n, t) => oneOf(n, t, ['constant', 'poisson']) },
   '--seed': { roles: ['client'], model: 'open', optional: true, parse: seed },
+  // Conformance faults (fault.js): hidden, never for measuring.
+  '--conformance-fault': { roles: ['server', 'client'], optional: true, parse: nonEmpty },
 };
 
 function camel(name) {
@@ -168,6 +171,21 @@ function checkStack(config) {
     const why = NOT_OFFERED[config.stack][config.shape] ?? 'not offered';
     throw new ArgError(`--shape ${config.shape} does not apply to --stack ${config.stack}: ${why}`);
   }
+  if (config.conformanceFault !== undefined) checkFault(config);
+}
+
+/** A conformance fault mode: only on FAULT_STACKS, a mode of the role, a shape it applies to. */
+function checkFault(config) {
+  const mode = config.conformanceFault;
+  if (!FAULT_STACKS.includes(config.stack)) {
+    throw new ArgError(`--conformance-fault does not apply to --stack ${config.stack}: this peer implements the faults only on ${FAULT_STACKS.join(', ')}`);
+  }
+  const modes = config.role === 'server' ? SERVER_FAULTS : Object.keys(CLIENT_FAULTS);
+  if (!modes.includes(mode)) {
+    throw new ArgError(`--conformance-fault ${JSON.stringify(mode)}: expected one of ${modes.join(', ')}`);
+  }
+  const refusal = config.role === 'client' ? clientFaultRefusal(mode, config.shape, config.payload ?? 'zeros') : undefined;
+  if (refusal !== undefined) throw new ArgError(refusal);
 }
 
 function clientDefaults(config) {

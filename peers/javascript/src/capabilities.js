@@ -9,6 +9,11 @@ import { DESCRIPTOR } from './proto.js';
 import { LOAD_MODELS } from './args.js';
 import { NOT_OFFERED, STACKS, TLS_MODES, shapesOf } from './offer.js';
 import { MAX_MESSAGE_BYTES, PAYLOADS } from './workload.js';
+import { JSON_STACKS } from './offer.js';
+import { FAULT_STACKS } from './fault.js';
+
+/** Largest JSON message of the oRPC and tRPC stacks (transports.js MAX_JSON_BYTES). */
+const MAX_JSON_BYTES = 64 * 1024 * 1024;
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -30,6 +35,28 @@ const NODE_CIPHERS = ['TLS_AES_256_GCM_SHA384', 'TLS_AES_128_GCM_SHA256', 'TLS_C
 const CONGESTION = 'TCP congestion control: cubic required, but Node.js cannot set TCP_CONGESTION on its sockets, so the host default is used';
 const NODE_TICKETS = 'TLS session tickets: none required; OpenSSL under Node.js still sends its TLS 1.3 NewSessionTicket messages (Node cannot set num_tickets to 0), which are never used: clients never resume';
 
+/** The settings of an oRPC or tRPC stack: HTTP/1.1 or WebSocket, one connection per lane. */
+function jsonSettings(stack, common) {
+  const webSocket = stack.endsWith('-ws');
+  return {
+    ...common,
+    max_message_bytes: MAX_JSON_BYTES,
+    tls_groups: ['x25519'],
+    tls_ciphers: NODE_CIPHERS,
+    alpn: 'http/1.1',
+    http_version: '1.1',
+    keep_alive: true,
+    websocket: webSocket,
+    websocket_compression: webSocket ? 'none (permessage-deflate off)' : undefined,
+    encoding: 'JSON; payload bytes as a base64 string, structured bodies as JSON objects',
+    http_batching: stack === 'trpc-http' ? false : undefined,
+    tcp_nodelay: true,
+    congestion_control: 'host default',
+    connections: '1 per lane',
+    plaintext: `${webSocket ? 'WebSocket (ws://) on ' : ''}HTTP/1.1 straight on TCP; the tls_* and alpn settings apply only with --tls on`,
+  };
+}
+
 function settings(stack) {
   const common = {
     tls_versions: ['1.3'],
@@ -38,6 +65,7 @@ function settings(stack) {
     compression: 'none',
     runtime: RUNTIME,
   };
+  if (JSON_STACKS.includes(stack)) return JSON.parse(JSON.stringify(jsonSettings(stack, common)));
   if (stack === 'grpc') {
     return {
       ...common,
@@ -95,11 +123,28 @@ function deviations(stack) {
     ];
   }
   if (stack === 'grpc') return [CONGESTION, NODE_TICKETS];
+  if (JSON_STACKS.includes(stack)) {
+    return [
+      CONGESTION,
+      NODE_TICKETS,
+      'wire format: JSON (the library\'s own encoding) with payload bytes in base64, not protobuf: a zero payload is 4/3 of its size on the wire, and both ends encode and parse JSON',
+      'flow-control windows: 16 MiB required of HTTP/2 and QUIC; HTTP/1.1 and WebSocket have none of their own (the kernel\'s TCP buffers bound a connection)',
+      'concurrent streams: HTTP/1.1 and one WebSocket call at a time per lane here, so a client opens one connection per lane (as the tcp stack), not one shared connection',
+      `largest message: 16 MiB + 1 KiB of protobuf required; the JSON of a 16 MiB payload is larger (22,369,624 bytes of base64 zeros, about 30 MB for a structured body), so the limit here is ${MAX_JSON_BYTES} bytes (WebSocket maxPayload; the HTTP adapters do not limit bodies)`,
+    ];
+  }
   return [CONGESTION, NODE_TICKETS];
 }
 
 function libraries(stack) {
   const protobuf = { protobufjs: version('protobufjs') };
+  if (JSON_STACKS.includes(stack)) {
+    const lib = stack.startsWith('orpc')
+      ? { '@orpc/server': version('@orpc/server'), '@orpc/client': version('@orpc/client') }
+      : { '@trpc/server': version('@trpc/server'), '@trpc/client': version('@trpc/client') };
+    const transport = stack.endsWith('-ws') ? { ws: version('ws') } : { 'undici (client Agent)': version('undici'), 'node:http (llhttp)': process.versions.llhttp };
+    return { ...lib, ...transport, 'node:tls (OpenSSL)': process.versions.openssl };
+  }
   if (stack === 'grpc') {
     return {
       '@grpc/grpc-js': version('@grpc/grpc-js'),
@@ -120,6 +165,13 @@ function libraries(stack) {
 
 export const STACKS_OFFERED = STACKS;
 
+/** The reasons for the shapes of the role that the stack does not list (pingpong: servers only). */
+function notOffered(stack, role) {
+  const reasons = { ...NOT_OFFERED[stack] };
+  if (role === 'client') delete reasons.pingpong;
+  return reasons;
+}
+
 function entry(stack, role) {
   const offered = {
     stack,
@@ -131,7 +183,8 @@ function entry(stack, role) {
     settings: settings(stack),
     deviations: deviations(stack),
   };
-  if (Object.keys(NOT_OFFERED[stack]).length > 0) offered.not_offered = { ...NOT_OFFERED[stack] };
+  if (Object.keys(NOT_OFFERED[stack]).length > 0) offered.not_offered = notOffered(stack, role);
+  if (FAULT_STACKS.includes(stack)) offered.conformance_faults = true;
   return offered;
 }
 

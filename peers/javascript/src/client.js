@@ -20,6 +20,9 @@ const MS = 1_000_000;
 async function createDriver(config, options) {
   if (config.stack === 'grpc') return new (await import('./stacks/grpc.js')).GrpcClient(options);
   if (config.stack === 'quic') return new (await import('./stacks/quic.js')).QuicClient(options);
+  const webSocket = config.stack.endsWith('-ws');
+  if (config.stack.startsWith('orpc-')) return new (await import('./stacks/orpc.js')).OrpcClient(options, webSocket);
+  if (config.stack.startsWith('trpc-')) return new (await import('./stacks/trpc.js')).TrpcClient(options, webSocket);
   return new (await import('./stacks/tcp.js')).TcpClient(options);
 }
 
@@ -171,6 +174,7 @@ class ClientLifecycle {
   /** Connect, validate, warm up, arm, then measure one window and print its sample. */
   async run() {
     const connectNs = await this.connect();
+    if (this.config.conformanceFault !== undefined) return this.probe();
     await this.validate();
     const warmup = await this.warmup();
     const armed = await this.arm(connectNs, warmup);
@@ -188,6 +192,26 @@ class ClientLifecycle {
       throw new Failure(phase.CONNECT, e.code ?? code.INTERNAL, e.message);
     }
     return nowNs() - c0;
+  }
+
+  /**
+   * A conformance fault client (fault.js): instead of measuring, one malformed call the server
+   * must refuse with BAD_REQUEST, then a well-formed one; `stopped` and exit 0 when both went as
+   * they must, else an `error` in phase validate.
+   */
+  async probe() {
+    const mode = this.config.conformanceFault;
+    this.enter(phase.VALIDATE);
+    warn(`CONFORMANCE FAULT ${mode}: sending a malformed call instead of measuring`);
+    try {
+      await this.driver.probe(mode);
+    } catch (e) {
+      if (this.stopping) return abandoned();
+      throw new Failure(phase.VALIDATE, e.code ?? code.INTERNAL, e.message);
+    }
+    if (this.stopping) return abandoned();
+    await this.closeAndExit(1000);
+    return abandoned();
   }
 
   /** One operation that must succeed before anything is measured. */

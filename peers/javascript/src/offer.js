@@ -3,7 +3,10 @@
 // parser refuses what is not offered with these reasons, and `capabilities` declares the same.
 import { SERVER_SHAPES, SHAPES } from './workload.js';
 
-export const STACKS = Object.freeze(['grpc', 'quic', 'tcp']);
+export const STACKS = Object.freeze(['grpc', 'quic', 'tcp', 'orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws']);
+
+/** The JSON RPC stacks (oRPC and tRPC, docs/stacks.md): unary only so far. */
+export const JSON_STACKS = Object.freeze(['orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws']);
 
 /** The one-way shape (1.3): one Command, acknowledged by an Empty; gRPC only here. */
 export const SEND = 'send';
@@ -13,12 +16,29 @@ export const TLS_MODES = Object.freeze({
   grpc: Object.freeze(['on', 'off']),
   quic: Object.freeze(['on']),
   tcp: Object.freeze(['on', 'off']),
+  ...Object.fromEntries(JSON_STACKS.map((s) => [s, Object.freeze(['on', 'off'])])),
 });
 
 /** Why a stack refuses `--tls off`, for the config error. */
 export const TLS_OFF_REFUSED = Object.freeze({
   quic: 'QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic',
 });
+
+/** What an oRPC or tRPC stack does not carry yet, and why. */
+function jsonNotOffered(stack) {
+  const orpc = stack.startsWith('orpc');
+  const streams = orpc
+    ? "not implemented yet: oRPC's event iterators could carry it, this peer maps only unary (issue 23)"
+    : 'not implemented yet: tRPC streams only from the server (subscriptions), and this peer maps only unary (issue 23)';
+  const noClientStream = orpc ? streams : 'tRPC 11 has no client-streaming procedure: a procedure\'s input is one JSON value';
+  return Object.freeze({
+    client_stream: noClientStream,
+    server_stream: streams,
+    bidi: orpc ? streams : 'tRPC 11 has no bidirectional procedure',
+    pingpong: orpc ? streams : 'tRPC 11 has no bidirectional procedure',
+    send: 'not implemented yet: a one-way command would be a procedure answered with an empty output (issue 23)',
+  });
+}
 
 /** Shapes a stack cannot carry, and why (capabilities `not_offered`). */
 export const NOT_OFFERED = Object.freeze({
@@ -29,10 +49,11 @@ export const NOT_OFFERED = Object.freeze({
   tcp: Object.freeze({
     send: 'the native framing answers every request with STATUS; a one-way command would need a frame type it does not have',
   }),
+  ...Object.fromEntries(JSON_STACKS.map((s) => [s, jsonNotOffered(s)])),
 });
 
 /** The shapes a stack offers in a role (`client` or `server`). */
 export function shapesOf(stack, role) {
   const base = role === 'client' ? SHAPES : SERVER_SHAPES;
-  return NOT_OFFERED[stack].send === undefined ? [...base, SEND] : [...base];
+  return [...base, SEND].filter((shape) => NOT_OFFERED[stack][shape] === undefined);
 }

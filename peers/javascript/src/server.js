@@ -5,13 +5,16 @@
 // `window` event carrying the counters so far; START or any other line while serving is a
 // protocol error.
 import { describeCommand, readCommands, windowEdge } from './commands.js';
-import { Failure, code, emit, phase, setPhase } from './protocol.js';
+import { Failure, code, emit, phase, setPhase, warn } from './protocol.js';
 import { ServerCounters } from './stacks/native.js';
 import { readPem } from './tls.js';
 
 async function start(stack, options) {
   if (stack === 'grpc') return (await import('./stacks/grpc.js')).startGrpcServer(options);
   if (stack === 'quic') return (await import('./stacks/quic.js')).startQuicServer(options);
+  const webSocket = stack.endsWith('-ws');
+  if (stack.startsWith('orpc-')) return (await import('./stacks/orpc.js')).startOrpcServer({ ...options, webSocket });
+  if (stack.startsWith('trpc-')) return (await import('./stacks/trpc.js')).startTrpcServer({ ...options, webSocket });
   return (await import('./stacks/tcp.js')).startTcpServer(options);
 }
 
@@ -22,10 +25,12 @@ export async function runServer(config) {
   const certPem = plaintext ? undefined : readPem('--cert', config.cert, 'cert');
   const keyPem = plaintext ? undefined : readPem('--key', config.key, 'key');
   const counters = new ServerCounters();
+  const fault = config.conformanceFault;
+  if (fault !== undefined) warn(`CONFORMANCE FAULT ${fault}: this server misbehaves on every call; never measure with it`);
   setPhase(phase.LISTEN);
   let server;
   try {
-    server = await start(config.stack, { listen: config.listen, plaintext, certPem, keyPem, counters });
+    server = await start(config.stack, { listen: config.listen, plaintext, certPem, keyPem, counters, fault });
   } catch (e) {
     const listen = config.listen.host.includes(':') ? `[${config.listen.host}]:${config.listen.port}` : `${config.listen.host}:${config.listen.port}`;
     throw new Failure(phase.LISTEN, code.CONFIG, `--listen ${listen}: cannot bind: ${e?.message ?? e}`);

@@ -97,17 +97,28 @@ test('capabilities: one line, revision 1.3, every stack declared in both roles',
   assert.equal(caps.revision, '1.3');
   assert.equal(caps.language, 'javascript');
   assert.equal(caps.allocations, undefined, 'V8 counts no allocations');
+  const json = ['orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws'];
   for (const role of ['client', 'server']) {
-    assert.deepEqual(caps.roles[role].map((e) => e.stack), ['grpc', 'quic', 'tcp']);
+    assert.deepEqual(caps.roles[role].map((e) => e.stack), ['grpc', 'quic', 'tcp', ...json]);
     for (const entry of caps.roles[role]) {
       assert.deepEqual(entry.payloads, ['zeros', 'structured']);
       assert.ok(Array.isArray(entry.deviations) && typeof entry.settings.runtime === 'string');
       assert.equal(entry.load_models.length, role === 'client' ? 5 : 0);
+      assert.deepEqual(entry.tls, entry.stack === 'quic' ? ['on'] : ['on', 'off']);
+      if (json.includes(entry.stack)) {
+        // oRPC and tRPC: unary only so far, every other shape with its reason; conformance faults.
+        assert.deepEqual(entry.shapes, ['unary']);
+        const others = role === 'client' ? ['client_stream', 'server_stream', 'bidi', 'send'] : ['client_stream', 'server_stream', 'bidi', 'pingpong', 'send'];
+        assert.deepEqual(Object.keys(entry.not_offered).sort(), others.sort());
+        assert.equal(entry.conformance_faults, true);
+        assert.equal(entry.settings.connections, '1 per lane');
+        continue;
+      }
       const shapes = ['unary', 'client_stream', 'server_stream', 'bidi'];
       const own = role === 'client' ? shapes : [...shapes, 'pingpong'];
       // send (1.3) on grpc only; quic and tcp say why not, and quic takes only --tls on.
       assert.deepEqual(entry.shapes, entry.stack === 'grpc' ? [...own, 'send'] : own);
-      assert.deepEqual(entry.tls, entry.stack === 'quic' ? ['on'] : ['on', 'off']);
+      assert.equal(entry.conformance_faults, undefined);
       if (entry.stack === 'grpc') assert.equal(entry.not_offered, undefined);
       else assert.match(entry.not_offered.send, /native framing answers every request/);
     }
