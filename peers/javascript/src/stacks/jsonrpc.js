@@ -7,6 +7,7 @@
 import { OpError, code, warn } from '../protocol.js';
 import { checkRequest, checkResponse, request, responseTo } from '../workload.js';
 import { VERDICT, faultRequest, judge, unaryFaultAnswer } from '../fault.js';
+import { ConnectionLanes } from './lanes.js';
 import { requestFromJson, requestToJson, responseFromJson, responseToJson } from './json.js';
 
 /** The procedure (oRPC) or mutation (tRPC) every unary call goes to. */
@@ -59,34 +60,24 @@ export function origin(scheme, plaintext, server) {
  * A client of a JSON RPC stack: one lane per connection (`lanes` of them, all opened, with their
  * TLS handshakes, in connect()), calls on a lane one after another, as the tcp stack.
  */
-export class JsonLaneClient {
-  constructor({ work, lanes }, stack) {
-    this.work = work;
-    this.lanes = lanes;
-    this.stack = stack;
-    this.conns = [];
-    this.free = [];
-    this.connections = lanes;
+export class JsonLaneClient extends ConnectionLanes {
+  /**
+   * `library` opens a lane over HTTP (`httpLane`) or WebSocket (`webSocketLane`) and judges a
+   * failed call (`verdictOf(address, serverName, plaintext)`).
+   */
+  constructor(options, webSocket, library) {
+    super(options.lanes);
+    const { server, plaintext, serverName } = options;
+    const address = origin(webSocket ? 'ws' : 'http', plaintext, server);
+    this.work = options.work;
+    this.stack = {
+      openLane: () => (webSocket ? library.webSocketLane(options) : library.httpLane(options)),
+      verdictOf: library.verdictOf(address, serverName, plaintext),
+    };
   }
 
   async connect() {
-    const opened = await Promise.allSettled(Array.from({ length: this.lanes }, (_, i) => this.stack.openLane(i)));
-    this.conns = opened.filter((r) => r.status === 'fulfilled').map((r) => r.value);
-    const failed = opened.find((r) => r.status === 'rejected');
-    if (failed) {
-      await this.close();
-      throw failed.reason;
-    }
-    for (let lane = this.lanes - 1; lane >= 0; lane--) this.free.push(lane);
-  }
-
-  /** Backpressure: a call starts when a lane's connection is free. */
-  acquire() {
-    return this.free.length > 0 ? this.free.pop() : -1;
-  }
-
-  release(lane) {
-    this.free.push(lane);
+    await this.openLanes((i) => this.stack.openLane(i));
   }
 
   /** One unary call on `lane`: exactly one response, carrying `seq`, checked. */

@@ -82,11 +82,6 @@ async function webSocketLane(options) {
 /** The orpc-http (or, with `webSocket`, orpc-ws) client. */
 export class OrpcClient extends JsonLaneClient {
   constructor(options, webSocket = false) {
-    const { server, plaintext, serverName } = options;
-    const address = origin(webSocket ? 'ws' : 'http', plaintext, server);
-    super(options, {
-      openLane: () => (webSocket ? webSocketLane(options) : httpLane(options)),
-      verdictOf: verdictOf(address, serverName, plaintext),
-    });
+    super(options, webSocket, { httpLane, webSocketLane, verdictOf });
   }
 }

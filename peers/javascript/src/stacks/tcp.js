@@ -7,6 +7,7 @@ import tls from 'node:tls';
 import { OpError, code, warn } from '../protocol.js';
 import { checkServerName, clientContext, handshakeMessage, looksLikeTls, serverContextOptions, sniOf } from '../tls.js';
 import { FrameReader } from './framing.js';
+import { ConnectionLanes } from './lanes.js';
 import { ALPN } from './quic.js';
 import { call as nativeCall, saturate as nativeSaturate, serveCall } from './native.js';
 
@@ -88,18 +89,15 @@ class Connection {
 // ---------------------------------------------------------------------------------------------
 // Client
 
-export class TcpClient {
+export class TcpClient extends ConnectionLanes {
   constructor({ server, plaintext = false, serverName, caPem, work, lanes }) {
+    super(lanes);
     this.server = server;
     this.serverName = serverName;
     this.plaintext = plaintext;
     this.context = plaintext ? undefined : clientContext(caPem);
     this.work = work;
-    this.lanes = lanes;
     this.address = net.isIPv6(server.host) ? `[${server.host}]:${server.port}` : `${server.host}:${server.port}`;
-    this.conns = [];
-    this.free = [];
-    this.connections = lanes;
   }
 
   /** One plaintext connection (--tls off). */
@@ -153,23 +151,7 @@ export class TcpClient {
 
   /** Opens one connection per lane, concurrently. */
   async connect() {
-    const opened = await Promise.allSettled(Array.from({ length: this.lanes }, () => this.open()));
-    this.conns = opened.filter((r) => r.status === 'fulfilled').map((r) => r.value);
-    const failed = opened.find((r) => r.status === 'rejected');
-    if (failed) {
-      await this.close();
-      throw failed.reason;
-    }
-    for (let lane = this.lanes - 1; lane >= 0; lane--) this.free.push(lane);
-  }
-
-  /** Backpressure: a call starts when a connection of the pool is free. */
-  acquire() {
-    return this.free.length > 0 ? this.free.pop() : -1;
-  }
-
-  release(lane) {
-    this.free.push(lane);
+    await this.openLanes(() => this.open());
   }
 
   async call(lane, seq) {

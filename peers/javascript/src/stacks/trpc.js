@@ -96,11 +96,6 @@ function webSocketLane(options) {
 /** The trpc-http (or, with `webSocket`, trpc-ws) client. */
 export class TrpcClient extends JsonLaneClient {
   constructor(options, webSocket = false) {
-    const { server, plaintext, serverName } = options;
-    const address = origin(webSocket ? 'ws' : 'http', plaintext, server);
-    super(options, {
-      openLane: () => (webSocket ? webSocketLane(options) : httpLane(options)),
-      verdictOf: verdictOf(address, serverName, plaintext),
-    });
+    super(options, webSocket, { httpLane, webSocketLane, verdictOf });
   }
 }
