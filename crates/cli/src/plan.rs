@@ -24,7 +24,7 @@ pub const OVERHEAD_PER_SAMPLE: Duration = Duration::from_millis(100);
 pub struct Estimate {
     /// Cells (after `--cell`).
     pub cells: usize,
-    /// Configurations.
+    /// Configurations, each `[[commands]]` entry counted as one.
     pub configurations: usize,
     /// Rounds.
     pub rounds: u32,
@@ -41,7 +41,7 @@ pub struct Estimate {
 impl Estimate {
     /// The plan of `campaign` (already restricted to the selected cells).
     pub fn of(campaign: &Campaign) -> Estimate {
-        let configurations = matrix::expand(campaign).len();
+        let configurations = matrix::expand(campaign).len() + campaign.commands.len();
         let samples = configurations * campaign.repetitions as usize;
         let t = &campaign.timing;
         let per_sample = t.warmup + t.window + OVERHEAD_PER_SAMPLE;
@@ -87,15 +87,25 @@ pub fn human(seconds: f64) -> String {
 /// The plan as text: every configuration, then the schedule's size and duration.
 pub fn describe(campaign: &Campaign, estimate: &Estimate) -> String {
     let mut out = String::new();
-    let configs = matrix::expand(campaign);
-    for c in &configs {
-        out.push_str(&format!("  {}\n", c.key));
+    // the schedule numbers the configurations first, then the commands (as the runner does)
+    let keys: Vec<String> = matrix::expand(campaign)
+        .into_iter()
+        .map(|c| c.key)
+        .chain(
+            campaign
+                .commands
+                .iter()
+                .map(|c| format!("command/{}", c.id)),
+        )
+        .collect();
+    for key in &keys {
+        out.push_str(&format!("  {key}\n"));
     }
-    let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
+    let slots = schedule::schedule(keys.len(), campaign.repetitions, campaign.seed);
     let first: Vec<String> = slots
         .iter()
         .take(5)
-        .map(|s| configs[s.config].key.clone())
+        .map(|s| keys[s.config].clone())
         .collect();
     out.push_str(&format!(
         "{} cells, {} configurations x {} rounds = {} samples (seeded order; round 1 starts with {}{})\n",

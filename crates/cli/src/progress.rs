@@ -2,6 +2,7 @@
 
 use crate::say::tell;
 use indicatif::{ProgressBar, ProgressStyle};
+use rpcarena_model::command::CommandRecord;
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{SampleRecord, SampleStatus};
 use rpcarena_runner::Progress;
@@ -116,36 +117,85 @@ impl Progress for Printer {
                 )
             })
             .unwrap_or_default();
+        self.finished(
+            index,
+            &record.sample,
+            record.status,
+            record.reason.as_deref(),
+            figure,
+        );
+    }
+
+    fn command_finished(&mut self, index: usize, record: &CommandRecord) {
+        let figure = record
+            .measured
+            .map(|m| {
+                format!(
+                    "wall {:.1} ms, cpu {:.1} ms, peak RSS {:.1} MiB",
+                    m.wall_us as f64 / 1e3,
+                    (m.user_us + m.sys_us) as f64 / 1e3,
+                    m.max_rss_kib as f64 / 1024.0
+                )
+            })
+            .unwrap_or_default();
+        if record.warmup {
+            // the untimed first run is no sample of the plan: only its failure is told
+            if let (SampleStatus::Failed, Some(reason)) = (record.status, &record.reason) {
+                self.line(format!(
+                    "rpcarena: warning: warm-up {} failed: {reason}",
+                    record.sample
+                ));
+            }
+            return;
+        }
+        self.finished(
+            index,
+            &record.sample,
+            record.status,
+            record.reason.as_deref(),
+            figure,
+        );
+    }
+
+    fn warning(&mut self, text: &str) {
+        self.line(format!("rpcarena: warning: {text}"));
+    }
+}
+
+impl Printer {
+    /// One line for a finished sample, the ETA and the bar.
+    fn finished(
+        &mut self,
+        index: usize,
+        sample: &str,
+        status: SampleStatus,
+        reason: Option<&str>,
+        figure: String,
+    ) {
         self.done += 1;
         let eta = if self.estimate.is_some() && self.done < self.total {
             format!(" ({})", self.eta())
         } else {
             String::new()
         };
-        let text = match record.status {
+        let text = match status {
             SampleStatus::Ok if self.quiet => return,
             SampleStatus::Ok => format!(
-                "[{}/{}] ok     {} {figure}{eta}",
+                "[{}/{}] ok     {sample} {figure}{eta}",
                 index + 1,
-                self.total,
-                record.sample
+                self.total
             ),
             SampleStatus::Failed => format!(
-                "[{}/{}] FAILED {}: {}",
+                "[{}/{}] FAILED {sample}: {}",
                 index + 1,
                 self.total,
-                record.sample,
-                record.reason.as_deref().unwrap_or("unknown")
+                reason.unwrap_or("unknown")
             ),
         };
         self.line(text);
         if let Some(bar) = &self.bar {
             bar.inc(1);
         }
-    }
-
-    fn warning(&mut self, text: &str) {
-        self.line(format!("rpcarena: warning: {text}"));
     }
 }
 

@@ -207,6 +207,9 @@ impl rpcarena_runner::Progress for Collect<'_> {
         self.rows
             .push(CheckResult::new("sample", name, EXPECTED, received));
     }
+    fn command_finished(&mut self, _: usize, _: &rpcarena_model::command::CommandRecord) {
+        // conformance campaigns list no commands
+    }
     fn warning(&mut self, text: &str) {
         (self.log)(text);
     }

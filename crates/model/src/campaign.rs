@@ -5,6 +5,7 @@
 //! path), then [`Campaign::validate`] checks the meaning (ids, references, ranges) and reports
 //! every problem at once, each with its field path.
 
+pub use crate::command::CommandSpec;
 use crate::duration;
 pub use crate::load::{Arrival, LoadSpec, Payload};
 pub use crate::network::{Network, NetworkBackend};
@@ -41,11 +42,17 @@ pub struct Campaign {
     /// Where client and server talk.
     #[serde(default)]
     pub network: Network,
-    /// Peer executables.
+    /// Peer executables (none in a campaign of commands only).
+    #[serde(default)]
     pub peers: Vec<Peer>,
     /// What is compared: a client peer, a server peer and a stack.
+    #[serde(default)]
     pub cells: Vec<Cell>,
-    /// The workload every cell runs.
+    /// Commands timed in the same rounds as the cells (see [`crate::command`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<CommandSpec>,
+    /// The workload every cell runs (required when there are cells).
+    #[serde(default = "Workload::absent")]
     pub workload: Workload,
     /// Warmup, window and drain.
     #[serde(default)]
@@ -227,6 +234,21 @@ pub struct Workload {
 }
 
 impl Workload {
+    /// The workload of a campaign without a `[workload]` table: no concurrency, so a campaign
+    /// with cells is told to give one.
+    fn absent() -> Workload {
+        Workload {
+            shapes: all_shapes(),
+            concurrency: Vec::new(),
+            request_size: default_size(),
+            response_size: default_size(),
+            paired_sizes: false,
+            messages_per_stream: default_messages_per_stream(),
+            payload: default_payload(),
+            load: default_load(),
+        }
+    }
+
     /// The (request, response) sizes the matrix runs: every combination, or the pairs.
     pub fn size_pairs(&self) -> Vec<(u32, u32)> {
         if self.paired_sizes {
@@ -548,16 +570,23 @@ impl Campaign {
             );
         }
         problems.0.extend(self.network.validate());
-        self.validate_peers(&mut problems);
-        self.validate_cells(&mut problems);
-        self.workload.validate(&mut problems);
+        let commands_only = self.cells.is_empty() && !self.commands.is_empty();
+        if !commands_only {
+            self.validate_peers(&mut problems);
+            self.validate_cells(&mut problems);
+            self.workload.validate(&mut problems);
+        }
+        self.validate_commands(&mut problems);
         self.validate_bounds(&mut problems);
         problems.0
     }
 
     fn validate_peers(&self, problems: &mut Problems) {
         if self.peers.is_empty() {
-            problems.add("peers", "expected at least one [[peers]] entry");
+            problems.add(
+                "peers",
+                "expected at least one [[peers]] entry (or a campaign of [[commands]] only)",
+            );
         }
         for (i, peer) in self.peers.iter().enumerate() {
             if !is_id(&peer.id) {
@@ -582,7 +611,10 @@ impl Campaign {
     fn validate_cells(&self, problems: &mut Problems) {
         let peer_ids: Vec<&str> = self.peers.iter().map(|p| p.id.as_str()).collect();
         if self.cells.is_empty() {
-            problems.add("cells", "expected at least one [[cells]] entry");
+            problems.add(
+                "cells",
+                "expected at least one [[cells]] entry, or [[commands]] to time",
+            );
         }
         for (i, cell) in self.cells.iter().enumerate() {
             if !is_id(&cell.id) {
@@ -638,6 +670,30 @@ impl Campaign {
                         .join(", ")
                 ),
             );
+        }
+    }
+
+    /// Commands: plain unique ids, not shared with a cell, and each entry's own checks.
+    fn validate_commands(&self, problems: &mut Problems) {
+        for (i, command) in self.commands.iter().enumerate() {
+            let path = format!("commands[{i}]");
+            if !is_id(&command.id) {
+                problems.add(format!("{path}.id"), id_expectation(&command.id));
+            }
+            if self.commands[..i].iter().any(|c| c.id == command.id)
+                || self.cells.iter().any(|c| c.id == command.id)
+            {
+                problems.add(
+                    format!("{path}.id"),
+                    format!(
+                        "duplicate id {:?} (commands and cells share the report's names): rename it",
+                        command.id
+                    ),
+                );
+            }
+            for (path, message) in command.validate(&path) {
+                problems.add(path, message);
+            }
         }
     }
 
@@ -773,14 +829,17 @@ impl Campaign {
             .iter()
             .map(|c| (c.shapes(w).len() as u64).saturating_mul(per_load(c.loads(w))))
             .fold(0u64, u64::saturating_add);
-        [
+        let peer_samples = [
             per_cell,
             w.size_pairs().len() as u64,
             w.payload.len() as u64,
             u64::from(self.repetitions),
         ]
         .into_iter()
-        .fold(1u64, u64::saturating_mul)
+        .fold(1u64, u64::saturating_mul);
+        let command_samples =
+            (self.commands.len() as u64).saturating_mul(u64::from(self.repetitions));
+        peer_samples.saturating_add(command_samples)
     }
 
     /// A rough length of one sample: warmup, window, and a second of start and teardown.
@@ -1136,5 +1195,76 @@ mod tests {
         assert_eq!(problems_of(&small)[0].path, "max_samples");
         let raised = GOOD.replace("seed = 7", "seed = 7\nmax_samples = 24");
         assert_eq!(Campaign::parse(&raised, "c").unwrap().planned_samples(), 24);
+    }
+
+    /// A campaign of commands only: no peers, cells or workload.
+    const COMMANDS: &str = "name = \"c\"\nseed = 1\n[[commands]]\nid = \"tsc-orpc\"\ncommand = [\"node\", \"--version\"]\n";
+
+    #[test]
+    fn a_campaign_may_have_only_commands() {
+        let c = Campaign::parse(COMMANDS, "c.toml").unwrap();
+        assert_eq!(c.commands[0].command, ["node", "--version"]);
+        assert_eq!(c.commands[0].timeout, Duration::from_secs(600));
+        assert_eq!(c.planned_samples(), 3, "one command x three rounds");
+        let with_cells =
+            format!("{}\n{COMMANDS}", GOOD.as_str()).replacen("name = \"c\"\nseed = 1\n", "", 1);
+        let both = Campaign::parse(&with_cells, "c.toml").unwrap();
+        assert_eq!(both.planned_samples(), 24 + 3);
+    }
+
+    #[test]
+    fn an_unknown_parser_names_its_path_and_the_known_ones() {
+        let text = format!("{COMMANDS}parser = \"tsc\"\n");
+        let err = Campaign::parse(&text, "c.toml").unwrap_err().to_string();
+        assert!(err.contains("commands[0].parser"), "{err}");
+        assert!(err.contains("tsc-extended-diagnostics"), "{err}");
+        let good = format!("{COMMANDS}parser = \"tsc-extended-diagnostics\"\n");
+        assert!(Campaign::parse(&good, "c.toml").is_ok());
+    }
+
+    #[test]
+    fn a_command_entry_missing_a_field_or_with_a_bad_value_is_refused_with_its_path() {
+        let missing = "name = \"c\"\nseed = 1\n[[commands]]\nid = \"x\"\n";
+        let err = Campaign::parse(missing, "c.toml").unwrap_err().to_string();
+        assert!(
+            err.contains("commands[0]") && err.contains("missing field `command`"),
+            "{err}"
+        );
+        let bad = COMMANDS.replace("[\"node\", \"--version\"]", "[]").replace(
+            "id = \"tsc-orpc\"",
+            "id = \"a b\"\ntimeout = \"0s\"\nsetup = [\"\"]",
+        );
+        let paths: Vec<String> = problems_of(&bad).into_iter().map(|p| p.path).collect();
+        assert_eq!(
+            paths,
+            [
+                "commands[0].id",
+                "commands[0].command",
+                "commands[0].setup",
+                "commands[0].timeout"
+            ]
+        );
+        let unknown = format!("{COMMANDS}shell = true\n");
+        let err = Campaign::parse(&unknown, "c.toml").unwrap_err().to_string();
+        assert!(err.contains("unknown field `shell`"), "{err}");
+    }
+
+    #[test]
+    fn nothing_to_run_and_cells_without_a_workload_are_refused() {
+        let empty = problems_of("name = \"c\"\nseed = 1\n");
+        assert!(
+            empty
+                .iter()
+                .any(|p| p.path == "cells" && p.message.contains("[[commands]]")),
+            "{empty:?}"
+        );
+        let no_workload = GOOD.replace("[workload]\nconcurrency = [1, 4]", "");
+        let problems = problems_of(&no_workload);
+        assert!(
+            problems.iter().any(|p| p.path == "workload.concurrency"),
+            "{problems:?}"
+        );
+        let twice = format!("{COMMANDS}[[commands]]\nid = \"tsc-orpc\"\ncommand = [\"true\"]\n");
+        assert_eq!(problems_of(&twice)[0].path, "commands[1].id");
     }
 }

@@ -9,6 +9,7 @@
 //! - [`invocation`]: the peer command line of each role, from a configuration;
 //! - [`record`]: a sample's line in `samples.jsonl` and `manifest.json` (with the typed,
 //!   versioned [`network::NetworkDescription`]); [`files`]: the run directory's file names;
+//! - [`command`]: the command benchmark kind (`[[commands]]`, output parsers, its record);
 //! - [`metrics`]: every figure of a sample, computed from its record (the runner and the
 //!   report both call it).
 //!
@@ -36,6 +37,7 @@
 //! ```
 
 pub mod campaign;
+pub mod command;
 pub mod duration;
 mod fields;
 pub mod files;

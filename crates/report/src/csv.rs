@@ -2,6 +2,7 @@
 //! confidence interval where the repetitions allow one, and the comparison with the baseline.
 
 use crate::aggregate::{Row, RowMetrics, Stat};
+use crate::commands::CsvRow as CommandRow;
 use rpcarena_stats::Comparison;
 use std::fmt::Write;
 
@@ -61,24 +62,61 @@ fn comparison(c: Option<&Comparison>) -> [String; 5] {
     }
 }
 
-/// Renders the rows as CSV (RFC 4180, `\n` line ends, a header line).
-pub fn render(rows: &[Row]) -> String {
-    let mut out = header();
-    for row in rows {
-        out.push_str(
-            &fields(row)
-                .iter()
-                .map(|f| quote(f))
-                .collect::<Vec<_>>()
-                .join(","),
-        );
+/// Renders the rows as CSV (RFC 4180, `\n` line ends, a header line): the configurations' rows,
+/// then, in a run with commands, one row per command and figure, which fills `config`
+/// (`command/<id>/<figure>`), `cell` (the command's id), `stack` (`command`), the sample counts
+/// and six more columns at the end (only there in a run with commands; empty in a
+/// configuration's row).
+pub fn render(rows: &[Row], commands: &[CommandRow]) -> String {
+    let mut out = header(!commands.is_empty());
+    let width = out.split(',').count();
+    let lines = rows
+        .iter()
+        .map(|row| {
+            let mut f = fields(row);
+            f.resize(width, String::new());
+            f
+        })
+        .chain(commands.iter().map(|c| command_fields(c, width)));
+    for line in lines {
+        out.push_str(&line.iter().map(|f| quote(f)).collect::<Vec<_>>().join(","));
         out.push('\n');
     }
     out
 }
 
+/// The columns a command figure's row fills, at the end of the header.
+const COMMAND_COLUMNS: &str = "figure,unit,resolution,value_median,value_min,value_max";
+
+/// A command figure's row: its columns filled, every other one empty.
+fn command_fields(row: &CommandRow, width: usize) -> Vec<String> {
+    let mut f = vec![String::new(); width];
+    f[0] = row.config.clone();
+    f[1] = row.command.clone();
+    f[6] = "command".to_string();
+    f[14] = row.ok.to_string();
+    f[15] = row.failed.to_string();
+    let s = row.summary.as_ref();
+    let tail = [
+        row.figure.name.to_string(),
+        row.figure.unit.to_string(),
+        num_exact(row.figure.resolution),
+        opt(s.map(|s| s.median)),
+        opt(s.map(|s| s.min)),
+        opt(s.map(|s| s.max)),
+    ];
+    f.truncate(width - tail.len());
+    f.extend(tail);
+    f
+}
+
+/// A resolution as written: enough decimals to not round it to zero.
+fn num_exact(v: f64) -> String {
+    format!("{v}")
+}
+
 /// The header line.
-fn header() -> String {
+fn header(with_commands: bool) -> String {
     let mut out = String::from(
         "config,cell,client,server,client_language,server_language,stack,shape,concurrency,request_size,response_size,messages_per_stream,payload,load,samples_ok,samples_failed",
     );
@@ -95,7 +133,12 @@ fn header() -> String {
             ",{m}_vs_baseline,{m}_vs_baseline_lo,{m}_vs_baseline_hi,{m}_vs_baseline_p,{m}_verdict"
         );
     }
-    out.push_str(",flags,client_cpu_below_resolution,server_cpu_below_resolution\n");
+    out.push_str(",flags,client_cpu_below_resolution,server_cpu_below_resolution");
+    if with_commands {
+        out.push(',');
+        out.push_str(COMMAND_COLUMNS);
+    }
+    out.push('\n');
     out
 }
 

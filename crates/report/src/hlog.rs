@@ -89,25 +89,31 @@ fn dedup_divisor(text: &str) -> String {
 pub fn write_interval_logs(dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
     let mut written = Vec::new();
     let mut first_error = None;
-    crate::read_samples(dir, |record| match interval_log(&record) {
-        Ok(Some(text)) => {
-            let raw = dir.join(raw_dir(&record.sample));
-            let path = raw.join(HLOG);
-            let result = std::fs::create_dir_all(&raw).and_then(|()| std::fs::write(&path, text));
-            match result {
-                Ok(()) => written.push(path),
-                Err(source) => {
-                    first_error.get_or_insert(ReportError::Io { path, source });
+    crate::read_samples(dir, |line| {
+        let rpcarena_model::command::Line::Sample(record) = line else {
+            return; // a command run has no intervals
+        };
+        match interval_log(&record) {
+            Ok(Some(text)) => {
+                let raw = dir.join(raw_dir(&record.sample));
+                let path = raw.join(HLOG);
+                let result =
+                    std::fs::create_dir_all(&raw).and_then(|()| std::fs::write(&path, text));
+                match result {
+                    Ok(()) => written.push(path),
+                    Err(source) => {
+                        first_error.get_or_insert(ReportError::Io { path, source });
+                    }
                 }
             }
-        }
-        Ok(None) => {}
-        Err(message) => {
-            first_error.get_or_insert(ReportError::Parse {
-                path: dir.join(rpcarena_model::files::SAMPLES),
-                line: 0,
-                message,
-            });
+            Ok(None) => {}
+            Err(message) => {
+                first_error.get_or_insert(ReportError::Parse {
+                    path: dir.join(rpcarena_model::files::SAMPLES),
+                    line: 0,
+                    message,
+                });
+            }
         }
     })?;
     match first_error {

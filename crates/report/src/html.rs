@@ -433,6 +433,11 @@ pub fn render(inputs: &Inputs<'_>) -> String {
     write_intervals(&mut out, rows);
     out.push_str("<h2>Detailed results</h2><p>Medians over each configuration's good samples; click a column to sort.</p>");
     detail_table(&mut out, rows);
+    let commands = crate::commands::markdown(inputs.campaign, inputs.commands);
+    if !commands.is_empty() {
+        // the same tables as report.md's, as text
+        let _ = write!(out, "<h2>Commands</h2><pre>{}</pre>", esc(&commands));
+    }
     write_failures(&mut out, &inputs.aggregates.failures);
     write_artifacts(&mut out, inputs);
     let _ = writeln!(out, "</main><script>{SCRIPT}</script></body></html>");

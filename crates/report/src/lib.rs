@@ -14,6 +14,7 @@
 
 pub mod aggregate;
 pub mod charts;
+pub mod commands;
 pub mod compare_runs;
 pub mod csv;
 mod gobench;
@@ -33,6 +34,7 @@ pub use published::sha256_hex;
 
 use aggregate::{Aggregates, Aggregator};
 use rpcarena_model::campaign::Campaign;
+use rpcarena_model::command::Line;
 use rpcarena_model::files::{AGGREGATE, MANIFEST, REPORT_HTML, REPORT_MD, SAMPLES};
 use rpcarena_model::matrix;
 use rpcarena_model::record::{Manifest, SampleCounts, SampleRecord, SampleStatus};
@@ -92,6 +94,8 @@ pub struct Report {
     /// Counts of the records read: what the report says, whatever the manifest last said (a
     /// killed controller leaves its counts stale).
     counted: SampleCounts,
+    /// The command runs.
+    commands: commands::Commands,
 }
 
 impl Report {
@@ -107,6 +111,7 @@ impl Report {
             samples_sha256: None,
             read: SamplesRead::default(),
             counted: SampleCounts::default(),
+            commands: commands::Commands::default(),
         }
     }
 
@@ -121,6 +126,22 @@ impl Report {
         match record.status {
             SampleStatus::Ok => self.counted.ok += 1,
             SampleStatus::Failed => self.counted.failed += 1,
+        }
+    }
+
+    /// Adds the next line of `samples.jsonl`: a peer sample or a command run (a warm-up is
+    /// kept apart and not counted as a sample).
+    pub fn add_line(&mut self, line: &Line) {
+        match line {
+            Line::Sample(record) => self.add(record),
+            Line::Command(record) => {
+                self.commands.add(record);
+                match (record.warmup, record.status) {
+                    (true, _) => {}
+                    (false, SampleStatus::Ok) => self.counted.ok += 1,
+                    (false, SampleStatus::Failed) => self.counted.failed += 1,
+                }
+            }
         }
     }
 
@@ -153,6 +174,7 @@ impl Report {
             .finish(&order, &baseline, self.manifest.seed);
         Finished {
             manifest: self.manifest,
+            commands: self.commands,
             campaign: self.campaign,
             aggregates,
             baseline,
@@ -165,6 +187,7 @@ impl Report {
     pub fn finish(self) -> Rendered {
         let Finished {
             manifest,
+            commands,
             campaign: parsed,
             aggregates,
             baseline,
@@ -175,7 +198,8 @@ impl Report {
         let mut notes = notes::notes(&manifest, &parsed, &aggregates, &baseline);
         notes.extend(notes::torn(&read));
         notes.extend(notes::incomplete(&manifest));
-        let aggregate_csv = csv::render(&aggregates.rows);
+        let command_rows = commands::csv_rows(campaign, &commands);
+        let aggregate_csv = csv::render(&aggregates.rows, &command_rows);
         let pairs = headline::pairs(&aggregates.rows, &baseline, manifest.seed);
         let inputs = markdown::Inputs {
             manifest: &manifest,
@@ -186,6 +210,7 @@ impl Report {
             pairs: &pairs,
             samples_sha256: samples_sha256.as_deref(),
             aggregate_csv: &aggregate_csv,
+            commands: &commands,
         };
         let report_md = markdown::render(&inputs);
         let report_html = html::render(&inputs);
@@ -201,6 +226,7 @@ impl Report {
 /// A report's aggregates with what rendering needs beside them.
 struct Finished {
     manifest: Manifest,
+    commands: commands::Commands,
     campaign: Result<Campaign, String>,
     aggregates: Aggregates,
     baseline: String,
@@ -242,10 +268,7 @@ pub struct SamplesRead {
 /// Feeds every record of a run's `samples.jsonl` to `each`, one line at a time. A last line
 /// that has no newline and does not parse was cut short while being written: it is skipped
 /// and reported in the result, not a reason to refuse the records before it.
-pub fn read_samples(
-    dir: &Path,
-    mut each: impl FnMut(SampleRecord),
-) -> Result<SamplesRead, ReportError> {
+pub fn read_samples(dir: &Path, mut each: impl FnMut(Line)) -> Result<SamplesRead, ReportError> {
     let path = dir.join(SAMPLES);
     let io = |source| ReportError::Io {
         path: path.clone(),
@@ -263,7 +286,7 @@ pub fn read_samples(
         if line.trim_ascii().is_empty() {
             continue;
         }
-        match serde_json::from_slice(&line) {
+        match Line::parse(&line) {
             Ok(record) => each(record),
             Err(_) if !line.ends_with(b"\n") => {
                 return Ok(SamplesRead {
@@ -297,7 +320,7 @@ pub fn sha256_file(path: &Path) -> Result<String, ReportError> {
 /// Reads a run directory into its manifest and aggregates (for `compare`).
 pub fn load(dir: &Path) -> Result<(Manifest, Aggregates), ReportError> {
     let mut report = Report::new(read_manifest(dir)?);
-    read_samples(dir, |record| report.add(&record))?;
+    read_samples(dir, |line| report.add_line(&line))?;
     Ok(report.aggregates())
 }
 
@@ -312,7 +335,7 @@ pub struct Regenerated {
 /// Reads a run directory and (re)writes `aggregate.csv` and `report.md`.
 pub fn regenerate(dir: &Path) -> Result<Regenerated, ReportError> {
     let mut report = Report::new(read_manifest(dir)?);
-    let read = read_samples(dir, |record| report.add(&record))?;
+    let read = read_samples(dir, |line| report.add_line(&line))?;
     report.note_samples_read(&read);
     report.samples_sha256(sha256_file(&dir.join(SAMPLES))?);
     let rendered = report.finish();

@@ -31,6 +31,8 @@ pub struct Inputs<'a> {
     pub samples_sha256: Option<&'a str>,
     /// `aggregate.csv` as rendered, for its hash.
     pub aggregate_csv: &'a str,
+    /// The command runs.
+    pub commands: &'a crate::commands::Commands,
 }
 
 fn language(row: &Row) -> String {
@@ -58,15 +60,22 @@ pub fn render(inputs: &Inputs<'_>) -> String {
     }
     write_setup(&mut out, inputs);
     write_notes(&mut out, inputs.notes);
-    published::write_headline(
-        &mut out,
-        inputs.pairs,
-        inputs.campaign.map(|c| c.repetitions),
-    );
-    published::write_charts(&mut out, &inputs.aggregates.rows);
-    write_tables(&mut out, inputs);
-    published::write_detail(&mut out, &inputs.aggregates.rows);
-    published::write_network(&mut out, m, &inputs.aggregates.rows);
+    // a run of commands only has no peer results to head, chart or tabulate
+    let peers = !inputs.aggregates.rows.is_empty() || inputs.commands.0.is_empty();
+    if peers {
+        published::write_headline(
+            &mut out,
+            inputs.pairs,
+            inputs.campaign.map(|c| c.repetitions),
+        );
+        published::write_charts(&mut out, &inputs.aggregates.rows);
+        write_tables(&mut out, inputs);
+    }
+    out.push_str(&crate::commands::markdown(inputs.campaign, inputs.commands));
+    if peers {
+        published::write_detail(&mut out, &inputs.aggregates.rows);
+        published::write_network(&mut out, m, &inputs.aggregates.rows);
+    }
     write_failures(&mut out, &inputs.aggregates.failures);
     write_noise(&mut out, &inputs.aggregates.noise);
     published::write_artifacts(&mut out, m, inputs.samples_sha256, inputs.aggregate_csv);

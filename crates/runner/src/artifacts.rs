@@ -3,6 +3,7 @@
 
 use crate::error::{Error, FileContext, JsonContext, Result};
 use crate::host::sha256_file;
+use rpcarena_model::command::CommandRecord;
 use rpcarena_model::files::{self, CERTIFICATES, MANIFEST, PRIVATE, RAW, SAMPLES, SEALED};
 use rpcarena_model::record::{Manifest, SampleRecord};
 use std::fs::{self, File, OpenOptions};
@@ -139,7 +140,16 @@ impl SamplesWriter {
     /// Appends one record and makes it durable before returning; on failure nothing of it
     /// stays in the file, and the error says whether the disk is full.
     pub fn append(&mut self, record: &SampleRecord) -> Result<()> {
-        let mut line = serde_json::to_vec(record).json(|| "serializing a sample record".into())?;
+        self.append_line(&record.sample, serde_json::to_vec(record))
+    }
+
+    /// Appends one command run's record, as [`SamplesWriter::append`] does a sample's.
+    pub fn append_command(&mut self, record: &CommandRecord) -> Result<()> {
+        self.append_line(&record.sample, serde_json::to_vec(record))
+    }
+
+    fn append_line(&mut self, sample: &str, json: serde_json::Result<Vec<u8>>) -> Result<()> {
+        let mut line = json.json(|| "serializing a sample record".into())?;
         line.push(b'\n');
         match append_whole(&mut self.file, self.good, &line) {
             Ok(good) => {
@@ -147,7 +157,7 @@ impl SamplesWriter {
                 Ok(())
             }
             Err((error, cut)) => Err(Error::Append {
-                sample: record.sample.clone(),
+                sample: sample.to_string(),
                 path: self.path.clone(),
                 disk_full: is_disk_full(&error),
                 torn: cut.err().map(|e| e.to_string()),

@@ -15,6 +15,7 @@ mod artifacts;
 mod capabilities;
 mod certs;
 mod checks;
+mod command;
 mod error;
 mod escape;
 mod host;

@@ -96,6 +96,11 @@ pub fn prepare(source: CampaignSource, only_cells: &[String]) -> Result<Prepared
             .into_iter()
             .map(|p| format!("{}: {}: {}", source.origin, p.path, p.message)),
     );
+    problems.extend(command_cpu_problems(
+        &campaign,
+        &crate::noise::allowed_cpus(),
+        &source.origin,
+    ));
     if !problems.is_empty() {
         return Err(Error::NotRunnable(problems));
     }
@@ -105,6 +110,24 @@ pub fn prepare(source: CampaignSource, only_cells: &[String]) -> Result<Prepared
         peers,
         only_cells: only_cells.to_vec(),
     })
+}
+
+/// Commands pinned to a CPU this process may not use, each named with its field path.
+fn command_cpu_problems(campaign: &Campaign, allowed: &[usize], origin: &str) -> Vec<String> {
+    campaign
+        .commands
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| {
+            let cpu = c.cpu?;
+            (!allowed.contains(&cpu)).then(|| {
+                format!(
+                    "{origin}: commands[{i}].cpu: CPU {cpu} is not one this process may use (allowed: {:?}); pick one of those or leave cpu out (the server's CPU)",
+                    allowed
+                )
+            })
+        })
+        .collect()
 }
 
 /// Keeps only the `--cell`s asked for; an unknown one is an error that lists the known ones.

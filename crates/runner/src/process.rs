@@ -260,27 +260,7 @@ impl PeerProcess {
         self.close_stdin();
         let deadline = deadline_after(timeout);
         let _ = self.wait_exit(timeout);
-        // Other members of the group may have been re-parented to us (we are a child
-        // subreaper) and must be reaped, or they linger as zombies.
-        let gone = loop {
-            loop {
-                match waitpid(
-                    Pid::from_raw(-(self.pid as i32)),
-                    Some(WaitPidFlag::WNOHANG),
-                ) {
-                    Ok(nix::sys::wait::WaitStatus::StillAlive) | Err(_) => break,
-                    Ok(_) => continue,
-                }
-            }
-            match kill(Pid::from_raw(-(self.pid as i32)), None) {
-                Err(Errno::ESRCH) => break true,
-                _ if Instant::now() >= deadline => break false,
-                _ => {
-                    let _ = killpg(pgid, Signal::SIGKILL);
-                    std::thread::sleep(Duration::from_millis(5));
-                }
-            }
-        };
+        let gone = kill_group_until_gone(self.pid as i32, deadline);
         self.abandon.store(true, Ordering::SeqCst);
         if gone {
             self.findings.extend(crate::escape::kill_escaped(
@@ -308,6 +288,27 @@ impl PeerProcess {
             }
         }
         gone
+    }
+}
+
+/// Kills the process group `pgid` until none of it is left, reaping the members that were
+/// re-parented to us (we are a child subreaper; unreaped, they linger as zombies). `false`: some
+/// process of it was still there at `deadline` (uninterruptible sleep).
+pub(crate) fn kill_group_until_gone(pgid: i32, deadline: Instant) -> bool {
+    let group = Pid::from_raw(-pgid);
+    loop {
+        let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        loop {
+            match waitpid(group, Some(WaitPidFlag::WNOHANG)) {
+                Ok(nix::sys::wait::WaitStatus::StillAlive) | Err(_) => break,
+                Ok(_) => continue,
+            }
+        }
+        match kill(group, None) {
+            Err(Errno::ESRCH) => return true,
+            _ if Instant::now() >= deadline => return false,
+            _ => std::thread::sleep(Duration::from_millis(5)),
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 use crate::artifacts::RunDir;
 use crate::error::{Error, FileContext, JsonContext, Result};
 use rpcarena_model::files::{CERTIFICATES, MANIFEST, RAW, SAMPLES};
-use rpcarena_model::record::{Manifest, SampleRecord, SampleStatus};
+use rpcarena_model::record::{Manifest, SampleStatus};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -64,9 +64,10 @@ pub fn open(path: &Path) -> Result<Resumed> {
         if line.trim().is_empty() {
             continue;
         }
-        let record: SampleRecord = serde_json::from_str(line)
+        let record = rpcarena_model::command::Line::parse(line.as_bytes())
             .json(|| format!("{}:{}: not a sample record", samples.display(), i + 1))?;
-        done.insert(record.sample, record.status);
+        let (sample, status) = record.id_and_status();
+        done.insert(sample.to_string(), status);
     }
     if let Ok(entries) = fs::read_dir(path.join(RAW)) {
         for entry in entries.flatten() {
@@ -138,6 +139,7 @@ pub fn continue_manifest(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rpcarena_model::record::SampleRecord;
 
     #[test]
     fn a_changed_peer_or_campaign_is_refused_and_named() {

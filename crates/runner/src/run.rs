@@ -8,6 +8,7 @@ use crate::noise::{self, PinPlan};
 use crate::prepare::Prepared;
 use crate::sample::{self, ClientLaunch, SampleIo, SampleSpec};
 use crate::{certs, host, stop};
+use rpcarena_model::command::{CommandRecord, CommandSpec};
 use rpcarena_model::invocation;
 use rpcarena_model::matrix::{self, SampleConfig};
 use rpcarena_model::network::NetworkBackend;
@@ -15,7 +16,7 @@ use rpcarena_model::record::{
     CampaignInfo, Manifest, PeerInfo, SampleCounts, SampleRecord, SampleStatus,
 };
 use rpcarena_model::schedule::{self, Slot};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// How this rpcarena was built, for the manifest.
@@ -48,6 +49,8 @@ pub trait Progress {
     fn sample_started(&mut self, index: usize, id: &str, config: &SampleConfig);
     /// A sample ended (its record is already on disk).
     fn sample_finished(&mut self, index: usize, record: &SampleRecord);
+    /// A command run ended, its warm-up or a timed run (its record is already on disk).
+    fn command_finished(&mut self, index: usize, record: &CommandRecord);
     /// Something degraded that the run records but does not stop for.
     fn warning(&mut self, text: &str);
 }
@@ -87,9 +90,14 @@ pub fn run(
         None
     };
     let configs = matrix::expand(campaign);
-    let slots = schedule::schedule(configs.len(), campaign.repetitions, campaign.seed);
+    let slots = schedule::schedule(
+        configs.len() + campaign.commands.len(),
+        campaign.repetitions,
+        campaign.seed,
+    );
+    let work = |slot: &Slot| work_of(slot, &configs, &campaign.commands);
     let dir = match &resumed {
-        Some(r) => reopen(prepared, &out, r, &slots, &configs)?,
+        Some(r) => reopen(prepared, &out, r, &slots, &work)?,
         None => RunDir::create(&out)?,
     };
     let ca = certs::Authority::create(&dir.certificates(), &dir.private(), &campaign.name)?;
@@ -113,13 +121,7 @@ pub fn run(
     // A resumed run keeps what was recorded and runs the rest in their scheduled order.
     let todo: Vec<Todo> = slots
         .iter()
-        .map(|slot| {
-            (
-                *slot,
-                &configs[slot.config],
-                sample_id(slot, &configs[slot.config]),
-            )
-        })
+        .map(|slot| (*slot, work(slot), sample_id(slot, work(slot))))
         .filter(|(_, _, id)| !done.contains_key(id))
         .collect();
 
@@ -131,6 +133,7 @@ pub fn run(
         ca_cert: &ca.ca_cert,
         pins: &pins,
         fail_fast: options.fail_fast,
+        recorded: done.keys().cloned().collect(),
     };
     let end = run_samples(
         &context,
@@ -143,8 +146,25 @@ pub fn run(
     finish(dir, manifest, end, progress)
 }
 
-/// A sample still to run: its slot, its configuration and its id.
-type Todo<'a> = (Slot, &'a SampleConfig, String);
+/// A sample still to run: its slot, what it runs and its id.
+type Todo<'a> = (Slot, Work<'a>, String);
+
+/// What a slot runs: a peer configuration or a command.
+#[derive(Clone, Copy)]
+enum Work<'a> {
+    /// A client and a server peer.
+    Peers(&'a SampleConfig),
+    /// A `[[commands]]` entry.
+    Command(&'a CommandSpec),
+}
+
+/// The schedule numbers the configurations first, then the commands.
+fn work_of<'a>(slot: &Slot, configs: &'a [SampleConfig], commands: &'a [CommandSpec]) -> Work<'a> {
+    match configs.get(slot.config) {
+        Some(config) => Work::Peers(config),
+        None => Work::Command(&commands[slot.config - configs.len()]),
+    }
+}
 
 /// What every sample of the run shares.
 struct Context<'a> {
@@ -153,6 +173,8 @@ struct Context<'a> {
     ca_cert: &'a Path,
     pins: &'a PinPlan,
     fail_fast: bool,
+    /// Sample ids already in `samples.jsonl` (a resumed run's).
+    recorded: BTreeSet<String>,
 }
 
 /// Why the loop over the samples ended early, if it did.
@@ -166,16 +188,16 @@ struct LoopEnd {
 
 /// The directory of an interrupted run, checked before anything in it moves: something is left
 /// to run, and neither the campaign nor a peer changed.
-fn reopen(
+fn reopen<'a>(
     prepared: &Prepared,
     out: &Path,
     resumed: &crate::resume::Resumed,
     slots: &[Slot],
-    configs: &[SampleConfig],
+    work: &dyn Fn(&Slot) -> Work<'a>,
 ) -> Result<RunDir> {
     if slots
         .iter()
-        .all(|s| resumed.done.contains_key(&sample_id(s, &configs[s.config])))
+        .all(|s| resumed.done.contains_key(&sample_id(s, work(s))))
     {
         return Err(Error::Resume(format!(
             "--resume {}: nothing to resume, every one of its {} samples is recorded; `rpcarena report {}` regenerates its reports",
@@ -212,7 +234,8 @@ fn run_samples(
         stopped_by: None,
     };
     let noise = &context.prepared.campaign.noise;
-    for (index, (slot, config, id)) in todo.iter().enumerate() {
+    let mut warmed = BTreeSet::new();
+    for (index, (slot, work, id)) in todo.iter().enumerate() {
         if stop::interrupted() {
             return interrupted;
         }
@@ -221,6 +244,22 @@ fn run_samples(
         if stop::interrupted() {
             return interrupted;
         }
+        let config = match work {
+            Work::Peers(config) => config,
+            Work::Command(spec) => {
+                let warm = warmed.insert(spec.id.clone());
+                let records = command_runs(context, *slot, spec, id, warm);
+                let sink = Sink {
+                    writer: &mut *writer,
+                    manifest: &mut *manifest,
+                    progress: &mut *progress,
+                };
+                if let Some(end) = append_commands(records, index, sink, context.fail_fast) {
+                    return end;
+                }
+                continue;
+            }
+        };
         let (raw_dir, raw_rel) = context.dir.raw(id);
         let place = Place {
             slot: *slot,
@@ -255,6 +294,87 @@ fn run_samples(
         }
     }
     LoopEnd::default()
+}
+
+/// Where records go as they end.
+struct Sink<'a> {
+    writer: &'a mut SamplesWriter,
+    manifest: &'a mut Manifest,
+    progress: &'a mut dyn Progress,
+}
+
+/// Appends a command's records (a warm-up is no sample of the plan: not counted); `Some` when
+/// the run stops: an append failed, or a timed run failed under `--fail-fast`.
+fn append_commands(
+    records: Vec<CommandRecord>,
+    index: usize,
+    sink: Sink,
+    fail_fast: bool,
+) -> Option<LoopEnd> {
+    for record in records {
+        if let Err(e) = sink.writer.append_command(&record) {
+            sink.progress
+                .warning(&format!("{}; the run stops here", e.chain()));
+            return Some(LoopEnd {
+                interrupted: true,
+                stopped_by: Some(e.chain()),
+            });
+        }
+        match (record.warmup, record.status) {
+            (true, _) => {}
+            (false, SampleStatus::Ok) => sink.manifest.samples.ok += 1,
+            (false, SampleStatus::Failed) => sink.manifest.samples.failed += 1,
+        }
+        sink.progress.command_finished(index, &record);
+        if record.status == SampleStatus::Failed && !record.warmup && fail_fast {
+            return Some(LoopEnd {
+                interrupted: true,
+                stopped_by: None,
+            });
+        }
+    }
+    None
+}
+
+/// A command's runs in its slot: its untimed warm-up first when `warm` (the command's first slot
+/// in this process, unless an earlier process recorded that warm-up), then the timed run.
+fn command_runs(
+    context: &Context,
+    slot: Slot,
+    spec: &CommandSpec,
+    id: &str,
+    warm: bool,
+) -> Vec<CommandRecord> {
+    let source = &context.prepared.source;
+    let dir = match &spec.dir {
+        Some(d) => source.dir.join(d),
+        None => source.dir.clone(),
+    };
+    let cpus = spec
+        .cpu
+        .map_or_else(|| context.pins.server.clone(), |c| vec![c]);
+    let warmup_id = format!("{id}-warmup");
+    let warm = warm && !context.recorded.contains(&warmup_id);
+    let runs: Vec<(String, bool)> = [(warmup_id, true), (id.to_string(), false)]
+        .into_iter()
+        .filter(|(_, warmup)| warm || !warmup)
+        .collect();
+    runs.into_iter()
+        .map(|(id, warmup)| {
+            let (raw_dir, raw_rel) = context.dir.raw(&id);
+            crate::command::run(&crate::command::CommandRun {
+                spec,
+                id,
+                slot,
+                warmup,
+                cpus: cpus.clone(),
+                dir: dir.clone(),
+                raw_dir,
+                raw_rel,
+                started_at: host::now_rfc3339(),
+            })
+        })
+        .collect()
 }
 
 /// Writes the final manifest and says how the run ended.
@@ -415,8 +535,15 @@ fn follows_revision(revision: Option<&str>, wanted: (u32, u32)) -> bool {
     revision.and_then(parse).is_some_and(|r| r >= wanted)
 }
 
-/// `r01-003-rust-grpc-unary-c4-256B-256B-zeros-closed`: round, position, configuration.
-fn sample_id(slot: &Slot, config: &SampleConfig) -> String {
+/// `r01-003-rust-grpc-unary-c4-256B-256B-zeros-closed`: round, position, configuration;
+/// `r01-004-cmd-typecheck-orpc` for a command.
+fn sample_id(slot: &Slot, work: Work) -> String {
+    let config = match work {
+        Work::Peers(config) => config,
+        Work::Command(spec) => {
+            return format!("r{:02}-{:03}-cmd-{}", slot.round, slot.position, spec.id);
+        }
+    };
     format!(
         "r{:02}-{:03}-{}-{}-c{}-{}B-{}B-{}-{}",
         slot.round,
