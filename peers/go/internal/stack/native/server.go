@@ -63,7 +63,6 @@ func ServeCall(c Conn, counters *stack.Counters) Next {
 		return Closed
 	}
 	tally := &stack.CallTally{}
-	defer tally.Done(counters)
 	var failure any
 	if kind != Header {
 		failure = broken{fmt.Sprintf("a call must start with a HEADER frame, not %s", FrameName(kind))}
@@ -74,9 +73,22 @@ func ServeCall(c Conn, counters *stack.Counters) Next {
 	} else {
 		failure = rejection{code: StatusUnimplemented, message: fmt.Sprintf("unknown method %q", body)}
 	}
+	code, message, next, answer := verdict(c, failure, tally)
+	// The call is counted before its STATUS goes out: a client that has read STATUS (and the
+	// controller's WINDOW END after it) must find the call in the server's counters.
+	tally.Done(counters)
+	if !answer {
+		return Closed
+	}
+	return reply(c, code, message, next)
+}
+
+// verdict is how a served call ends: the STATUS code and message, whether the connection can
+// carry the next call, and whether there is anyone to answer (false when the transport failed).
+func verdict(c Conn, failure any, tally *stack.CallTally) (code uint32, message string, next Next, answer bool) {
 	switch f := failure.(type) {
 	case nil:
-		return reply(c, StatusOK, "", Again)
+		return StatusOK, "", Again, true
 	case rejection:
 		tally.Reject("a call answered with status %d: %s", f.code, f.message)
 		logf("rejected a call with status %d: %s", f.code, f.message)
@@ -84,13 +96,13 @@ func ServeCall(c Conn, counters *stack.Counters) Next {
 		if f.endSeen || skipToEnd(c.R) {
 			next = Again
 		}
-		return reply(c, f.code, f.message, next)
+		return f.code, f.message, next, true
 	case broken:
 		tally.Reject("a malformed call: %s", f.message)
 		logf("closing a malformed call: %s", f.message)
-		return reply(c, StatusInvalidArgument, f.message, Closed)
+		return StatusInvalidArgument, f.message, Closed, true
 	}
-	return Closed
+	return 0, "", Closed, false
 }
 
 func serveShape(c Conn, shape workload.Shape, tally *stack.CallTally) any {
