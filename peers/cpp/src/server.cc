@@ -78,8 +78,9 @@ int run_server(const ServerArgs& args) {
   std::unique_ptr<ServerStack> server = serve(args);
   emit("ready", Json{{"role", "server"}, {"address", server->address()}, {"pid", getpid()}});
 
-  Wakeup wakeup;
-  Commands commands(wakeup);
+  // Never destroyed, as in run_client: stdin's detached reader keeps using both.
+  Wakeup& wakeup = *new Wakeup;
+  Commands& commands = *new Commands(wakeup);
   commands.start();
   Input in = commands.wait();
   // 1.2: each window command is answered at once with the counters so far; any number, any order.
