@@ -19,6 +19,9 @@ use std::time::Duration;
 /// this prior with the measured wall time per sample as samples end.
 pub const OVERHEAD_PER_SAMPLE: Duration = Duration::from_millis(100);
 
+/// A `[[commands]]` entry's length before it has run (the ETA then uses what samples took).
+pub const COMMAND_PRIOR: Duration = Duration::from_secs(1);
+
 /// What a campaign will run and roughly how long it takes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Estimate {
@@ -39,20 +42,37 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    /// The plan of `campaign` (already restricted to the selected cells).
+    /// The plan of `campaign` (already restricted to the selected cells): each configuration
+    /// at its cell's warmup plus the window and [`OVERHEAD_PER_SAMPLE`], each command at
+    /// [`COMMAND_PRIOR`] (at most its timeout).
     pub fn of(campaign: &Campaign) -> Estimate {
-        let configurations = matrix::expand(campaign).len() + campaign.commands.len();
-        let samples = configurations * campaign.repetitions as usize;
+        let configs = matrix::expand(campaign);
         let t = &campaign.timing;
-        let per_sample = t.warmup + t.window + OVERHEAD_PER_SAMPLE;
+        let sample = |cell: &str| campaign.timing_of(cell).warmup + t.window + OVERHEAD_PER_SAMPLE;
+        let peers: Duration = configs.iter().map(|c| sample(&c.cell)).sum();
+        let commands: Duration = campaign
+            .commands
+            .iter()
+            .map(|c| COMMAND_PRIOR.min(c.timeout))
+            .sum();
+        let bounds: Duration = campaign.commands.iter().map(|c| c.timeout).sum();
+        let configurations = configs.len() + campaign.commands.len();
+        let rounds = campaign.repetitions;
+        let samples = configurations * rounds as usize;
+        let total_s = (peers + commands).as_secs_f64() * rounds as f64;
+        let drains = t.drain * configs.len() as u32;
         Estimate {
             cells: campaign.cells.len(),
             configurations,
-            rounds: campaign.repetitions,
+            rounds,
             samples,
-            per_sample_s: per_sample.as_secs_f64(),
-            total_s: per_sample.as_secs_f64() * samples as f64,
-            at_most_s: (per_sample + t.drain).as_secs_f64() * samples as f64,
+            per_sample_s: if samples == 0 {
+                0.0
+            } else {
+                total_s / samples as f64
+            },
+            total_s,
+            at_most_s: (peers + drains + bounds).as_secs_f64() * rounds as f64,
         }
     }
 
@@ -118,16 +138,48 @@ pub fn describe(campaign: &Campaign, estimate: &Estimate) -> String {
     ));
     let t = &campaign.timing;
     out.push_str(&format!(
-        "estimated duration: about {} ({} per sample: {} warmup + {} window + {} measured overhead); at most {} if every drain ran its {} bound\n",
+        "estimated duration: about {} ({} per sample: {} + {} window + {} measured overhead{}); at most {} if every drain ran its {} bound{}\n",
         human(estimate.total_s),
         human(estimate.per_sample_s),
-        rpcarena_model::duration::format(&t.warmup),
+        warmups(campaign),
         rpcarena_model::duration::format(&t.window),
         rpcarena_model::duration::format(&OVERHEAD_PER_SAMPLE),
+        if campaign.commands.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; commands at {} each until they have run",
+                rpcarena_model::duration::format(&COMMAND_PRIOR)
+            )
+        },
         human(estimate.at_most_s),
         rpcarena_model::duration::format(&t.drain),
+        if campaign.commands.is_empty() {
+            ""
+        } else {
+            " and every command its timeout"
+        },
     ));
     out
+}
+
+/// "1s warmup", or "10s to 30s warmup" when cells give their own.
+fn warmups(campaign: &Campaign) -> String {
+    let all: Vec<Duration> = std::iter::once(campaign.timing.warmup)
+        .chain(campaign.cells.iter().filter_map(|c| c.warmup))
+        .collect();
+    let (low, high) = (all.iter().min(), all.iter().max());
+    match (low, high) {
+        (Some(l), Some(h)) if l != h => format!(
+            "{} to {} warmup (cells' own)",
+            rpcarena_model::duration::format(l),
+            rpcarena_model::duration::format(h)
+        ),
+        _ => format!(
+            "{} warmup",
+            rpcarena_model::duration::format(&campaign.timing.warmup)
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -171,5 +223,35 @@ mod tests {
         assert_eq!(e.remaining(60, 100.0), 0.0);
         assert_eq!(human(3725.0), "1 h 02 min");
         assert_eq!(human(200.0), "3 min 20 s");
+    }
+
+    #[test]
+    fn a_cells_own_warmup_and_the_commands_enter_the_estimate() {
+        let text = format!(
+            "{}\n[[commands]]\nid = \"tsc\"\ncommand = [\"true\"]\ntimeout = \"20s\"\n",
+            QUICK.replacen("[[cells]]", "[[cells]]\nwarmup = \"10s 400ms\"", 1)
+        );
+        let campaign = Campaign::parse(&text, "quick.toml").unwrap();
+        let e = Estimate::of(&campaign);
+        // 4 of the 12 configurations belong to the first cell, now 10 s longer each; the
+        // command adds its 1 s prior per round, and its 20 s timeout to the bound
+        assert_eq!(e.samples, 65);
+        assert!(
+            (e.total_s - 5.0 * (12.0 * 1.5 + 4.0 * 10.0 + 1.0)).abs() < 1e-9,
+            "{e:?}"
+        );
+        assert!(
+            (e.at_most_s - 5.0 * (12.0 * 6.5 + 4.0 * 10.0 + 20.0)).abs() < 1e-9,
+            "{e:?}"
+        );
+        let described = describe(&campaign, &e);
+        assert!(
+            described.contains("400ms to 10s 400ms warmup (cells' own)"),
+            "{described}"
+        );
+        assert!(
+            described.contains("every command its timeout"),
+            "{described}"
+        );
     }
 }

@@ -172,6 +172,15 @@ pub struct Cell {
         deserialize_with = "crate::load::deserialize_some_loads"
     )]
     pub load: Option<Vec<LoadSpec>>,
+    /// This cell's warmup, in place of `timing.warmup`: libraries reach full speed at different
+    /// times (the oRPC benchmarks warm tRPC for 30 s, oRPC and Hono over REST for 10 s), and a
+    /// campaign that compares them should not make every cell wait for the slowest.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "crate::duration::option"
+    )]
+    pub warmup: Option<Duration>,
 }
 
 impl Cell {
@@ -673,6 +682,30 @@ impl Campaign {
         }
     }
 
+    /// The timing of the samples of cell `id`: the campaign's, with the cell's own warmup if it
+    /// gives one (an unknown id gets the campaign's).
+    pub fn timing_of(&self, id: &str) -> Timing {
+        let mut timing = self.timing.clone();
+        if let Some(warmup) = self
+            .cells
+            .iter()
+            .find(|c| c.id == id)
+            .and_then(|c| c.warmup)
+        {
+            timing.warmup = warmup;
+        }
+        timing
+    }
+
+    /// The warmups of every cell, labelled as campaign fields (`timing.warmup`,
+    /// `cells[i].warmup`), for the checks that every duration gets.
+    fn warmups(&self) -> Vec<(String, Duration)> {
+        let own = self.cells.iter().enumerate();
+        std::iter::once(("timing.warmup".to_string(), self.timing.warmup))
+            .chain(own.filter_map(|(i, c)| c.warmup.map(|w| (format!("cells[{i}].warmup"), w))))
+            .collect()
+    }
+
     /// Commands: plain unique ids, not shared with a cell, and each entry's own checks.
     fn validate_commands(&self, problems: &mut Problems) {
         for (i, command) in self.commands.iter().enumerate() {
@@ -752,11 +785,10 @@ impl Campaign {
             );
         }
         // Peers take warmup, window and drain in whole milliseconds: refuse what would be cut.
-        for (field, value) in [
-            ("timing.warmup", self.timing.warmup),
-            ("timing.window", self.timing.window),
-            ("timing.drain", self.timing.drain),
-        ] {
+        for (field, value) in self.warmups().into_iter().chain([
+            ("timing.window".to_string(), self.timing.window),
+            ("timing.drain".to_string(), self.timing.drain),
+        ]) {
             if value.subsec_nanos() % 1_000_000 != 0 {
                 problems.add(
                     field,
@@ -783,15 +815,16 @@ impl Campaign {
             ("timeouts.shutdown", self.timeouts.shutdown),
             ("timeouts.window", self.timeouts.window),
         ];
-        for (field, value) in [
-            ("timing.warmup", self.timing.warmup),
-            ("timing.window", self.timing.window),
-            ("timing.drain", self.timing.drain),
-            ("noise.gate_timeout", self.noise.gate_timeout),
-        ]
-        .into_iter()
-        .chain(timeouts)
-        {
+        let timeouts = timeouts.map(|(f, v)| (f.to_string(), v));
+        for (field, value) in self.warmups().into_iter().chain(
+            [
+                ("timing.window".to_string(), self.timing.window),
+                ("timing.drain".to_string(), self.timing.drain),
+                ("noise.gate_timeout".to_string(), self.noise.gate_timeout),
+            ]
+            .into_iter()
+            .chain(timeouts.clone()),
+        ) {
             if value > MAX_DURATION {
                 problems.add(
                     field,
@@ -1070,6 +1103,26 @@ mod tests {
         let problems = problems_of(&text);
         assert!(
             problems[0].message.contains("would be cut to 1ms"),
+            "{problems:?}"
+        );
+    }
+
+    #[test]
+    fn a_cells_own_warmup_replaces_the_campaigns_and_is_checked_as_it() {
+        let own =
+            |w: &str| GOOD.replacen("[[cells]]\n", &format!("[[cells]]\nwarmup = \"{w}\"\n"), 1);
+        let c = Campaign::parse(&own("30s"), "t.toml").unwrap();
+        assert_eq!(c.timing_of("rust-grpc").warmup, Duration::from_secs(30));
+        assert_eq!(c.timing_of("rust-grpc").window, c.timing.window);
+        assert_eq!(c.timing_of("elsewhere").warmup, c.timing.warmup);
+        let problems = problems_of(&own("1500us"));
+        assert!(
+            problems.iter().any(|p| p.path == "cells[0].warmup"),
+            "{problems:?}"
+        );
+        let problems = problems_of(&own("2d"));
+        assert!(
+            problems.iter().any(|p| p.path == "cells[0].warmup"),
             "{problems:?}"
         );
     }

@@ -25,6 +25,33 @@ pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Duratio
     parse(&text).map_err(serde::de::Error::custom)
 }
 
+/// Serde for an optional duration (`Option<Duration>`, absent when `None`).
+pub mod option {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    /// Serializes `Some` as a human string (pair with `skip_serializing_if = "Option::is_none"`).
+    pub fn serialize<S: Serializer>(
+        value: &Option<Duration>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(d) => super::serialize(d, serializer),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    /// Deserializes a human string into `Some`.
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Option<Duration>, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        super::parse(&text)
+            .map(Some)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

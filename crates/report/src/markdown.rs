@@ -144,25 +144,53 @@ fn write_workload(out: &mut String, c: &Campaign) {
     };
     let _ = writeln!(
         out,
-        "- Workload: request payload {} B, response payload {} B (zero-filled), {} messages per streamed direction, concurrency {}, load {}.",
+        "- Workload: request payload {} B, response payload {} B (zero-filled), {} messages per streamed direction, concurrency {}, load {}{}.",
         list(&w.request_size),
         list(&w.response_size),
         w.messages_per_stream,
         list(&w.concurrency),
-        w.load
-            .iter()
-            .map(|l| l.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
+        joined(&w.load),
+        cells_own(c, |cell| cell.load.as_deref().map(joined), "loads")
     );
     let _ = writeln!(
         out,
-        "- Timing: {} untimed warmup, {} fixed admission window, up to {} drain; {} repetitions in seeded random order per round; a fresh server and client process for every sample.",
+        "- Timing: {} untimed warmup{}, {} fixed admission window, up to {} drain; {} repetitions in seeded random order per round; a fresh server and client process for every sample.",
         rpcarena_model::duration::format(&c.timing.warmup),
+        cells_own(
+            c,
+            |cell| cell.warmup.as_ref().map(rpcarena_model::duration::format),
+            "warmups"
+        ),
         rpcarena_model::duration::format(&c.timing.window),
         rpcarena_model::duration::format(&c.timing.drain),
         c.repetitions
     );
+}
+
+fn joined<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(|l| l.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// " (cells' own warmups: a 30s; b 10s)" for the cells that replace a workload or timing value
+/// with their own (`own` gives it), empty when none does.
+fn cells_own(
+    c: &Campaign,
+    own: impl Fn(&rpcarena_model::campaign::Cell) -> Option<String>,
+    what: &str,
+) -> String {
+    let listed: Vec<String> = c
+        .cells
+        .iter()
+        .filter_map(|cell| own(cell).map(|v| format!("{} {v}", cell.id)))
+        .collect();
+    if listed.is_empty() {
+        return String::new();
+    }
+    format!(" (cells' own {what}: {})", listed.join("; "))
 }
 
 /// What the artifacts lacked or no longer say (absent when there is nothing to say).

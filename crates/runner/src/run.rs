@@ -506,7 +506,7 @@ fn sample_spec(
         raw_rel: place.raw_rel,
         client_language: client.capabilities.language.clone(),
         server_language: server.capabilities.language.clone(),
-        timing: campaign.timing.clone(),
+        timing: campaign.timing_of(&config.cell),
         timeouts: campaign.timeouts.clone(),
         pins: pins.clone(),
         cpus,
