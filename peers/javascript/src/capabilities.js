@@ -57,6 +57,28 @@ function jsonSettings(stack, common) {
   };
 }
 
+/** The settings of the connect stack: the Connect protocol on node:http2, one connection. */
+function connectSettings(common) {
+  return {
+    ...common,
+    tls_groups: ['x25519'],
+    tls_ciphers: NODE_CIPHERS,
+    alpn: 'h2',
+    protocol: 'Connect (binary protobuf: application/proto for unary, application/connect+proto for streams)',
+    stream_window: MIB16,
+    connection_window: MIB16,
+    bdp_probing: false,
+    max_concurrent_streams: 10_000,
+    max_frame_size: 16384,
+    keep_alive_pings: false,
+    http2_max_session_memory_mb: 1024,
+    tcp_nodelay: true,
+    congestion_control: 'host default',
+    connections: 1,
+    plaintext: 'h2c with prior knowledge; the tls_* and alpn settings apply only with --tls on',
+  };
+}
+
 function settings(stack) {
   const common = {
     tls_versions: ['1.3'],
@@ -66,6 +88,7 @@ function settings(stack) {
     runtime: RUNTIME,
   };
   if (JSON_STACKS.includes(stack)) return JSON.parse(JSON.stringify(jsonSettings(stack, common)));
+  if (stack === 'connect') return connectSettings(common);
   if (stack === 'grpc') {
     return {
       ...common,
@@ -122,7 +145,7 @@ function deviations(stack) {
       'MTU: quinn probes path MTU up to 1452 bytes; quiche (through @matrixai/quic) sends UDP payloads of at most 1350 bytes, without path MTU discovery',
     ];
   }
-  if (stack === 'grpc') return [CONGESTION, NODE_TICKETS];
+  if (stack === 'grpc' || stack === 'connect') return [CONGESTION, NODE_TICKETS];
   if (JSON_STACKS.includes(stack)) {
     return [
       CONGESTION,
@@ -144,6 +167,16 @@ function libraries(stack) {
       : { '@trpc/server': version('@trpc/server'), '@trpc/client': version('@trpc/client') };
     const transport = stack.endsWith('-ws') ? { ws: version('ws') } : { 'undici (client Agent)': version('undici'), 'node:http (llhttp)': process.versions.llhttp };
     return { ...lib, ...transport, 'node:tls (OpenSSL)': process.versions.openssl };
+  }
+  if (stack === 'connect') {
+    return {
+      '@connectrpc/connect': version('@connectrpc/connect'),
+      '@connectrpc/connect-node': version('@connectrpc/connect-node'),
+      '@bufbuild/protobuf': version('@bufbuild/protobuf'),
+      'protobufjs (descriptors only)': version('protobufjs'),
+      'node:http2 (nghttp2)': process.versions.nghttp2,
+      'node:tls (OpenSSL)': process.versions.openssl,
+    };
   }
   if (stack === 'grpc') {
     return {

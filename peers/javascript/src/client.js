@@ -20,6 +20,7 @@ const MS = 1_000_000;
 async function createDriver(config, options) {
   if (config.stack === 'grpc') return new (await import('./stacks/grpc.js')).GrpcClient(options);
   if (config.stack === 'quic') return new (await import('./stacks/quic.js')).QuicClient(options);
+  if (config.stack === 'connect') return new (await import('./stacks/connect-client.js')).ConnectClient(options);
   const webSocket = config.stack.endsWith('-ws');
   if (config.stack.startsWith('orpc-')) return new (await import('./stacks/orpc.js')).OrpcClient(options, webSocket);
   if (config.stack.startsWith('trpc-')) return new (await import('./stacks/trpc.js')).TrpcClient(options, webSocket);

@@ -7,7 +7,7 @@
 // sends, and how a client mode judges the server's answer.
 import { MAX_PAYLOAD, responseTo, structured } from './workload.js';
 
-export const FAULT_STACKS = Object.freeze(['orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws']);
+export const FAULT_STACKS = Object.freeze(['orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws', 'connect']);
 
 export const SERVER_FAULTS = Object.freeze([
   'wrong-seq', 'short-payload', 'nonzero-byte', 'wrong-summary', 'missing-message', 'extra-message',
@@ -34,8 +34,8 @@ const STREAM_ONLY = Object.freeze({
 
 /** Why a client mode cannot run with this shape and payload (undefined when it can). */
 export function clientFaultRefusal(mode, shape, payload) {
-  if (STREAM_ONLY[mode] !== undefined && shape === 'unary') {
-    return `--conformance-fault ${mode} applies to --shape ${STREAM_ONLY[mode]}, not unary`;
+  if (STREAM_ONLY[mode] !== undefined && !STREAM_ONLY[mode].split(', ').includes(shape)) {
+    return `--conformance-fault ${mode} applies to --shape ${STREAM_ONLY[mode]}, not ${shape}`;
   }
   if (mode === 'corrupt-structured' && payload !== 'structured') {
     return '--conformance-fault corrupt-structured needs --payload structured';
@@ -53,7 +53,7 @@ export function corruptStructured(body, seq) {
 }
 
 /** A copy of `response` changed as `mode` says (modes that change a payload or its seq). */
-function corrupted(mode, response) {
+export function corrupted(mode, response) {
   const { seq } = response;
   const out = { ...response };
   if (mode === 'wrong-seq') out.seq = seq + 1;

@@ -3,7 +3,7 @@
 // parser refuses what is not offered with these reasons, and `capabilities` declares the same.
 import { SERVER_SHAPES, SHAPES } from './workload.js';
 
-export const STACKS = Object.freeze(['grpc', 'quic', 'tcp', 'orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws']);
+export const STACKS = Object.freeze(['grpc', 'quic', 'tcp', 'orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws', 'connect']);
 
 /** The JSON RPC stacks (oRPC and tRPC, docs/stacks.md): unary only so far. */
 export const JSON_STACKS = Object.freeze(['orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws']);
@@ -16,6 +16,7 @@ export const TLS_MODES = Object.freeze({
   grpc: Object.freeze(['on', 'off']),
   quic: Object.freeze(['on']),
   tcp: Object.freeze(['on', 'off']),
+  connect: Object.freeze(['on', 'off']),
   ...Object.fromEntries(JSON_STACKS.map((s) => [s, Object.freeze(['on', 'off'])])),
 });
 
@@ -49,6 +50,7 @@ export const NOT_OFFERED = Object.freeze({
   tcp: Object.freeze({
     send: 'the native framing answers every request with STATUS; a one-way command would need a frame type it does not have',
   }),
+  connect: Object.freeze({}),
   ...Object.fromEntries(JSON_STACKS.map((s) => [s, jsonNotOffered(s)])),
 });
 

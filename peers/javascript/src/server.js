@@ -12,6 +12,7 @@ import { readPem } from './tls.js';
 async function start(stack, options) {
   if (stack === 'grpc') return (await import('./stacks/grpc.js')).startGrpcServer(options);
   if (stack === 'quic') return (await import('./stacks/quic.js')).startQuicServer(options);
+  if (stack === 'connect') return (await import('./stacks/connect-server.js')).startConnectServer(options);
   const webSocket = stack.endsWith('-ws');
   if (stack.startsWith('orpc-')) return (await import('./stacks/orpc.js')).startOrpcServer({ ...options, webSocket });
   if (stack.startsWith('trpc-')) return (await import('./stacks/trpc.js')).startTrpcServer({ ...options, webSocket });

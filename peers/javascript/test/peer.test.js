@@ -99,7 +99,7 @@ test('capabilities: one line, revision 1.3, every stack declared in both roles',
   assert.equal(caps.allocations, undefined, 'V8 counts no allocations');
   const json = ['orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws'];
   for (const role of ['client', 'server']) {
-    assert.deepEqual(caps.roles[role].map((e) => e.stack), ['grpc', 'quic', 'tcp', ...json]);
+    assert.deepEqual(caps.roles[role].map((e) => e.stack), ['grpc', 'quic', 'tcp', ...json, 'connect']);
     for (const entry of caps.roles[role]) {
       assert.deepEqual(entry.payloads, ['zeros', 'structured']);
       assert.ok(Array.isArray(entry.deviations) && typeof entry.settings.runtime === 'string');
@@ -116,6 +116,14 @@ test('capabilities: one line, revision 1.3, every stack declared in both roles',
       }
       const shapes = ['unary', 'client_stream', 'server_stream', 'bidi'];
       const own = role === 'client' ? shapes : [...shapes, 'pingpong'];
+      if (entry.stack === 'connect') {
+        // Connect: every shape and send, one HTTP/2 connection, conformance faults.
+        assert.deepEqual(entry.shapes, [...own, 'send']);
+        assert.equal(entry.not_offered, undefined);
+        assert.equal(entry.conformance_faults, true);
+        assert.equal(entry.settings.connections, 1);
+        continue;
+      }
       // send (1.3) on grpc only; quic and tcp say why not, and quic takes only --tls on.
       assert.deepEqual(entry.shapes, entry.stack === 'grpc' ? [...own, 'send'] : own);
       assert.equal(entry.conformance_faults, undefined);
