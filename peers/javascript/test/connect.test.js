@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http2 from 'node:http2';
 import { test } from 'node:test';
-import { create, fromBinary, toBinary } from '@bufbuild/protobuf';
+import { create, fromBinary, toBinary, toJson } from '@bufbuild/protobuf';
 import { ConnectClient } from '../src/stacks/connect-client.js';
 import { startConnectServer } from '../src/stacks/connect-server.js';
 import { BenchService, RequestSchema, ResponseSchema, requestInit, requestOf, responseOf, summaryInit, summaryOf } from '../src/stacks/connect-schema.js';
@@ -58,6 +58,10 @@ test('descriptors: the service from build/bench.json, encodings byte-identical w
       assert.ok(Buffer.from(resBytes).equals(Response.encode(res).finish()), `response kind ${kind} size ${size}`);
     }
   }
+  // json_name as protoc writes it (the Connect protocol's JSON codec reads it).
+  const json = toJson(RequestSchema, create(RequestSchema, requestInit(request(KIND.structured, 3, 64, 10, 2))));
+  assert.deepEqual(Object.keys(json).sort(), ['body', 'payloadKind', 'responseMessages', 'responseSize', 'seq']);
+  assert.deepEqual(Object.keys(json.body).sort(), ['attributes', 'createdUnixMs', 'items', 'title']);
   // The docs' test vector, Structured(1, 64), as a body of a structured response.
   const vector = '0a0b62636465666768696a6b6c1081d095ffbc311a20080112066974656d2d3019000000000000d03f220562656e636822047461673022080a03736571120131';
   const message = create(ResponseSchema, { seq: 1n, body: requestInit({ seq: 1, body: structured(1, 64) }).body });

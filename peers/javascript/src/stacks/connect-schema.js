@@ -21,14 +21,20 @@ const descriptor = require('protobufjs/ext/descriptor');
 
 const PACKAGE = 'rpcarena.bench.v1';
 
+/** protoc's json_name: the field name in lowerCamelCase. */
+const jsonName = (name) => name.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase());
+
 /**
  * Rewrites the relative type names of a DescriptorProto's fields (and of its nested types') as
  * fully qualified names: those protobufjs resolved (`scope`, the message's reflection type) and
- * the map entries it declares as nested types of the message (`Attributes`).
+ * the map entries it declares as nested types of the message (`Attributes`). Sets json_name
+ * where protobufjs left it out (it writes it only when it differs from the name), as protoc
+ * always does: @bufbuild/protobuf's JSON codec reads it.
  */
 function qualify(message, scope) {
   const nested = new Set(message.nestedType.map((n) => n.name));
   for (const field of message.field) {
+    field.jsonName ||= jsonName(field.name);
     if (!field.typeName || field.typeName.startsWith('.')) continue;
     if (nested.has(field.typeName)) {
       field.typeName = `${scope.fullName}.${field.typeName}`;
