@@ -25,18 +25,20 @@ export const TLS_OFF_REFUSED = Object.freeze({
   quic: 'QUIC has TLS 1.3 inside; --tls off does not apply to --stack quic',
 });
 
-/** What an oRPC or tRPC stack does not carry yet, and why. */
+/**
+ * What an oRPC or tRPC stack does not carry, and why (server_stream is carried by all four:
+ * oRPC's event iterators, tRPC's subscriptions). Measured in peers/javascript/README.md.
+ */
 function jsonNotOffered(stack) {
-  const orpc = stack.startsWith('orpc');
-  const streams = orpc
-    ? "not implemented yet: oRPC's event iterators could carry it, this peer maps only unary (issue 23)"
-    : 'not implemented yet: tRPC streams only from the server (subscriptions), and this peer maps only unary (issue 23)';
-  const noClientStream = orpc ? streams : 'tRPC 11 has no client-streaming procedure: a procedure\'s input is one JSON value';
+  const streamInput = {
+    'orpc-http': "oRPC 1.16.1's fetch RPCLink sends an event-iterator input as a streamed body without duplex: 'half', which Node's fetch requires, so such a call fails before it is sent (TypeError: RequestInit: duplex option is required when sending a body)",
+    'orpc-ws': "oRPC 1.16.1's WebSocket server drops the input events that arrive before it has decoded the call's request (its ServerPeer decodes each message asynchronously): 0 of 50 client streams of 8 messages completed here",
+  }[stack];
+  const trpc = stack.startsWith('trpc');
   return Object.freeze({
-    client_stream: noClientStream,
-    server_stream: streams,
-    bidi: orpc ? streams : 'tRPC 11 has no bidirectional procedure',
-    pingpong: orpc ? streams : 'tRPC 11 has no bidirectional procedure',
+    client_stream: trpc ? "tRPC 11 has no client-streaming procedure: a procedure's input is one JSON value" : streamInput,
+    bidi: trpc ? 'tRPC 11 has no bidirectional procedure' : streamInput,
+    pingpong: trpc ? 'tRPC 11 has no bidirectional procedure' : streamInput,
     send: 'not implemented yet: a one-way command would be a procedure answered with an empty output (issue 23)',
   });
 }

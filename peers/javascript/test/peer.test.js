@@ -106,9 +106,9 @@ test('capabilities: one line, revision 1.3, every stack declared in both roles',
       assert.equal(entry.load_models.length, role === 'client' ? 5 : 0);
       assert.deepEqual(entry.tls, entry.stack === 'quic' ? ['on'] : ['on', 'off']);
       if (json.includes(entry.stack)) {
-        // oRPC and tRPC: unary only so far, every other shape with its reason; conformance faults.
-        assert.deepEqual(entry.shapes, ['unary']);
-        const others = role === 'client' ? ['client_stream', 'server_stream', 'bidi', 'send'] : ['client_stream', 'server_stream', 'bidi', 'pingpong', 'send'];
+        // oRPC and tRPC: unary and server streams, every other shape with its reason; conformance faults.
+        assert.deepEqual(entry.shapes, ['unary', 'server_stream']);
+        const others = role === 'client' ? ['client_stream', 'bidi', 'send'] : ['client_stream', 'bidi', 'pingpong', 'send'];
         assert.deepEqual(Object.keys(entry.not_offered).sort(), others.sort());
         assert.equal(entry.conformance_faults, true);
         assert.equal(entry.settings.connections, '1 per lane');

@@ -2,24 +2,33 @@
 // HTTP/1.1 (RPCHandler of @orpc/server/node on node:https or node:http; RPCLink of
 // @orpc/client/fetch, one keep-alive connection per lane) and over WebSocket (RPCHandler of
 // @orpc/server/ws on a `ws` WebSocketServer; RPCLink of @orpc/client/websocket on one `ws`
-// WebSocket per lane). One procedure, `unary`, at `/rpc/unary` over HTTP (POST, the link's
-// default method; the body is oRPC's `{"json": ..., "meta": [...]}`); its input is a Request and
-// its output a Response as JSON (json.js). No schema library: the input is declared with none and
-// checked by serveUnary, so a bad request is refused with ORPCError BAD_REQUEST (HTTP 400) and
-// counted in `rejected`.
+// WebSocket per lane). Two procedures: `unary`, at `/rpc/unary` over HTTP (POST, the link's
+// default method; the body is oRPC's `{"json": ..., "meta": [...]}`), whose input is a Request and
+// output a Response as JSON (json.js); and `serverStream`, whose output is an event iterator of
+// Responses (over HTTP a text/event-stream response, over WebSocket oRPC's event-iterator
+// messages). No schema library: the input is declared with none and checked by serveUnary or
+// serveServerStream, so a bad request is refused with ORPCError BAD_REQUEST (HTTP 400, or the
+// stream's error event) and counted in `rejected`. Client streams and bidi calls: not offered
+// (offer.js says why).
 import { ORPCError, os } from '@orpc/server';
 import { RPCHandler as HttpHandler } from '@orpc/server/node';
 import { RPCHandler as WsHandler } from '@orpc/server/ws';
 import { createORPCClient } from '@orpc/client';
 import { RPCLink as FetchLink } from '@orpc/client/fetch';
 import { RPCLink as WebSocketLink } from '@orpc/client/websocket';
-import { JsonLaneClient, PROCEDURE, Refusal, origin, serveUnary, statusVerdict } from './jsonrpc.js';
-import { fetchOn, notFound, openHttpLane, openWebSocket, startHttpServer, transportFailure } from './transports.js';
+import { JsonLaneClient, PROCEDURE, Refusal, SERVER_STREAM, origin, refusalsAs, serveServerStream, serveUnary, statusVerdict } from './jsonrpc.js';
+import { fetchOn, notFound, openHttpLane, openWebSocket, startHttpServer, transportFailure, webSocketPace } from './transports.js';
 
 /** The path prefix of the RPC handler over HTTP. */
 export const PREFIX = '/rpc';
 
-/** The router: `unary`, whose refusals become oRPC errors. */
+/** A Refusal as oRPC's error. */
+const orpcError = (e) => new ORPCError(e.kind === 'invalid' ? 'BAD_REQUEST' : 'INTERNAL_SERVER_ERROR', { message: e.message });
+
+/**
+ * The router: `unary`, and `serverStream`, whose output is an event iterator (an async
+ * generator); refusals become oRPC errors (in a stream: its error event).
+ */
 function router(counters, fault) {
   return {
     [PROCEDURE]: os.handler(({ input }) => {
@@ -27,9 +36,10 @@ function router(counters, fault) {
         return serveUnary(counters, fault, input);
       } catch (e) {
         if (!(e instanceof Refusal)) throw e;
-        throw new ORPCError(e.kind === 'invalid' ? 'BAD_REQUEST' : 'INTERNAL_SERVER_ERROR', { message: e.message });
+        throw orpcError(e);
       }
     }),
+    [SERVER_STREAM]: os.handler(({ input, context }) => refusalsAs(serveServerStream(counters, fault, input, context.pace), orpcError)),
   };
 }
 
@@ -44,7 +54,7 @@ export async function startOrpcServer({ webSocket = false, fault, counters, ...o
   const server = await startHttpServer({ ...options, listener, webSocket });
   if (webSocket) {
     const ws = new WsHandler(routes);
-    server.wss.on('connection', (socket) => ws.upgrade(socket, { context: {} }));
+    server.wss.on('connection', (socket) => ws.upgrade(socket, { context: { pace: webSocketPace(socket) } }));
   }
   return server;
 }
@@ -65,7 +75,7 @@ async function httpLane(options) {
   const base = origin('http', options.plaintext, options.server);
   const agent = await openHttpLane({ ...options, base });
   const client = createORPCClient(new FetchLink({ url: `${base}${PREFIX}`, fetch: fetchOn(agent) }));
-  return { send: (json) => client[PROCEDURE](json), close: () => agent.close() };
+  return { send: (json) => client[PROCEDURE](json), stream: (json) => client[SERVER_STREAM](json), close: () => agent.close() };
 }
 
 /** One lane over WebSocket: an oRPC client on its own WebSocket. */
@@ -75,6 +85,7 @@ async function webSocketLane(options) {
   const client = createORPCClient(new WebSocketLink({ websocket }));
   return {
     send: (json) => client[PROCEDURE](json),
+    stream: (json) => client[SERVER_STREAM](json),
     close: async () => websocket.close(),
   };
 }

@@ -85,6 +85,37 @@ export function openWebSocket({ url, plaintext, caPem, serverName }) {
   });
 }
 
+/** What a server stream over WebSocket lets wait in its socket's send buffer before it pauses. */
+export const PACE_BYTES = 1024 * 1024;
+
+/** A turn of the event loop (its I/O polled: a cancel read, the other connections served). */
+export const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * The pace of a server stream over the `ws` WebSocket `socket`, awaited after each message: a
+ * turn of the event loop (the libraries send each message at once, and a socket that takes every
+ * write would otherwise keep the loop to the stream until its end, the client's cancel unread),
+ * then, while more than PACE_BYTES wait to be written, the drain of the socket under it (`ws`
+ * buffers without bound and has no drain event of its own).
+ */
+export function webSocketPace(socket) {
+  return async () => {
+    await turn();
+    while (socket.readyState === WebSocket.OPEN && socket.bufferedAmount > PACE_BYTES) {
+      await new Promise((resolve) => {
+        const raw = socket._socket;
+        const done = () => {
+          raw.off('drain', done);
+          socket.off('close', done);
+          resolve();
+        };
+        raw.once('drain', done);
+        socket.once('close', done);
+      });
+    }
+  };
+}
+
 /**
  * A `ws` WebSocket class that connects with the peer's TLS settings (for libraries that construct
  * the socket themselves from a URL: tRPC's createWSClient).
@@ -103,8 +134,11 @@ export function webSocketClass({ plaintext, caPem, serverName }) {
  * `listener(req, res)`, with a WebSocketServer on it when `onSocket` is given; resolves to
  * {address, wss, close()}.
  */
-export async function startHttpServer({ listen, plaintext, certPem, keyPem, listener, webSocket = false }) {
+export async function startHttpServer({ listen, plaintext, certPem, keyPem, listener, webSocket = false, maxHeaderSize }) {
   const options = { noDelay: true, keepAlive: true, keepAliveTimeout: 600_000, headersTimeout: 0, requestTimeout: 0 };
+  // A request whose input travels in its URL (tRPC's subscriptions over SSE) needs more than
+  // node:http's 16 KiB of request line and headers.
+  if (maxHeaderSize !== undefined) options.maxHeaderSize = maxHeaderSize;
   const server = plaintext
     ? http.createServer(options, listener)
     : https.createServer({ ...options, ...serverContextOptions(certPem, keyPem), ALPNProtocols: [HTTP_ALPN] }, listener);
