@@ -1,13 +1,15 @@
 // Conformance faults (docs/stacks.md "Conformance faults"; the modes, names and expected codes of
 // crates/peer/src/fault.rs) for the stacks no other peer offers, so that `rpcarena conformance`
-// can pair this peer with itself there: orpc-http, orpc-ws, trpc-http, trpc-ws (FAULT_STACKS),
-// whose only shape is unary. `--conformance-fault MODE` is taken only on the command line, is not
+// can pair this peer with itself there: the JSON stacks (FAULT_STACKS: orpc-http, orpc-ws,
+// trpc-http, trpc-ws, orpc-openapi, hono-rest), whose only shape is unary. The dated payload's
+// answers under each mode are stacks/dated.js's. `--conformance-fault MODE` is taken only on the command line, is not
 // in `capabilities` and is refused on every other stack; a peer running one says so on stderr.
 // Never measure with it. Pure: which answer a server mode gives, which request a client mode
 // sends, and how a client mode judges the server's answer.
 import { MAX_PAYLOAD, responseTo, structured } from './workload.js';
+import { JSON_STACKS } from './offer.js';
 
-export const FAULT_STACKS = Object.freeze(['orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws']);
+export const FAULT_STACKS = JSON_STACKS;
 
 export const SERVER_FAULTS = Object.freeze([
   'wrong-seq', 'short-payload', 'nonzero-byte', 'wrong-summary', 'missing-message', 'extra-message',
@@ -37,8 +39,8 @@ export function clientFaultRefusal(mode, shape, payload) {
   if (STREAM_ONLY[mode] !== undefined && shape === 'unary') {
     return `--conformance-fault ${mode} applies to --shape ${STREAM_ONLY[mode]}, not unary`;
   }
-  if (mode === 'corrupt-structured' && payload !== 'structured') {
-    return '--conformance-fault corrupt-structured needs --payload structured';
+  if (mode === 'corrupt-structured' && payload !== 'structured' && payload !== 'dated') {
+    return '--conformance-fault corrupt-structured needs --payload structured (or dated, where it sends a wrong input)';
   }
   return undefined;
 }
