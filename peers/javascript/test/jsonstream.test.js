@@ -90,7 +90,7 @@ for (const stack of Object.keys(STACKS)) {
     const pair = await serverAndClient(stack);
     const { counters, client } = pair;
     const long = requestToJson(request(KIND.zeros, 0, 8, 8, 100_000));
-    for await (const output of await client.conns[0].stream(long)) {
+    for await (const output of await client.conns[0].official.serverStream(long)) {
       assert.equal(output.seq, 0);
       break;
     }
@@ -100,7 +100,7 @@ for (const stack of Object.keys(STACKS)) {
   });
 }
 
-test('the JSON stacks refuse the shapes their libraries cannot carry, with the reason', () => {
+test('the JSON stacks refuse the shapes their libraries cannot carry (and replay of a stream), with the reason', () => {
   const client = (stack, shape) => ['--stack', stack, '--server', '127.0.0.1:1', '--tls', 'off', '--shape', shape, '--concurrency', '1',
     '--request-size', '8', '--response-size', '8', '--messages-per-stream', '2', '--load', 'closed', '--warmup-ms', '0',
     '--window-ms', '1', '--drain-ms', '1'];
@@ -109,4 +109,6 @@ test('the JSON stacks refuse the shapes their libraries cannot carry, with the r
   assert.throws(() => parseArgs('client', client('orpc-ws', 'bidi')), /drops the input events/);
   assert.throws(() => parseArgs('client', client('trpc-ws', 'client_stream')), /no client-streaming procedure/);
   assert.equal(parseArgs('client', [...client('orpc-ws', 'server_stream'), '--conformance-fault', 'response-messages-zero']).conformanceFault, 'response-messages-zero');
+  assert.throws(() => parseArgs('client', [...client('trpc-http', 'server_stream'), '--client-mode', 'replay']), /replay repeats one captured unary call/);
+  assert.throws(() => parseArgs('client', client('orpc-openapi', 'server_stream')), /one request answered by one JSON body/);
 });

@@ -130,11 +130,28 @@ export function webSocketClass({ plaintext, caPem, serverName }) {
 }
 
 /**
- * Starts an HTTP/1.1 server (HTTPS with the peer's TLS settings, or plaintext) calling
- * `listener(req, res)`, with a WebSocketServer on it when `onSocket` is given; resolves to
- * {address, wss, close()}.
+ * WebSocketServers on `server`'s upgrades: `wssAt[path]` for each of `paths` (matched on the
+ * request's path, query ignored), `wss` for every other path.
  */
-export async function startHttpServer({ listen, plaintext, certPem, keyPem, listener, webSocket = false, maxHeaderSize }) {
+function webSocketServers(server, paths) {
+  const options = { noServer: true, perMessageDeflate: false, maxPayload: MAX_JSON_BYTES };
+  const wss = new WebSocketServer(options);
+  const wssAt = Object.fromEntries(paths.map((p) => [p, new WebSocketServer(options)]));
+  server.on('upgrade', (req, socket, head) => {
+    const path = req.url.split('?')[0];
+    const target = Object.hasOwn(wssAt, path) ? wssAt[path] : wss;
+    target.handleUpgrade(req, socket, head, (ws) => target.emit('connection', ws, req));
+  });
+  return { wss, wssAt, all: [wss, ...Object.values(wssAt)] };
+}
+
+/**
+ * Starts an HTTP/1.1 server (HTTPS with the peer's TLS settings, or plaintext) calling
+ * `listener(req, res)`, with WebSocketServers on its upgrades when `webSocket` is true (`wss` for
+ * every path but `webSocketPaths`, each of which gets its own in `wssAt`); resolves to
+ * {address, wss, wssAt, close()}.
+ */
+export async function startHttpServer({ listen, plaintext, certPem, keyPem, listener, webSocket = false, webSocketPaths = [], maxHeaderSize }) {
   const options = { noDelay: true, keepAlive: true, keepAliveTimeout: 600_000, headersTimeout: 0, requestTimeout: 0 };
   // A request whose input travels in its URL (tRPC's subscriptions over SSE) needs more than
   // node:http's 16 KiB of request line and headers.
@@ -149,7 +166,7 @@ export async function startHttpServer({ listen, plaintext, certPem, keyPem, list
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  const wss = webSocket ? new WebSocketServer({ server, perMessageDeflate: false, maxPayload: MAX_JSON_BYTES }) : undefined;
+  const webSockets = webSocket ? webSocketServers(server, webSocketPaths) : { wss: undefined, wssAt: {}, all: [] };
   await new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(listen.port, listen.host, () => {
@@ -161,11 +178,14 @@ export async function startHttpServer({ listen, plaintext, certPem, keyPem, list
   const host = listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   return {
     address: `${host}:${port}`,
-    wss,
+    wss: webSockets.wss,
+    wssAt: webSockets.wssAt,
     close: () =>
       new Promise((resolve) => {
-        for (const client of wss?.clients ?? []) client.terminate();
-        wss?.close();
+        for (const wss of webSockets.all) {
+          for (const client of wss.clients) client.terminate();
+          wss.close();
+        }
         server.close(() => resolve());
         for (const socket of sockets) socket.destroy();
       }),
