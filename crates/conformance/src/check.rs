@@ -4,7 +4,7 @@
 use rpcarena_protocol::event::{
     AllocationCounters, Capabilities, Edge, Event, StackCapability, WindowReport, code, load,
 };
-use rpcarena_protocol::workload::Shape;
+use rpcarena_protocol::workload::{ClientMode, Payload, Shape};
 use serde::Serialize;
 
 /// The verdict of one row.
@@ -317,7 +317,7 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
     };
     rows.push(row(
         "revision",
-        "\"1.3\"",
+        "\"1.4\"",
         match caps.revision.as_deref() {
             Some(REVISION) => Ok(format!("{REVISION:?}")),
             Some(other) => Err(format!("{other:?}")),
@@ -380,7 +380,7 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
 }
 
 /// The revision of docs/peer-protocol.md the kit checks.
-pub const REVISION: &str = "1.3";
+pub const REVISION: &str = "1.4";
 
 /// Whether the peer follows revision 1.2 or later (window commands, allocation counters).
 pub fn follows_1_2(caps: &Capabilities) -> bool {
@@ -460,6 +460,36 @@ fn tls_and_not_offered(entry: &StackCapability) -> Vec<String> {
     problems
 }
 
+/// Payload kinds the page knows (1.4: `dated` only with `unary`), and (1.4) client modes the
+/// page knows, listed by clients only and always with `official`.
+fn payloads_and_client_modes(role: &str, entry: &StackCapability) -> Vec<String> {
+    let mut problems = Vec::new();
+    for payload in &entry.payloads {
+        if payload.parse::<Payload>().is_err() {
+            problems.push(format!("unknown payload {payload:?}"));
+        }
+    }
+    if entry.payloads.iter().any(|p| p == "dated") && !entry.shapes.iter().any(|s| s == "unary") {
+        problems
+            .push("payload dated is a unary procedure, but the entry lists no unary".to_string());
+    }
+    for mode in &entry.client_modes {
+        if mode.parse::<ClientMode>().is_err() {
+            problems.push(format!(
+                "unknown client mode {mode:?}: expected official or replay"
+            ));
+        }
+    }
+    if !entry.client_modes.is_empty() && role != "client" {
+        problems.push("client_modes on a server entry: only clients have modes".to_string());
+    }
+    if !entry.client_modes.is_empty() && !entry.client_modes.iter().any(|m| m == "official") {
+        problems
+            .push("client_modes without \"official\", the default every client takes".to_string());
+    }
+    problems
+}
+
 fn stack_entry(
     role: &str,
     entry: &StackCapability,
@@ -504,11 +534,7 @@ fn stack_entry(
         }
     }
     problems.extend(tls_and_not_offered(entry));
-    for payload in &entry.payloads {
-        if !["zeros", "structured"].contains(&payload.as_str()) {
-            problems.push(format!("unknown payload {payload:?}"));
-        }
-    }
+    problems.extend(payloads_and_client_modes(role, entry));
     if entry.libraries.is_empty() {
         problems.push("no libraries".to_string());
     }
@@ -585,6 +611,12 @@ pub fn client_faults(shape: &str, structured: bool) -> Vec<&'static str> {
         _ => {}
     }
     modes
+}
+
+/// (1.4) The client fault modes of the `dated` procedure: `nonzero-byte`, whose input is not
+/// "hello world" (a procedure with no sizes has no size to get wrong).
+pub fn dated_client_faults() -> Vec<&'static str> {
+    vec!["nonzero-byte"]
 }
 
 /// Whether `stack` answers a `send` command with nothing at all (docs/stacks.md "zmq"), so a
@@ -946,9 +978,9 @@ mod tests {
     }
 
     #[test]
-    fn revision_1_3_and_the_allocation_declaration_are_checked() {
+    fn revision_1_4_and_the_allocation_declaration_are_checked() {
         let mut caps = Capabilities {
-            revision: Some("1.3".into()),
+            revision: Some("1.4".into()),
             allocations: Some(counts_only()),
             ..Capabilities::default()
         };
@@ -974,9 +1006,11 @@ mod tests {
         );
         caps.allocations = None;
         assert_eq!(verdict(&caps, "allocations").received, "none declared");
-        caps.revision = Some("1.2".into());
+        caps.revision = Some("1.3".into());
         let old = verdict(&caps, "revision");
-        assert_eq!((old.passed(), old.received.as_str()), (false, "\"1.2\""));
+        assert_eq!((old.passed(), old.received.as_str()), (false, "\"1.3\""));
+        assert!(follows(&caps, "1.3") && !follows(&caps, "1.4"));
+        caps.revision = Some("1.2".into());
         assert!(follows_1_2(&caps) && !follows(&caps, "1.3"));
         caps.revision = Some("1.1".into());
         assert!(!follows_1_2(&caps));

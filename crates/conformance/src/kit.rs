@@ -168,6 +168,98 @@ pub(crate) fn tls_arguments(bench: &Bench, caps: &Capabilities) -> Vec<CheckResu
         .collect()
 }
 
+/// Revision 1.4's client arguments: `--client-mode` and `--payload dated` refused where the
+/// stack entry does not list them, `dated` refused with sizes, an unknown mode refused, and
+/// `--client-mode official` (the default) accepted: that client gets past its arguments and fails
+/// only at connecting to a closed port.
+pub(crate) fn client_arguments_1_4(bench: &Bench, caps: &Capabilities) -> Vec<CheckResult> {
+    let address = "127.0.0.1:9";
+    let mut cases: Vec<(String, Vec<String>)> = Vec::new();
+    for entry in &caps.roles.client {
+        let stack = &entry.stack;
+        let spec = bench.short(stack);
+        let base = spec.args(address, SERVER_NAME, &bench.ca);
+        let with = |extra: &[&str]| {
+            let mut args = base.clone();
+            args.extend(extra.iter().map(|a| a.to_string()));
+            args
+        };
+        if !entry.client_modes.iter().any(|m| m == "replay") {
+            cases.push((
+                format!("{stack}: --client-mode replay, not listed"),
+                with(&["--client-mode", "replay"]),
+            ));
+        }
+        let dated = ClientSpec {
+            payload: Payload::Dated,
+            ..spec.clone()
+        }
+        .args(address, SERVER_NAME, &bench.ca);
+        if entry.payloads.iter().any(|p| p == "dated") {
+            let sized = replace(&dated, "--request-size", "64");
+            cases.push((
+                format!("{stack}: --payload dated with --request-size 64"),
+                sized,
+            ));
+        } else {
+            cases.push((format!("{stack}: --payload dated, not listed"), dated));
+        }
+    }
+    let expected = error_expectation(&[phase::STARTUP], code::CONFIG, 2);
+    let mut rows: Vec<CheckResult> = cases
+        .into_iter()
+        .map(|(what, args)| {
+            let name = format!("client: {what}");
+            let t = run_to_end(bench, Role::Client, &args, &name);
+            CheckResult::new(
+                "arguments",
+                name,
+                &expected,
+                expect_error(&t, &[phase::STARTUP], code::CONFIG, 2),
+            )
+        })
+        .collect();
+    if let Some(entry) = caps.roles.client.first() {
+        let base = bench
+            .short(&entry.stack)
+            .args(address, SERVER_NAME, &bench.ca);
+        let bogus = [base.clone(), vec!["--client-mode".into(), "puppet".into()]].concat();
+        let name = "client: --client-mode puppet".to_string();
+        let t = run_to_end(bench, Role::Client, &bogus, &name);
+        rows.push(CheckResult::new(
+            "arguments",
+            &name,
+            &expected,
+            expect_error(&t, &[phase::STARTUP], code::CONFIG, 2),
+        ));
+        let official = [base, vec!["--client-mode".into(), "official".into()]].concat();
+        let name = format!(
+            "client: {}: --client-mode official (the default) accepted",
+            entry.stack
+        );
+        let t = run_to_end(bench, Role::Client, &official, &name);
+        rows.push(CheckResult::new(
+            "arguments",
+            &name,
+            "past the arguments: an error of phase connect (127.0.0.1:9 is closed), exit 1",
+            past_arguments(&t),
+        ));
+    }
+    rows
+}
+
+/// A client that accepted its arguments and then failed to connect to a closed port.
+fn past_arguments(t: &Transcript) -> Result<String, String> {
+    let error = t.events.iter().find_map(|e| match e {
+        Event::Error(err) => Some(err),
+        _ => None,
+    });
+    match error {
+        Some(err) if err.phase != phase::STARTUP && t.exit == Some(1) => Ok(t.describe()),
+        _ => Err(t.describe()),
+    }
+}
+
 fn drop_pair(args: &[String], name: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut skip = false;
@@ -657,13 +749,21 @@ fn shape_of(name: &str) -> Shape {
     name.parse().unwrap_or(Shape::Unary)
 }
 
+/// The payload kinds both sides of a validation group take beside zeros: `structured`, and
+/// (1.4) `dated` on unary.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Kinds {
+    pub structured: bool,
+    pub dated: bool,
+}
+
 /// The client's validation duty: against `server` (a peer with conformance faults) misbehaving
 /// in one way, the client under test fails its validation operation with the code the page
-/// gives, on each of `shapes`.
+/// gives, on each of `shapes`, and (1.4) on the `dated` procedure.
 pub(crate) fn client_validation(
     bench: &Bench,
     stack: &str,
-    (shapes, structured): (&[String], bool),
+    (shapes, kinds): (&[String], Kinds),
     server: &Candidate,
 ) -> Vec<CheckResult> {
     let mut rows = Vec::new();
@@ -681,132 +781,170 @@ pub(crate) fn client_validation(
             format!("a {stack} command gets no reply, so the client has nothing to validate (docs/stacks.md)"),
         ));
     }
-    for (mode, shape, want) in check::server_faults(&shapes, structured) {
-        let payload = if mode == "corrupt-structured" && structured {
+    for (mode, shape, want) in check::server_faults(&shapes, kinds.structured) {
+        let payload = if mode == "corrupt-structured" && kinds.structured {
             Payload::Structured
         } else {
             Payload::Zeros
         };
-        let name = format!(
-            "client {stack} vs {}: {shape} {}, server {mode}",
-            server.id,
-            payload.as_str()
-        );
-        let raw = bench.raw(&name);
-        let expected = error_expectation(&[phase::VALIDATE], want, 1);
-        let received = match bench.start_server(
-            &server.command,
-            stack,
-            &["--conformance-fault", mode],
-            &raw,
-        ) {
-            Err(t) => Err(format!(
-                "the {} server did not start: {}",
-                server.id,
-                t.describe()
-            )),
-            Ok((server, address)) => {
-                let spec = ClientSpec {
-                    shape: shape_of(&shape),
-                    payload,
-                    ..bench.short(stack)
-                };
-                let args = spec.args(&address, SERVER_NAME, &bench.ca);
-                let t = match Proc::spawn(Role::Client, &[bench.peer.clone(), args].concat(), &raw)
-                {
-                    Ok(mut c) => {
-                        // A client that does not fail arms; stop it there.
-                        if c.until(CLIENT_RUN, |e| {
-                            matches!(e, Event::Armed(_) | Event::Error(_))
-                        })
-                        .is_some_and(|e| matches!(e, Event::Armed(_)))
-                        {
-                            c.send(Command::Shutdown);
-                        }
-                        c.finish(PROMPTLY)
-                    }
-                    Err(e) => could_not_start(e),
-                };
-                server.finish(Duration::ZERO);
-                expect_error(&t, &[phase::VALIDATE], want, 1)
-            }
-        };
-        rows.push(CheckResult::new(
-            "client-validation",
-            name,
-            expected,
-            received,
+        rows.push(client_validation_row(
+            bench,
+            (stack, &shape, payload),
+            (mode, want),
+            server,
         ));
     }
+    if kinds.dated && shapes.iter().any(|s| s == "unary") {
+        for (mode, shape, want) in check::server_faults(&["unary".to_string()], false) {
+            let row = (stack, shape.as_str(), Payload::Dated);
+            rows.push(client_validation_row(bench, row, (mode, want), server));
+        }
+    }
     rows
+}
+
+/// One row of the client's validation duty: `server` misbehaving as `mode` on `shape` with
+/// `payload`, the client under test failing its validation operation with `want`.
+fn client_validation_row(
+    bench: &Bench,
+    (stack, shape, payload): (&str, &str, Payload),
+    (mode, want): (&str, &str),
+    server: &Candidate,
+) -> CheckResult {
+    let name = format!(
+        "client {stack} vs {}: {shape} {}, server {mode}",
+        server.id,
+        payload.as_str()
+    );
+    let raw = bench.raw(&name);
+    let expected = error_expectation(&[phase::VALIDATE], want, 1);
+    let started = bench.start_server(&server.command, stack, &["--conformance-fault", mode], &raw);
+    let received = match started {
+        Err(t) => Err(format!(
+            "the {} server did not start: {}",
+            server.id,
+            t.describe()
+        )),
+        Ok((server, address)) => {
+            let spec = ClientSpec {
+                shape: shape_of(shape),
+                payload,
+                ..bench.short(stack)
+            };
+            let args = spec.args(&address, SERVER_NAME, &bench.ca);
+            let t = match Proc::spawn(Role::Client, &[bench.peer.clone(), args].concat(), &raw) {
+                Ok(mut c) => {
+                    // A client that does not fail arms; stop it there.
+                    if c.until(CLIENT_RUN, |e| {
+                        matches!(e, Event::Armed(_) | Event::Error(_))
+                    })
+                    .is_some_and(|e| matches!(e, Event::Armed(_)))
+                    {
+                        c.send(Command::Shutdown);
+                    }
+                    c.finish(PROMPTLY)
+                }
+                Err(e) => could_not_start(e),
+            };
+            server.finish(Duration::ZERO);
+            expect_error(&t, &[phase::VALIDATE], want, 1)
+        }
+    };
+    CheckResult::new("client-validation", name, expected, received)
 }
 
 /// The server's validation duty: `client` (a peer with conformance faults) sends one malformed
 /// call; the server under test must answer INVALID_ARGUMENT and then serve a well-formed call
 /// (the faulty client then prints `stopped` and exits 0; otherwise its `error` says what the
-/// server did), on each of `shapes`.
+/// server did), on each of `shapes`, and (1.4) on the `dated` procedure (its one client mode:
+/// an input other than "hello world").
 pub(crate) fn server_validation(
     bench: &Bench,
     stack: &str,
-    (shapes, structured): (&[String], bool),
+    (shapes, kinds): (&[String], Kinds),
     client: &Candidate,
 ) -> Vec<CheckResult> {
     let mut rows = Vec::new();
     // pingpong drives the Bidi handler the bidi rows already check.
     for shape in shapes.iter().filter(|s| s.as_str() != "pingpong") {
-        for mode in check::client_faults(shape, structured) {
+        for mode in check::client_faults(shape, kinds.structured) {
             let payload = if mode == "corrupt-structured" {
                 Payload::Structured
             } else {
                 Payload::Zeros
             };
-            let name = format!(
-                "server {stack} vs {}: {shape} {}, client {mode}",
-                client.id,
-                payload.as_str()
-            );
-            let raw = bench.raw(&name);
-            let received = match bench.start_server(&bench.peer, stack, &[], &raw) {
-                Err(t) => Err(format!("no ready: {}", t.describe())),
-                Ok((server, address)) => {
-                    let spec = ClientSpec {
-                        shape: shape_of(shape),
-                        payload,
-                        ..bench.short(stack)
-                    };
-                    let mut argv = client.command.clone();
-                    argv.extend(spec.args(&address, SERVER_NAME, &bench.ca));
-                    argv.extend(["--conformance-fault".to_string(), mode.to_string()]);
-                    let t = match Proc::spawn(Role::Client, &argv, &raw) {
-                        Ok(c) => c.finish(CLIENT_RUN),
-                        Err(e) => could_not_start(e),
-                    };
-                    let mut server = server;
-                    let counted = (shape == "send" && check::commands_unanswered(stack))
-                        .then(|| window_answer(&mut server, Command::WindowEnd));
-                    let server_t = server.finish(Duration::ZERO);
-                    match (expect_stopped(&t, false), counted) {
-                        (Ok(_), Some(answer)) => check::one_rejected_command(answer.as_ref())
-                            .map_err(|e| format!("the server's WINDOW END: {e}")),
-                        (Ok(r), None) => Ok(r),
-                        (Err(_), _) => Err(format!(
-                            "the {} client saw: {}{}",
-                            client.id,
-                            t.describe(),
-                            server_error(&server_t)
-                        )),
-                    }
-                }
-            };
-            rows.push(CheckResult::new(
-                "server-validation",
-                name,
-                "INVALID_ARGUMENT to the malformed call, then a well-formed call served (the faulty client: stopped, exit 0)",
-                received,
+            rows.push(server_validation_row(
+                bench,
+                (stack, shape, payload),
+                mode,
+                client,
+            ));
+        }
+    }
+    if kinds.dated && shapes.iter().any(|s| s == "unary") {
+        for mode in check::dated_client_faults() {
+            rows.push(server_validation_row(
+                bench,
+                (stack, "unary", Payload::Dated),
+                mode,
+                client,
             ));
         }
     }
     rows
+}
+
+/// One row of the server's validation duty: `client` sending one call malformed as `mode`.
+fn server_validation_row(
+    bench: &Bench,
+    (stack, shape, payload): (&str, &str, Payload),
+    mode: &str,
+    client: &Candidate,
+) -> CheckResult {
+    let name = format!(
+        "server {stack} vs {}: {shape} {}, client {mode}",
+        client.id,
+        payload.as_str()
+    );
+    let raw = bench.raw(&name);
+    let received = match bench.start_server(&bench.peer, stack, &[], &raw) {
+        Err(t) => Err(format!("no ready: {}", t.describe())),
+        Ok((server, address)) => {
+            let spec = ClientSpec {
+                shape: shape_of(shape),
+                payload,
+                ..bench.short(stack)
+            };
+            let mut argv = client.command.clone();
+            argv.extend(spec.args(&address, SERVER_NAME, &bench.ca));
+            argv.extend(["--conformance-fault".to_string(), mode.to_string()]);
+            let t = match Proc::spawn(Role::Client, &argv, &raw) {
+                Ok(c) => c.finish(CLIENT_RUN),
+                Err(e) => could_not_start(e),
+            };
+            let mut server = server;
+            let counted = (shape == "send" && check::commands_unanswered(stack))
+                .then(|| window_answer(&mut server, Command::WindowEnd));
+            let server_t = server.finish(Duration::ZERO);
+            match (expect_stopped(&t, false), counted) {
+                (Ok(_), Some(answer)) => check::one_rejected_command(answer.as_ref())
+                    .map_err(|e| format!("the server's WINDOW END: {e}")),
+                (Ok(r), None) => Ok(r),
+                (Err(_), _) => Err(format!(
+                    "the {} client saw: {}{}",
+                    client.id,
+                    t.describe(),
+                    server_error(&server_t)
+                )),
+            }
+        }
+    };
+    CheckResult::new(
+        "server-validation",
+        name,
+        "INVALID_ARGUMENT to the malformed call, then a well-formed call served (the faulty client: stopped, exit 0)",
+        received,
+    )
 }
 
 fn server_error(t: &Transcript) -> String {

@@ -119,6 +119,9 @@ pub fn run(options: &Options, log: &mut dyn FnMut(&str)) -> Result<Outcome> {
         if check::follows(&kit.peer.caps, "1.3") {
             rows.extend(kit::tls_arguments(&kit.bench, &kit.peer.caps));
         }
+        if check::follows(&kit.peer.caps, "1.4") {
+            rows.extend(kit::client_arguments_1_4(&kit.bench, &kit.peer.caps));
+        }
     }
     for stack in stacks(&kit.peer.caps, &options.stacks) {
         rows.extend(kit.stack(&dir, &stack, log)?);
@@ -381,16 +384,18 @@ impl Kit<'_> {
             .filter(|s| s.as_str() != "pingpong")
             .cloned()
             .partition(|s| offered(theirs, s));
-        let structured = [Some(ours), theirs]
-            .iter()
-            .all(|e| e.is_some_and(|e| e.payloads.iter().any(|p| p == "structured")));
+        let takes = |kind: &str| {
+            [Some(ours), theirs]
+                .iter()
+                .all(|e| e.is_some_and(|e| e.payloads.iter().any(|p| p == kind)))
+        };
+        let kinds = kit::Kinds {
+            structured: takes("structured"),
+            dated: takes("dated"),
+        };
         let mut rows = match role {
-            Role::Client => {
-                kit::client_validation(&self.bench, stack, (&shapes, structured), partner)
-            }
-            Role::Server => {
-                kit::server_validation(&self.bench, stack, (&shapes, structured), partner)
-            }
+            Role::Client => kit::client_validation(&self.bench, stack, (&shapes, kinds), partner),
+            Role::Server => kit::server_validation(&self.bench, stack, (&shapes, kinds), partner),
         };
         if !missing.is_empty() {
             rows.push(CheckResult::not_checked(

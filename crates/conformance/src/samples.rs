@@ -8,6 +8,7 @@ use crate::partners::{self, Candidate};
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_model::record::{SampleRecord, SampleStatus};
 use rpcarena_protocol::event::{Role, StackCapability};
+use rpcarena_protocol::workload::ClientMode;
 use rpcarena_runner::FileContext;
 use rpcarena_runner::{BuildInfo, CampaignSource, RunOptions};
 use std::path::{Path, PathBuf};
@@ -34,6 +35,18 @@ struct Plan {
     payloads: Vec<String>,
     /// TLS on when both sides take it (every stack but zmq), else plaintext (revision 1.3).
     tls: bool,
+    /// (1.4) The client takes `--client-mode replay`: its samples run once more, replayed.
+    replay: bool,
+}
+
+/// One generated campaign of a plan: its name, shapes, load entries, payload kinds and client
+/// mode.
+struct Generated {
+    name: String,
+    shapes: Vec<String>,
+    loads: Vec<&'static str>,
+    payloads: Vec<String>,
+    replay: bool,
 }
 
 fn payloads(s: &StackCapability) -> Vec<String> {
@@ -73,12 +86,17 @@ fn plan(peer: &Candidate, partner: &Candidate, role: Role, stack: &str) -> Optio
         (Role::Server, Some(own)) => both(&theirs.load_models, &own.load_models),
         (Role::Server, None) => both(&theirs.load_models, &["closed".to_string()]),
     };
+    let client_entry = match role {
+        Role::Client => ours,
+        Role::Server => theirs,
+    };
     Some(Plan {
         cells: vec![(campaign_id(client, peer), campaign_id(server, peer))],
         shapes: both(&ours.shapes, &theirs.shapes),
         loads,
         payloads: both(&payloads(ours), &payloads(theirs)),
         tls: ours.takes_tls(true) && theirs.takes_tls(true),
+        replay: client_entry.takes_client_mode(ClientMode::Replay),
     })
 }
 
@@ -96,9 +114,11 @@ fn plans(
         let Some(p) = partner.and_then(|partner| plan(peer, partner, role, stack)) else {
             continue;
         };
-        match out.iter_mut().find(|o| {
-            (&o.shapes, &o.loads, &o.payloads, o.tls) == (&p.shapes, &p.loads, &p.payloads, p.tls)
-        }) {
+        let same = |o: &Plan| {
+            (&o.shapes, &o.loads, &o.payloads, o.tls, o.replay)
+                == (&p.shapes, &p.loads, &p.payloads, p.tls, p.replay)
+        };
+        match out.iter_mut().find(|o| same(o)) {
             Some(same) => {
                 for cell in p.cells {
                     if !same.cells.contains(&cell) {
@@ -120,17 +140,10 @@ fn quoted(v: &[String]) -> String {
 }
 
 /// A campaign of `stack`'s cells between `peers` (campaign id, command).
-fn campaign(
-    name: &str,
-    stack: &str,
-    peers: &[(String, Vec<String>)],
-    plan: &Plan,
-    loads: &[&str],
-    shapes: &[String],
-) -> String {
+fn campaign(stack: &str, peers: &[(String, Vec<String>)], plan: &Plan, g: &Generated) -> String {
     let mut text = format!(
-        "name = {name:?}\nseed = 1\nrepetitions = 1\ntls = {}\nnetwork = \"loopback\"\n",
-        plan.tls
+        "name = {:?}\nseed = 1\nrepetitions = 1\ntls = {}\nnetwork = \"loopback\"\n",
+        g.name, plan.tls
     );
     for (id, command) in peers {
         text.push_str(&format!(
@@ -144,10 +157,11 @@ fn campaign(
         ));
     }
     text.push_str(&format!(
-        "\n[workload]\nshapes = [{}]\nconcurrency = [2]\nrequest_size = [64]\nresponse_size = [64]\nmessages_per_stream = 4\npayload = [{}]\nload = [{}]\n\n[timing]\nwarmup = \"100ms\"\nwindow = \"200ms\"\ndrain = \"2s\"\n\n[timeouts]\nready = \"10s\"\narmed = \"30s\"\nsample = \"10s\"\nshutdown = \"5s\"\n\n[noise]\npinning = \"off\"\nmax_load = 1000.0\ngate_timeout = \"1s\"\n",
-        quoted(shapes),
-        quoted(&plan.payloads),
-        loads.join(", ")
+        "\n[workload]\nshapes = [{}]\nconcurrency = [2]\nrequest_size = [64]\nresponse_size = [64]\nmessages_per_stream = 4\npayload = [{}]\nload = [{}]\nclient_mode = {:?}\n\n[timing]\nwarmup = \"100ms\"\nwindow = \"200ms\"\ndrain = \"2s\"\n\n[timeouts]\nready = \"10s\"\narmed = \"30s\"\nsample = \"10s\"\nshutdown = \"5s\"\n\n[noise]\npinning = \"off\"\nmax_load = 1000.0\ngate_timeout = \"1s\"\n",
+        quoted(&g.shapes),
+        quoted(&g.payloads),
+        g.loads.join(", "),
+        if g.replay { "replay" } else { "official" }
     ));
     text
 }
@@ -190,8 +204,12 @@ impl rpcarena_runner::Progress for Collect<'_> {
     fn sample_started(&mut self, _: usize, _: &str, _: &SampleConfig) {}
     fn sample_finished(&mut self, _: usize, record: &SampleRecord) {
         let c = &record.config;
+        let mode = match c.client_mode {
+            ClientMode::Official => String::new(),
+            other => format!(" {other}"),
+        };
         let name = format!(
-            "{}: {} {} {}",
+            "{}: {} {} {}{mode}",
             self.names.pair(&c.client, &c.server, &c.stack),
             c.shape,
             c.load,
@@ -217,23 +235,27 @@ impl rpcarena_runner::Progress for Collect<'_> {
 
 const EXPECTED: &str = "events in order, every field and count as \"sample\" defines, exits 0";
 
-/// The campaigns of one plan: (name, shapes, load entries); none when nothing is in common.
-fn campaigns_of(
-    stack: &str,
-    n: usize,
-    plan: &Plan,
-) -> Vec<(String, Vec<String>, Vec<&'static str>)> {
+/// The campaigns of one plan; none when nothing is in common. The main one runs every shape,
+/// load model and payload kind but `dated`; send-saturation runs on client streams and on send
+/// commands in campaigns of their own; (1.4) `dated`, the unary procedure, runs in one of its
+/// own, and a client that takes `replay` runs its unary samples once more, replayed.
+fn campaigns_of(stack: &str, n: usize, plan: &Plan) -> Vec<Generated> {
     let mut campaigns = Vec::new();
     let whole: Vec<&str> = plan.loads.iter().filter_map(|l| load_entry(l)).collect();
-    if !plan.shapes.is_empty() && !whole.is_empty() && !plan.payloads.is_empty() {
-        campaigns.push((
-            format!("conformance-{stack}-{n}"),
-            plan.shapes.clone(),
-            whole,
-        ));
+    let (dated, sized): (Vec<String>, Vec<String>) =
+        plan.payloads.iter().cloned().partition(|p| p == "dated");
+    let unary = plan.shapes.iter().any(|s| s == "unary");
+    let generated = |name: String, shapes: Vec<String>, loads: Vec<&'static str>| Generated {
+        name,
+        shapes,
+        loads,
+        payloads: sized.clone(),
+        replay: false,
+    };
+    if !plan.shapes.is_empty() && !whole.is_empty() && !sized.is_empty() {
+        let name = format!("conformance-{stack}-{n}");
+        campaigns.push(generated(name, plan.shapes.clone(), whole.clone()));
     }
-    // Send-saturation runs on client streams and on send commands, each in a campaign of
-    // its own (one shape each).
     // On send the settle is the quiet time the controller waits for on the server's count.
     let saturation = [
         (
@@ -248,14 +270,32 @@ fn campaigns_of(
     for (shape, entry) in saturation {
         if plan.loads.iter().any(|l| l == "send-saturation")
             && plan.shapes.iter().any(|s| s == shape)
-            && !plan.payloads.is_empty()
+            && !sized.is_empty()
         {
-            campaigns.push((
-                format!("conformance-{stack}-{n}-saturation-{shape}"),
-                vec![shape.to_string()],
-                vec![entry],
-            ));
+            let name = format!("conformance-{stack}-{n}-saturation-{shape}");
+            campaigns.push(generated(name, vec![shape.to_string()], vec![entry]));
         }
+    }
+    if unary && !whole.is_empty() && !dated.is_empty() {
+        campaigns.push(Generated {
+            payloads: dated,
+            ..generated(
+                format!("conformance-{stack}-{n}-dated"),
+                vec!["unary".into()],
+                whole.clone(),
+            )
+        });
+    }
+    if unary && !whole.is_empty() && plan.replay {
+        campaigns.push(Generated {
+            payloads: plan.payloads.clone(),
+            replay: true,
+            ..generated(
+                format!("conformance-{stack}-{n}-replay"),
+                vec!["unary".into()],
+                whole,
+            )
+        });
     }
     campaigns
 }
@@ -299,9 +339,9 @@ pub(crate) fn run(
                 ));
             }
         }
-        for (name, shapes, loads) in campaigns {
-            let text = campaign(&name, stack, &peers, plan, &loads, &shapes);
-            run_campaign(dir, &name, &text, &names, &mut rows, log)?;
+        for generated in campaigns {
+            let text = campaign(stack, &peers, plan, &generated);
+            run_campaign(dir, &generated.name, &text, &names, &mut rows, log)?;
         }
     }
     Ok(rows)

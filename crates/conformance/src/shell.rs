@@ -9,7 +9,7 @@ use rpcarena_model::invocation::{self, ServerTarget};
 use rpcarena_model::load::{LoadSpec, Payload};
 use rpcarena_model::matrix::SampleConfig;
 use rpcarena_protocol::event::{Command, Event, Role};
-use rpcarena_protocol::workload::Shape;
+use rpcarena_protocol::workload::{ClientMode, Shape};
 use rpcarena_runner::FileContext;
 use rpcarena_runner::{Line, Message, PeerProcess};
 use std::path::{Path, PathBuf};
@@ -228,6 +228,8 @@ pub(crate) struct ClientSpec {
     pub window: Duration,
     /// TLS on, or `--tls off` (revision 1.3).
     pub tls: bool,
+    /// The official client, or (1.4) replayed requests.
+    pub client_mode: ClientMode,
 }
 
 impl ClientSpec {
@@ -240,6 +242,7 @@ impl ClientSpec {
             warmup: Duration::from_millis(100),
             window: Duration::from_millis(200),
             tls: true,
+            client_mode: Default::default(),
         }
     }
 
@@ -253,12 +256,13 @@ impl ClientSpec {
             stack: self.stack.clone(),
             shape: self.shape,
             concurrency: 2,
-            request_size: 64,
-            response_size: 64,
+            request_size: if self.payload.takes_sizes() { 64 } else { 0 },
+            response_size: if self.payload.takes_sizes() { 64 } else { 0 },
             messages_per_stream: 4,
             payload: self.payload,
             load: LoadSpec::Closed,
             tls: self.tls,
+            client_mode: self.client_mode,
         };
         let timing = Timing {
             warmup: self.warmup,

@@ -9,7 +9,7 @@ pub use crate::command::CommandSpec;
 use crate::duration;
 pub use crate::load::{Arrival, LoadSpec, Payload};
 pub use crate::network::{Network, NetworkBackend};
-use rpcarena_protocol::workload::Shape;
+use rpcarena_protocol::workload::{ClientMode, Shape};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::time::Duration;
@@ -181,9 +181,26 @@ pub struct Cell {
         with = "crate::duration::option"
     )]
     pub warmup: Option<Duration>,
+    /// The payload kinds of this cell, in place of `workload.payload` (the Node.js campaign
+    /// runs the oRPC benchmarks' `dated` procedure on the JSON stacks only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Vec<Payload>>,
+    /// (1.4) What sends this cell's calls, in place of `workload.client_mode`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_mode: Option<ClientMode>,
 }
 
 impl Cell {
+    /// The payload kinds this cell runs: its own, else the workload's.
+    pub fn payloads<'a>(&'a self, workload: &'a Workload) -> &'a [Payload] {
+        self.payload.as_deref().unwrap_or(&workload.payload)
+    }
+
+    /// What sends this cell's calls: its own mode, else the workload's.
+    pub fn client_mode(&self, workload: &Workload) -> ClientMode {
+        self.client_mode.unwrap_or(workload.client_mode)
+    }
+
     /// The shapes this cell runs: its own, else the workload's.
     pub fn shapes<'a>(&'a self, workload: &'a Workload) -> &'a [Shape] {
         self.shapes.as_deref().unwrap_or(&workload.shapes)
@@ -231,9 +248,13 @@ pub struct Workload {
     /// Messages in each streamed direction of a streaming operation.
     #[serde(default = "default_messages_per_stream")]
     pub messages_per_stream: u32,
-    /// Payload kinds: `zeros` (default) and/or `structured`.
+    /// Payload kinds: `zeros` (default), `structured` and (1.4, JSON stacks) `dated`.
     #[serde(default = "default_payload")]
     pub payload: Vec<Payload>,
+    /// (1.4) What sends the calls: `official` (the default) or `replay` (docs/peer-protocol.md
+    /// "Client modes"); a cell may give its own.
+    #[serde(default, skip_serializing_if = "ClientMode::is_official")]
+    pub client_mode: ClientMode,
     /// Load models (see [`crate::load`]).
     #[serde(
         default = "default_load",
@@ -254,6 +275,7 @@ impl Workload {
             paired_sizes: false,
             messages_per_stream: default_messages_per_stream(),
             payload: default_payload(),
+            client_mode: ClientMode::Official,
             load: default_load(),
         }
     }
@@ -660,7 +682,11 @@ impl Campaign {
                     }
                 }
             }
+            if let Some(payloads) = &cell.payload {
+                non_empty_unique(problems, &format!("cells[{i}].payload"), payloads);
+            }
             self.validate_cell_loads(i, cell, problems);
+            self.validate_cell_payloads(i, cell, problems);
             if let Some(why) = tls_refusal(&cell.stack, self.tls) {
                 problems.add(format!("cells[{i}].stack"), why);
             }
@@ -751,6 +777,31 @@ impl Campaign {
                     ),
                 );
             }
+        }
+    }
+
+    /// `dated` is the oRPC benchmarks' unary procedure: every shape its cell runs must be unary.
+    fn validate_cell_payloads(&self, i: usize, cell: &Cell, problems: &mut Problems) {
+        let payloads = cell.payloads(&self.workload);
+        let Some(j) = payloads.iter().position(|p| *p == Payload::Dated) else {
+            return;
+        };
+        if let Some(other) = cell
+            .shapes(&self.workload)
+            .iter()
+            .find(|s| **s != Shape::Unary)
+        {
+            let path = match cell.payload {
+                Some(_) => format!("cells[{i}].payload[{j}]"),
+                None => format!("workload.payload[{j}]"),
+            };
+            problems.add(
+                path,
+                format!(
+                    "payload dated is the oRPC benchmarks' unary procedure, so cell {:?} cannot run it with shape {other}: give the cell shapes = [\"unary\"], or its own payload = [...] without dated",
+                    cell.id
+                ),
+            );
         }
     }
 

@@ -96,6 +96,10 @@ pub fn client_args(
         // Only peers that offer other payloads know the argument; zeros is the default.
         args.extend(["--payload".to_string(), config.payload.to_string()]);
     }
+    if !config.client_mode.is_official() {
+        // Only 1.4 peers know the argument; official is the default.
+        args.extend(["--client-mode".to_string(), config.client_mode.to_string()]);
+    }
     args.extend(load_args(&config.load, seed));
     args
 }
@@ -154,6 +158,7 @@ mod tests {
             payload,
             load,
             tls: true,
+            client_mode: Default::default(),
         }
     }
 
@@ -225,6 +230,32 @@ mod tests {
         assert_eq!(
             server_args("grpc", "127.0.0.1:0", true, cert, key).join(" "),
             "server --stack grpc --listen 127.0.0.1:0 --cert s.pem --key s.key"
+        );
+    }
+
+    #[test]
+    fn replay_and_dated_are_passed_and_official_is_not() {
+        let target = ServerTarget {
+            address: "127.0.0.1:4000",
+            server_name: "127.0.0.1",
+            ca: Path::new("/run/ca.pem"),
+        };
+        let official = config(LoadSpec::Closed, Payload::Zeros);
+        let args = client_args(&official, &Timing::default(), target, 0);
+        assert!(!args.iter().any(|a| a == "--client-mode"), "{args:?}");
+        let replay = SampleConfig {
+            client_mode: rpcarena_protocol::workload::ClientMode::Replay,
+            request_size: 0,
+            ..config(LoadSpec::Closed, Payload::Dated)
+        };
+        let args = client_args(&replay, &Timing::default(), target, 0).join(" ");
+        assert!(
+            args.contains("--payload dated --client-mode replay"),
+            "{args}"
+        );
+        assert!(
+            args.contains("--request-size 0 --response-size 0"),
+            "{args}"
         );
     }
 

@@ -1,8 +1,8 @@
 //! Matrix expansion: a campaign becomes a list of sample configurations.
 
-use crate::campaign::Campaign;
+use crate::campaign::{Campaign, Cell, Workload};
 use crate::load::{LoadSpec, Payload};
-use rpcarena_protocol::workload::Shape;
+use rpcarena_protocol::workload::{ClientMode, Shape};
 use serde::{Deserialize, Serialize};
 
 /// One point of the matrix: everything a sample needs to know about what it measures.
@@ -35,6 +35,9 @@ pub struct SampleConfig {
     /// TLS on (the default) or plaintext (`--tls off`, revision 1.3): the campaign's `tls`.
     #[serde(default = "tls_on", skip_serializing_if = "is_on")]
     pub tls: bool,
+    /// (1.4) What sends the calls: the library's official client, or replayed requests.
+    #[serde(default, skip_serializing_if = "ClientMode::is_official")]
+    pub client_mode: ClientMode,
 }
 
 fn tls_on() -> bool {
@@ -64,6 +67,7 @@ pub fn expand(campaign: &Campaign) -> Vec<SampleConfig> {
     let w = &campaign.workload;
     let mut out = Vec::new();
     for cell in &campaign.cells {
+        let client_mode = cell.client_mode(w);
         for &shape in cell.shapes(w) {
             for load in cell.loads(w) {
                 let concurrencies = match load.fixed_concurrency() {
@@ -71,29 +75,48 @@ pub fn expand(campaign: &Campaign) -> Vec<SampleConfig> {
                     None => w.concurrency.clone(),
                 };
                 for concurrency in concurrencies {
-                    for (request_size, response_size) in w.size_pairs() {
-                        for &payload in &w.payload {
-                            out.push(SampleConfig {
-                                    key: format!(
-                                        "{}/{shape}/c{concurrency}/{request_size}B-{response_size}B/{payload}/{load}",
-                                        cell.id
-                                    ),
-                                    cell: cell.id.clone(),
-                                    client: cell.client.clone(),
-                                    server: cell.server.clone(),
-                                    stack: cell.stack.clone(),
-                                    shape,
-                                    concurrency,
-                                    request_size,
-                                    response_size,
-                                    messages_per_stream: w.messages_per_stream,
-                                    payload,
-                                    load: load.clone(),
-                                    tls: campaign.tls,
-                                });
-                        }
+                    for (request_size, response_size, payload) in sized_payloads(cell, w) {
+                        let mode = match client_mode {
+                            ClientMode::Official => String::new(),
+                            other => format!("/{other}"),
+                        };
+                        out.push(SampleConfig {
+                            key: format!(
+                                "{}/{shape}/c{concurrency}/{request_size}B-{response_size}B/{payload}/{load}{mode}",
+                                cell.id
+                            ),
+                            cell: cell.id.clone(),
+                            client: cell.client.clone(),
+                            server: cell.server.clone(),
+                            stack: cell.stack.clone(),
+                            shape,
+                            concurrency,
+                            request_size,
+                            response_size,
+                            messages_per_stream: w.messages_per_stream,
+                            payload,
+                            load: load.clone(),
+                            tls: campaign.tls,
+                            client_mode,
+                        });
                     }
                 }
+            }
+        }
+    }
+    out
+}
+
+/// The (request size, response size, payload kind) triples of `cell`: every size pair with every
+/// kind that takes sizes, and a kind with a fixed procedure (`dated`) once, at sizes 0.
+fn sized_payloads(cell: &Cell, w: &Workload) -> Vec<(u32, u32, Payload)> {
+    let mut out = Vec::new();
+    for (k, (request_size, response_size)) in w.size_pairs().into_iter().enumerate() {
+        for &payload in cell.payloads(w) {
+            if payload.takes_sizes() {
+                out.push((request_size, response_size, payload));
+            } else if k == 0 {
+                out.push((0, 0, payload));
             }
         }
     }
@@ -182,6 +205,44 @@ load = ["closed", { model = "window", in_flight = 50 }, { model = "open", rate =
             ]
         );
         assert_eq!(campaign.planned_samples(), 3 * 3);
+    }
+
+    #[test]
+    fn dated_runs_once_per_cell_at_sizes_zero_and_replay_is_in_the_key() {
+        let text = one_cell()
+            .cell("b", "p", "p", "orpc-http")
+            .cell_line("payload = [\"zeros\", \"dated\"]")
+            .cell_line("client_mode = \"replay\"")
+            .section(
+                "[workload]\nshapes = [\"unary\"]\nconcurrency = [1]\nrequest_size = [16, 256]",
+            )
+            .build();
+        let (campaign, keys) = expanded(&text);
+        assert_eq!(
+            keys,
+            [
+                "a/unary/c1/16B-256B/zeros/closed",
+                "a/unary/c1/256B-256B/zeros/closed",
+                "b/unary/c1/16B-256B/zeros/closed/replay",
+                "b/unary/c1/0B-0B/dated/closed/replay",
+                "b/unary/c1/256B-256B/zeros/closed/replay",
+            ]
+        );
+        let configs = expand(&campaign);
+        assert_eq!(configs[0].client_mode, ClientMode::Official);
+        assert_eq!(configs[3].client_mode, ClientMode::Replay);
+        assert_eq!(configs[3].payload, Payload::Dated);
+    }
+
+    #[test]
+    fn dated_with_a_stream_shape_is_refused_with_the_path() {
+        let text = one_cell()
+            .cell_line("payload = [\"dated\"]")
+            .section("[workload]\nshapes = [\"unary\", \"bidi\"]\nconcurrency = [1]")
+            .build();
+        let problems = Campaign::parse(&text, "t").unwrap_err().to_string();
+        assert!(problems.contains("cells[0].payload[0]"), "{problems}");
+        assert!(problems.contains("unary procedure"), "{problems}");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use crate::fault::{ClientFault, ServerFault};
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use rpcarena_protocol::workload::{Payload, Shape};
+use rpcarena_protocol::workload::{ClientMode, Payload, Shape};
 use rustls_pki_types::ServerName;
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -197,6 +197,10 @@ pub struct ClientArgs {
     /// Payload kind: zeros (default) or structured.
     #[arg(long, value_parser = parse_payload, default_value = "zeros")]
     pub payload: Payload,
+    /// (1.4) What sends the calls: official (the default, and the only mode of this peer's
+    /// stacks: they have no library client apart from the one they call through).
+    #[arg(long, value_parser = parse_client_mode, default_value = "official")]
+    pub client_mode: ClientMode,
     /// window: operations always outstanding (1 to 100000).
     #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_IN_FLIGHT)))]
     pub in_flight: Option<u32>,
@@ -456,8 +460,24 @@ fn parse_shape(text: &str) -> Result<Shape, String> {
     text.parse()
 }
 
+fn parse_client_mode(text: &str) -> Result<ClientMode, String> {
+    match text.parse()? {
+        ClientMode::Replay => Err(
+            "replay (1.4) is for library clients with a lean stand-in; every stack of this peer takes official only"
+                .to_string(),
+        ),
+        mode => Ok(mode),
+    }
+}
+
 fn parse_payload(text: &str) -> Result<Payload, String> {
-    text.parse()
+    match text.parse()? {
+        Payload::Dated => Err(
+            "dated (1.4) is the JSON stacks' procedure; no stack of this peer carries it (use zeros or structured)"
+                .to_string(),
+        ),
+        kind => Ok(kind),
+    }
 }
 
 #[cfg(test)]
@@ -656,6 +676,27 @@ mod tests {
             })
             .contains("--payload")
         );
+        let dated = invalid({
+            let mut args = client_args();
+            args.extend(["--payload", "dated"]);
+            args
+        });
+        assert!(
+            dated.contains("no stack of this peer carries it"),
+            "{dated}"
+        );
+        let replay = invalid({
+            let mut args = client_args();
+            args.extend(["--client-mode", "replay"]);
+            args
+        });
+        assert!(replay.contains("--client-mode"), "{replay}");
+        let mut official = client_args();
+        official.extend(["--client-mode", "official"]);
+        match parse(official) {
+            Ok(Command::Client(client)) => assert_eq!(client.client_mode, ClientMode::Official),
+            other => panic!("should parse: {other:?}"),
+        }
     }
 
     fn server_args(extra: &[&'static str]) -> Vec<&'static str> {

@@ -60,7 +60,7 @@ fn libzmq() -> &'static str {
 }
 
 /// The revision of docs/peer-protocol.md this peer follows.
-pub const REVISION: &str = "1.3";
+pub const REVISION: &str = "1.4";
 
 /// How this binary was built (recorded by build.rs) and what runs it.
 pub fn build() -> BTreeMap<String, String> {
@@ -185,7 +185,7 @@ pub fn event() -> Event {
             .map(|s| s.as_str().to_string())
             .collect(),
         load_models,
-        payloads: Payload::ALL
+        payloads: Payload::PROTOBUF
             .iter()
             .map(|p| p.as_str().to_string())
             .collect(),
@@ -200,6 +200,8 @@ pub fn event() -> Event {
             .into_iter()
             .map(|(shape, why)| (shape.as_str().to_string(), why.to_string()))
             .collect(),
+        // official only, the default (1.4): no stack here has a replay client
+        client_modes: Vec::new(),
     };
     let models: Vec<String> = LOAD_MODELS.iter().map(|m| m.to_string()).collect();
     Event::Capabilities(Capabilities {
@@ -291,7 +293,7 @@ mod tests {
         let Ok(Event::Capabilities(caps)) = parse_event(&line) else {
             panic!("capabilities must round-trip");
         };
-        assert_eq!(caps.revision.as_deref(), Some("1.3"));
+        assert_eq!(caps.revision.as_deref(), Some("1.4"));
         let counted = caps.allocations.as_ref().expect("allocations declared");
         assert!(counted.counts && counted.bytes, "{counted:?}");
         assert!(counted.source.contains("allocator"), "{counted:?}");

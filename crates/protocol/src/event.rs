@@ -175,6 +175,10 @@ pub struct StackCapability {
     /// Revision 1.3: shape name to the reason this stack cannot carry it, for the report.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub not_offered: BTreeMap<String, String>,
+    /// Revision 1.4, clients: the `--client-mode` values this stack's client takes (`official`,
+    /// `replay`); empty (absent) means `["official"]`. See [`StackCapability::takes_client_mode`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub client_modes: Vec<String>,
 }
 
 impl StackCapability {
@@ -185,6 +189,15 @@ impl StackCapability {
             tls
         } else {
             self.tls.iter().any(|value| value == wanted)
+        }
+    }
+
+    /// Whether this stack's client takes `--client-mode mode` (`official` when none is listed).
+    pub fn takes_client_mode(&self, mode: crate::workload::ClientMode) -> bool {
+        if self.client_modes.is_empty() {
+            mode == crate::workload::ClientMode::Official
+        } else {
+            self.client_modes.iter().any(|m| m == mode.as_str())
         }
     }
 }
@@ -866,6 +879,7 @@ mod tests {
             conformance_faults: false,
             tls: vec!["on".into()],
             not_offered: BTreeMap::from([("send".into(), "no one-way frame".into())]),
+            client_modes: vec![],
         };
         Capabilities {
             peer: "p".into(),
@@ -880,6 +894,24 @@ mod tests {
                 server: vec![entry],
             },
         }
+    }
+
+    #[test]
+    fn client_modes_default_to_official() {
+        use crate::workload::ClientMode;
+        let mut entry = StackCapability::default();
+        assert!(entry.takes_client_mode(ClientMode::Official));
+        assert!(!entry.takes_client_mode(ClientMode::Replay));
+        entry = serde_json::from_str(
+            r#"{"stack":"trpc-ws","shapes":["unary"],"client_modes":["official","replay"]}"#,
+        )
+        .unwrap();
+        assert!(entry.takes_client_mode(ClientMode::Replay));
+        let text = serde_json::to_string(&entry).unwrap();
+        assert!(
+            text.contains(r#""client_modes":["official","replay"]"#),
+            "{text}"
+        );
     }
 
     #[test]

@@ -155,18 +155,35 @@ pub enum Payload {
     /// by [`structured`], so that encoding, decoding and validation of nested messages, strings
     /// and repeated fields are part of every operation.
     Structured,
+    /// (1.4) The oRPC benchmarks' procedure, `nested.procedure_1("hello world")`, whose response
+    /// carries a date: JSON stacks only (docs/peer-protocol.md "Payload kinds"), unary, sizes 0.
+    /// It has no protobuf form: protobuf stacks do not list it and their peers refuse it.
+    Dated,
 }
 
 impl Payload {
     /// Every kind, in report order.
-    pub const ALL: [Payload; 2] = [Payload::Zeros, Payload::Structured];
+    pub const ALL: [Payload; 3] = [Payload::Zeros, Payload::Structured, Payload::Dated];
+    /// The kinds with a protobuf form, which every protobuf stack may carry.
+    pub const PROTOBUF: [Payload; 2] = [Payload::Zeros, Payload::Structured];
 
     /// The name used in campaigns, arguments and capabilities.
     pub fn as_str(&self) -> &'static str {
         match self {
             Payload::Zeros => "zeros",
             Payload::Structured => "structured",
+            Payload::Dated => "dated",
         }
+    }
+
+    /// Whether the kind has a protobuf form (`Request.payload_kind`): all but `dated`.
+    pub fn is_protobuf(&self) -> bool {
+        *self != Payload::Dated
+    }
+
+    /// Whether the workload's request and response sizes apply (`dated`'s procedure is fixed).
+    pub fn takes_sizes(&self) -> bool {
+        *self != Payload::Dated
     }
 
     /// The wire value of `Request.payload_kind`.
@@ -174,6 +191,7 @@ impl Payload {
         match self {
             Payload::Zeros => pb::PayloadKind::Zeros,
             Payload::Structured => pb::PayloadKind::Structured,
+            Payload::Dated => unreachable!("{}", NOT_PROTOBUF),
         }
     }
 
@@ -213,9 +231,61 @@ impl FromStr for Payload {
         Payload::ALL
             .into_iter()
             .find(|p| p.as_str() == s)
-            .ok_or_else(|| format!("unknown payload {s:?}; expected zeros or structured"))
+            .ok_or_else(|| format!("unknown payload {s:?}; expected zeros, structured or dated"))
     }
 }
+
+/// (1.4) What sends a client's calls (`--client-mode`, docs/peer-protocol.md "Client modes").
+#[derive(
+    Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ClientMode {
+    /// Every call through the library's official client (the default).
+    #[default]
+    Official,
+    /// The official client's captured request sent as-is by a lean client on every lane.
+    Replay,
+}
+
+impl ClientMode {
+    /// Both modes, official first.
+    pub const ALL: [ClientMode; 2] = [ClientMode::Official, ClientMode::Replay];
+
+    /// The name used in campaigns, arguments and capabilities.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ClientMode::Official => "official",
+            ClientMode::Replay => "replay",
+        }
+    }
+
+    /// Whether this is the default, which the controller never passes (1.3 peers still run).
+    pub fn is_official(&self) -> bool {
+        *self == ClientMode::Official
+    }
+}
+
+impl fmt::Display for ClientMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ClientMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ClientMode, String> {
+        ClientMode::ALL
+            .into_iter()
+            .find(|m| m.as_str() == s)
+            .ok_or_else(|| format!("unknown client mode {s:?}; expected official or replay"))
+    }
+}
+
+/// Why no protobuf message is ever built or checked for `dated`: the peers of protobuf stacks
+/// refuse `--payload dated` before they connect.
+const NOT_PROTOBUF: &str =
+    "payload dated has no protobuf form: a peer refuses --payload dated on a protobuf stack";
 
 /// A response that does not match what was asked for.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -442,6 +512,7 @@ fn check_body(
             }
             check_structured(what, body, seq, size)
         }
+        Payload::Dated => Err(Invalid(format!("{what}: {NOT_PROTOBUF}"))),
     }
 }
 
@@ -523,6 +594,7 @@ pub fn request(
     let (payload, body) = match kind {
         Payload::Zeros => (payload(request_size), None),
         Payload::Structured => (Vec::new(), Some(structured(seq, request_size))),
+        Payload::Dated => unreachable!("{}", NOT_PROTOBUF),
     };
     pb::Request {
         seq,
@@ -549,6 +621,7 @@ pub fn response_to(request: &pb::Request, seq: u64) -> pb::Response {
             payload: Vec::new(),
             body: Some(structured(seq, request.response_size)),
         },
+        Payload::Dated => unreachable!("of_request never gives dated: {}", NOT_PROTOBUF),
     }
 }
 
@@ -587,6 +660,7 @@ impl SummaryBuilder {
                 Vec::new(),
                 Some(structured(self.last_seq, self.response_size)),
             ),
+            Payload::Dated => unreachable!("of_request never gives dated: {}", NOT_PROTOBUF),
         };
         pb::Summary {
             count: self.count,

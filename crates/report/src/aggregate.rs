@@ -254,18 +254,24 @@ impl RowMetrics {
 /// sizes has one row per size, and the rows must say which is which.
 ///
 /// A one-way command has no response, so its label has one size; a plaintext row (`tls = false`,
-/// revision 1.3) says so here, beside every figure of the row: `1024B zeros, plaintext`.
+/// revision 1.3) says so here, beside every figure of the row: `1024B zeros, plaintext`. The
+/// oRPC benchmarks' procedure (1.4) has no sizes (`dated procedure`), and replayed requests say
+/// so too (`dated procedure, replay`): the client's share differs from the official client's.
 pub fn payload_label(c: &SampleConfig) -> String {
-    let sizes = if c.request_size == c.response_size || c.shape.is_one_way() {
+    let mut label = if !c.payload.takes_sizes() {
+        format!("{} procedure", c.payload)
+    } else if c.request_size == c.response_size || c.shape.is_one_way() {
         format!("{}B {}", c.request_size, c.payload)
     } else {
         format!("{}B/{}B {}", c.request_size, c.response_size, c.payload)
     };
-    if c.tls {
-        sizes
-    } else {
-        format!("{sizes}, plaintext")
+    if !c.tls {
+        label.push_str(", plaintext");
     }
+    if !c.client_mode.is_official() {
+        label.push_str(&format!(", {}", c.client_mode));
+    }
+    label
 }
 
 /// The median with `digits` decimals, or "n/a" when there is no figure.
@@ -687,4 +693,34 @@ pub(crate) fn fnv1a(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+#[cfg(test)]
+mod label_tests {
+    use super::*;
+    use rpcarena_model::campaign::Campaign;
+    use rpcarena_model::matrix;
+
+    #[test]
+    fn labels_say_sizes_kind_plaintext_and_replay() {
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .key("tls = false")
+            .peer("p", &["p"])
+            .cell("a", "p", "p", "orpc-http")
+            .cell_line("payload = [\"zeros\", \"dated\"]")
+            .cell_line("client_mode = \"replay\"")
+            .section("[workload]\nshapes = [\"unary\"]\nconcurrency = [1]\nresponse_size = [64]")
+            .build();
+        let labels: Vec<String> = matrix::expand(&Campaign::parse(&text, "t.toml").unwrap())
+            .iter()
+            .map(payload_label)
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "256B/64B zeros, plaintext, replay",
+                "dated procedure, plaintext, replay"
+            ]
+        );
+    }
 }

@@ -144,14 +144,17 @@ fn write_workload(out: &mut String, c: &Campaign) {
     };
     let _ = writeln!(
         out,
-        "- Workload: request payload {} B, response payload {} B (zero-filled), {} messages per streamed direction, concurrency {}, load {}{}.",
+        "- Workload: request payload {} B, response payload {} B, payload kinds {}{}, {} messages per streamed direction, concurrency {}, load {}{}.",
         list(&w.request_size),
         list(&w.response_size),
+        joined(&w.payload),
+        cells_own(c, |cell| cell.payload.as_deref().map(joined), "payloads"),
         w.messages_per_stream,
         list(&w.concurrency),
         joined(&w.load),
         cells_own(c, |cell| cell.load.as_deref().map(joined), "loads")
     );
+    write_client_modes(out, c);
     let _ = writeln!(
         out,
         "- Timing: {} untimed warmup{}, {} fixed admission window, up to {} drain; {} repetitions in seeded random order per round; a fresh server and client process for every sample.",
@@ -164,6 +167,25 @@ fn write_workload(out: &mut String, c: &Campaign) {
         rpcarena_model::duration::format(&c.timing.window),
         rpcarena_model::duration::format(&c.timing.drain),
         c.repetitions
+    );
+}
+
+/// (1.4) Which cells replayed captured requests instead of calling through the library's
+/// official client; nothing when every cell used its official client.
+fn write_client_modes(out: &mut String, c: &Campaign) {
+    let replayed: Vec<&str> = c
+        .cells
+        .iter()
+        .filter(|cell| !cell.client_mode(&c.workload).is_official())
+        .map(|cell| cell.id.as_str())
+        .collect();
+    if replayed.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "- Client mode: **replay** in {} (the official client's captured request sent as-is on every lane, each response checked against the captured one; rows say \"replay\"), the library's official client elsewhere.",
+        replayed.join(", ")
     );
 }
 

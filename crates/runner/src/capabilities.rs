@@ -246,20 +246,6 @@ fn check_entry(
             );
         }
     }
-    for payload in &campaign.workload.payload {
-        // A peer that lists no payloads offers zero-filled bytes only.
-        let offered = stack.payloads.iter().any(|p| p == payload.as_str())
-            || (stack.payloads.is_empty() && payload.as_str() == "zeros");
-        if !offered {
-            refuse(
-                format!("cells[{i}]"),
-                format!(
-                    "peer {peer_id} does not offer payload {payload} on stack {} as a {role} (workload.payload)",
-                    cell.stack
-                ),
-            );
-        }
-    }
     if role == Role::Client {
         let field = match cell.load {
             Some(_) => format!("cells[{i}].load"),
@@ -278,8 +264,72 @@ fn check_entry(
             }
         }
     }
+    problems.extend(payload_problems(campaign, i, role, peer_id, stack));
+    if role == Role::Client {
+        problems.extend(client_mode_problem(campaign, i, peer_id, stack));
+    }
     problems.extend(tls_problem(campaign, i, peer_id, role, stack));
     problems
+}
+
+/// The cell's payload kinds this peer's entry does not list (none listed: zeros only).
+fn payload_problems(
+    campaign: &Campaign,
+    i: usize,
+    role: Role,
+    peer_id: &str,
+    stack: &rpcarena_protocol::event::StackCapability,
+) -> Vec<Problem> {
+    let cell = &campaign.cells[i];
+    let field = match cell.payload {
+        Some(_) => format!("cells[{i}].payload"),
+        None => "workload.payload".to_string(),
+    };
+    let offered = |payload: &str| {
+        stack.payloads.iter().any(|p| p == payload)
+            || (stack.payloads.is_empty() && payload == "zeros")
+    };
+    cell.payloads(&campaign.workload)
+        .iter()
+        .filter(|payload| !offered(payload.as_str()))
+        .map(|payload| Problem {
+            path: format!("cells[{i}]"),
+            message: format!(
+                "peer {peer_id} does not offer payload {payload} on stack {} as a {role} ({field})",
+                cell.stack
+            ),
+        })
+        .collect()
+}
+
+/// (1.4) The cell's client mode when this client's entry does not list it.
+fn client_mode_problem(
+    campaign: &Campaign,
+    i: usize,
+    peer_id: &str,
+    stack: &rpcarena_protocol::event::StackCapability,
+) -> Option<Problem> {
+    let cell = &campaign.cells[i];
+    let mode = cell.client_mode(&campaign.workload);
+    if stack.takes_client_mode(mode) {
+        return None;
+    }
+    let field = match cell.client_mode {
+        Some(_) => format!("cells[{i}].client_mode"),
+        None => "workload.client_mode".to_string(),
+    };
+    let takes = if stack.client_modes.is_empty() {
+        "official".to_string()
+    } else {
+        stack.client_modes.join(", ")
+    };
+    Some(Problem {
+        path: field,
+        message: format!(
+            "peer {peer_id}'s client of stack {} cannot run client mode {mode} (it takes: {takes}); give cells[{i}] client_mode = \"official\"",
+            cell.stack
+        ),
+    })
 }
 
 /// The campaign's `tls` setting when this peer cannot run the cell's stack with it.
@@ -397,6 +447,53 @@ mod tests {
                 "cells[0].stack: peer p does not offer stack \"grpc\" as a server; it offers: nothing"
             ]
         );
+    }
+
+    #[test]
+    fn refuses_a_client_mode_and_a_cells_payload_a_peer_does_not_list() {
+        let text = rpcarena_fixtures::campaign("t", 1)
+            .peer("p", &["x"])
+            .cell("a", "p", "p", "orpc-http")
+            .cell_line("payload = [\"dated\"]")
+            .cell_line("client_mode = \"replay\"")
+            .section("[workload]\nconcurrency = [1]\nshapes = [\"unary\"]")
+            .build();
+        let campaign = Campaign::parse(&text, "t").unwrap();
+        let plain = StackCapability {
+            stack: "orpc-http".into(),
+            shapes: vec!["unary".into()],
+            load_models: vec!["closed".into()],
+            ..StackCapability::default()
+        };
+        let caps = |entry: &StackCapability| {
+            BTreeMap::from([(
+                "p".to_string(),
+                Capabilities {
+                    roles: Roles {
+                        client: vec![entry.clone()],
+                        server: vec![entry.clone()],
+                    },
+                    ..Capabilities::default()
+                },
+            )])
+        };
+        let text: Vec<String> = check_cells(&campaign, &caps(&plain))
+            .iter()
+            .map(|p| format!("{}: {}", p.path, p.message))
+            .collect();
+        assert_eq!(text.len(), 3, "{text:#?}");
+        assert!(
+            text[0].contains("does not offer payload dated")
+                && text[0].contains("(cells[0].payload)"),
+            "{text:#?}"
+        );
+        assert!(text[1].starts_with("cells[0].client_mode: peer p's client of stack orpc-http cannot run client mode replay (it takes: official)"), "{text:#?}");
+        let both = StackCapability {
+            payloads: vec!["zeros".into(), "dated".into()],
+            client_modes: vec!["official".into(), "replay".into()],
+            ..plain
+        };
+        assert!(check_cells(&campaign, &caps(&both)).is_empty());
     }
 
     #[test]

@@ -266,6 +266,7 @@ pub(crate) mod tests {
             payload: Payload::Zeros,
             load: LoadSpec::Closed,
             tls: true,
+            client_mode: Default::default(),
         }
     }
 

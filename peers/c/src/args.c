@@ -120,7 +120,7 @@ enum {
     A_STACK, A_LISTEN, A_CERT, A_KEY, A_SERVER, A_SERVER_NAME, A_CA, A_SHAPE, A_CONCURRENCY,
     A_REQUEST_SIZE, A_RESPONSE_SIZE, A_MESSAGES, A_LOAD, A_PAYLOAD, A_IN_FLIGHT,
     A_MAX_IN_FLIGHT, A_STREAMS, A_SETTLE_MS, A_RATE, A_ARRIVAL, A_SEED, A_WARMUP_MS,
-    A_WINDOW_MS, A_DRAIN_MS, A_TLS, A_FAULT, A_COUNT
+    A_WINDOW_MS, A_DRAIN_MS, A_TLS, A_FAULT, A_CLIENT_MODE, A_COUNT
 };
 
 static const char *const ARG_NAMES[A_COUNT] = {
@@ -128,7 +128,7 @@ static const char *const ARG_NAMES[A_COUNT] = {
     "--concurrency", "--request-size", "--response-size", "--messages-per-stream", "--load",
     "--payload", "--in-flight", "--max-in-flight", "--streams", "--settle-ms", "--rate",
     "--arrival", "--seed", "--warmup-ms", "--window-ms", "--drain-ms", "--tls",
-    "--conformance-fault",
+    "--conformance-fault", "--client-mode",
 };
 
 static const int SERVER_ARGS[] = {A_STACK, A_LISTEN};
@@ -256,6 +256,34 @@ static bool set_model_arg(client_args *c, int id, const char *v, char *err, size
     ERR("%s does not apply to the client command", ARG_NAMES[id]);
 }
 
+/* --payload: zeros or structured. dated (1.4) is the oRPC benchmarks' JSON procedure, which
+ * none of this peer's stacks carries (docs/peer-protocol.md "Payload kinds"). */
+static bool set_payload(client_args *c, const char *v, char *err, size_t errlen) {
+    int k = find(PAYLOADS, 2, v);
+    if (k >= 0) {
+        c->payload = (payload_kind)k;
+        return true;
+    }
+    if (strcmp(v, "dated") == 0)
+        ERR("--payload dated: no stack of this peer carries it (dated, 1.4, is the JSON stacks' "
+            "procedure nested.procedure_1; grpc, quic and zmq carry bench.proto messages and "
+            "list zeros and structured only); use --payload zeros or structured");
+    ERR("--payload %s: expected zeros or structured", v);
+}
+
+/* --client-mode (1.4): official only, the default. Every client here calls through its
+ * library's own API (gRPC core, ngtcp2, libzmq), so there is no official client to capture
+ * and replay; capabilities lists no client_modes, which means official only. */
+static bool check_client_mode(const char *v, char *err, size_t errlen) {
+    if (strcmp(v, "official") == 0) return true;
+    if (strcmp(v, "replay") == 0)
+        ERR("--client-mode replay: no stack of this peer takes it (replay, 1.4, resends the "
+            "request a JSON library's official client captured; the grpc, quic and zmq clients "
+            "here call their libraries directly); use --client-mode official, the default");
+    ERR("--client-mode %s: not a client mode; expected official (the default, and the only mode "
+        "this peer's clients take) or replay (1.4, which no stack of this peer takes)", v);
+}
+
 static bool set_client(client_args *c, int id, const char *v, char *err, size_t errlen) {
     uint16_t port;
     char host[ARG_TEXT];
@@ -304,10 +332,8 @@ static bool set_client(client_args *c, int id, const char *v, char *err, size_t 
             ERR("--load %s: expected closed, window, backpressure, send-saturation or open", v);
         c->load = (load_kind)k;
         return true;
-    case A_PAYLOAD:
-        if ((k = find(PAYLOADS, 2, v)) < 0) ERR("--payload %s: expected zeros or structured", v);
-        c->payload = (payload_kind)k;
-        return true;
+    case A_PAYLOAD: return set_payload(c, v, err, errlen);
+    case A_CLIENT_MODE: return check_client_mode(v, err, errlen);
     case A_WARMUP_MS: return set_ms("--warmup-ms", v, 0, &c->warmup_ms, err, errlen);
     case A_WINDOW_MS: return set_ms("--window-ms", v, 1, &c->window_ms, err, errlen);
     case A_DRAIN_MS: return set_ms("--drain-ms", v, 0, &c->drain_ms, err, errlen);

@@ -50,6 +50,8 @@ static const char *const TLS_BOTH[] = {"on", "off"};
 static const char *const TLS_ON[] = {"on"};
 static const char *const TLS_OFF[] = {"off"};
 static const char *const MODELS[] = {"closed", "window", "backpressure", "send-saturation", "open"};
+/* Not dated (1.4, the JSON stacks' procedure), and no client_modes (1.4): absent means the
+ * official client only, which is what every client here is (args.c refuses dated and replay). */
 static const char *const PAYLOADS[] = {"zeros", "structured"};
 static const char *const TLS13[] = {"1.3"};
 static const char *const X25519[] = {"x25519"};
@@ -214,7 +216,7 @@ char *capabilities_event(const char *exe, unsigned cpus) {
     json_str(&j, "peer", "rpcarena-peer-c");
     json_str(&j, "language", "c");
     json_str(&j, "version", PEER_VERSION);
-    json_str(&j, "revision", "1.3");
+    json_str(&j, "revision", "1.4");
     json_open_obj(&j, "build");
     json_str(&j, "toolchain", PEER_COMPILER);
     json_str(&j, "flags", PEER_BUILD_FLAGS);

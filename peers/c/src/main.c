@@ -1,4 +1,4 @@
-/* rpcarena-peer-c: the C peer of rpcarena (docs/peer-protocol.md, revision 1.3). */
+/* rpcarena-peer-c: the C peer of rpcarena (docs/peer-protocol.md, revision 1.4). */
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>

@@ -176,6 +176,42 @@ static void zmq_and_send(void) {
     CHECK(!args_parse(6, (char **)srv, &cmd, err, sizeof err) && strstr(err, "zmq has no TLS"));
 }
 
+/* 1.4: --client-mode official (the default) is taken and changes nothing; replay, an unknown
+ * mode and --payload dated are refused by name, saying why and what to use instead; the server
+ * takes neither argument. */
+static void client_mode_and_dated(void) {
+    command_t cmd, plain;
+    char err[512];
+    CHECK(parse_with(NULL, 0, NULL, NULL, &plain, err));
+    const char *official[] = {"--client-mode", "official"};
+    CHECK(parse_with(official, 2, NULL, NULL, &cmd, err));
+    CHECK(memcmp(&cmd.client, &plain.client, sizeof cmd.client) == 0);
+    const char *twice[] = {"--client-mode", "official", "--client-mode", "official"};
+    CHECK(!parse_with(twice, 4, NULL, NULL, &cmd, err) && strstr(err, "--client-mode given more than once"));
+    const char *replay[] = {"--client-mode", "replay"};
+    CHECK(!parse_with(replay, 2, NULL, NULL, &cmd, err) &&
+          strstr(err, "--client-mode replay: no stack of this peer takes it") &&
+          strstr(err, "use --client-mode official"));
+    const char *unknown[] = {"--client-mode", "lean"};
+    CHECK(!parse_with(unknown, 2, NULL, NULL, &cmd, err) &&
+          strstr(err, "--client-mode lean: not a client mode"));
+    const char *dated[] = {"--payload", "dated"};
+    CHECK(!parse_with(dated, 2, NULL, NULL, &cmd, err) &&
+          strstr(err, "--payload dated: no stack of this peer carries it") &&
+          strstr(err, "use --payload zeros or structured"));
+    CHECK(!parse_with(dated, 2, "--request-size", "0", &cmd, err) && strstr(err, "--payload dated"));
+    const char *bogus[] = {"--payload", "json"};
+    CHECK(!parse_with(bogus, 2, NULL, NULL, &cmd, err) && strstr(err, "--payload json: expected zeros or structured"));
+    const char *srv[] = {"peer", "server", "--stack", "zmq", "--listen", "127.0.0.1:0", "--tls", "off",
+                         "--client-mode", "official"};
+    CHECK(!args_parse(10, (char **)srv, &cmd, err, sizeof err) &&
+          strstr(err, "unknown argument --client-mode for the server command"));
+    srv[8] = "--payload";
+    srv[9] = "dated";
+    CHECK(!args_parse(10, (char **)srv, &cmd, err, sizeof err) &&
+          strstr(err, "unknown argument --payload for the server command"));
+}
+
 int main(void) {
     RUN(a_full_client_command_parses);
     RUN(bad_arguments_are_refused_by_name);
@@ -183,5 +219,6 @@ int main(void) {
     RUN(server_arguments);
     RUN(tls_on_and_off);
     RUN(zmq_and_send);
+    RUN(client_mode_and_dated);
     DONE();
 }

@@ -157,6 +157,31 @@ void check_stack_shape(Stack stack, Shape shape) {
   }
 }
 
+// --payload (1.4 adds `dated`, the oRPC benchmarks' procedure, which JSON stacks carry and none
+// of this peer's protobuf stacks does).
+PayloadKind payload_arg(const std::string& text) {
+  if (text == "dated") {
+    throw ArgError("--payload dated: no stack of this peer carries it (dated is 1.4's JSON "
+                   "procedure nested.procedure_1, for JSON stacks only; grpc, quic, zmq and grpc-cq "
+                   "carry protobuf); use --payload zeros or structured");
+  }
+  return choice<PayloadKind>("payload", text, {PayloadKind::kZeros, PayloadKind::kStructured});
+}
+
+// --client-mode official|replay (1.4, default official). Every stack here calls through its one
+// library client, so official is the only mode (capabilities lists no client_modes).
+void client_mode_arg(const Pairs& p) {
+  auto it = p.find("client-mode");
+  if (it == p.end() || it->second == "official") return;
+  if (it->second == "replay") {
+    throw ArgError("--client-mode replay: no stack of this peer has a replay client (replay is "
+                   "1.4's lean stand-in for a library's official client; these stacks take "
+                   "official only); drop the argument or give --client-mode official");
+  }
+  throw ArgError("--client-mode " + it->second +
+                 " is not one of official, replay (this peer's stacks take official only)");
+}
+
 constexpr uint64_t kMaxMs = 4294967295ull;  // 2^32 - 1
 
 double rate_arg(const std::string& text) {
@@ -279,10 +304,8 @@ void common_client_args(Pairs& p, ClientArgs& c) {
   c.load = choice<Load>("load", need(p, "load", k),
                         {Load::kClosed, Load::kWindow, Load::kBackpressure, Load::kSendSaturation,
                          Load::kOpen});
-  if (p.count("payload")) {
-    c.payload = choice<PayloadKind>("payload", p["payload"],
-                                    {PayloadKind::kZeros, PayloadKind::kStructured});
-  }
+  if (p.count("payload")) c.payload = payload_arg(p["payload"]);
+  client_mode_arg(p);
   c.warmup_ms = unsigned_arg("warmup-ms", need(p, "warmup-ms", k), 0, kMaxMs);
   c.window_ms = unsigned_arg("window-ms", need(p, "window-ms", k), 1, kMaxMs);
   c.drain_ms = unsigned_arg("drain-ms", need(p, "drain-ms", k), 0, kMaxMs);
@@ -365,9 +388,9 @@ void check_client_fault(const ClientArgs& c) {
 ClientArgs client_args(const std::vector<std::string>& argv) {
   Pairs p = pairs(argv, 1,
                   {"stack", "server", "tls", "server-name", "ca", "shape", "concurrency", "request-size",
-                   "response-size", "messages-per-stream", "load", "payload", "in-flight",
-                   "max-in-flight", "streams", "settle-ms", "rate", "arrival", "seed", "warmup-ms",
-                   "window-ms", "drain-ms", "conformance-fault"},
+                   "response-size", "messages-per-stream", "load", "payload", "client-mode",
+                   "in-flight", "max-in-flight", "streams", "settle-ms", "rate", "arrival", "seed",
+                   "warmup-ms", "window-ms", "drain-ms", "conformance-fault"},
                   "client");
   ClientArgs c;
   common_client_args(p, c);

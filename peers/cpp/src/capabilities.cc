@@ -46,6 +46,8 @@ Json not_offered(Stack stack, const std::vector<Shape>& shapes) {
 Json models() {
   return Json::array({"closed", "window", "backpressure", "send-saturation", "open"});
 }
+// Not `dated` (1.4): that procedure is JSON stacks' only. No entry lists client_modes either
+// (absent: official only), as no stack here has a replay client; args.cc refuses both.
 Json payloads() { return Json::array({"zeros", "structured"}); }
 
 unsigned cpus() {
@@ -198,7 +200,7 @@ int run_capabilities() {
   fields["peer"] = "rpcarena-peer-cpp";
   fields["language"] = "cpp";
   fields["version"] = PEER_VERSION;
-  fields["revision"] = "1.3";
+  fields["revision"] = "1.4";
   fields["build"] = build;
   fields["files"] = Json::array({executable_path()});
   fields["roles"] = Json{{"client", Json::array({grpc_entry(true), quic_entry(true), zmq_entry(true), grpc_cq_entry(true)})},

@@ -1,4 +1,4 @@
-// rpcarena-peer-cpp: the C++ peer of rpcarena (docs/peer-protocol.md, revision 1.1).
+// rpcarena-peer-cpp: the C++ peer of rpcarena (docs/peer-protocol.md, revision 1.4).
 #include <cstdio>
 #include <string>
 #include <vector>

@@ -178,3 +178,41 @@ TEST(Args, GrpcCqCarriesUnaryAndSend) {
   std::vector<std::string> server = {"server", "--stack", "grpc-cq", "--listen", "127.0.0.1:0", "--tls", "off"};
   EXPECT_EQ(parse_args(with(server, "--conformance-fault", "wrong-seq")).server.stack, Stack::kGrpcCq);
 }
+
+// 1.4: --client-mode official (the default) is accepted on every client stack; replay (no stack
+// here lists it in client_modes), an unknown mode and --payload dated (JSON stacks only) are each
+// refused saying what and what to do.
+TEST(Args, ClientModeOfficialOnlyAndNoDatedPayload) {
+  auto plain = [](std::vector<std::string> a) {
+    a.erase(a.begin() + 5, a.begin() + 9);  // --server-name and --ca
+    return with(a, "--tls", "off");
+  };
+  const std::vector<std::vector<std::string>> stacks = {
+      with(client(), "--stack", "grpc"), client(),
+      plain(with(with(client(), "--stack", "zmq"), "--shape", "unary")),
+      with(with(client(), "--stack", "grpc-cq"), "--shape", "unary")};
+  for (const auto& base : stacks) {
+    std::string stack = base[2];
+    Command official = parse_args(with(base, "--client-mode", "official"));  // the default
+    EXPECT_EQ(official.client.stack, parse_args(base).client.stack) << stack;
+    EXPECT_EQ(official.client.payload, PayloadKind::kZeros) << stack;
+    std::string replay = refusal(with(base, "--client-mode", "replay"));
+    EXPECT_EQ(replay.rfind("--client-mode replay: no stack of this peer has a replay client", 0), 0u)
+        << stack << ": " << replay;
+    EXPECT_NE(replay.find("give --client-mode official"), std::string::npos) << stack;
+    std::string dated = refusal(with(base, "--payload", "dated"));
+    EXPECT_EQ(dated.rfind("--payload dated: no stack of this peer carries it", 0), 0u)
+        << stack << ": " << dated;
+    EXPECT_NE(dated.find("JSON stacks only"), std::string::npos) << stack;
+    EXPECT_NE(dated.find("use --payload zeros or structured"), std::string::npos) << stack;
+  }
+  EXPECT_EQ(refusal(with(client(), "--client-mode", "lean")),
+            "--client-mode lean is not one of official, replay (this peer's stacks take official only)");
+  EXPECT_NE(refusal(with(client(), "--payload", "json")).find("--payload json is not one of zeros, structured"),
+            std::string::npos);
+  // --payload is a client argument; the server refuses it as any argument it does not know.
+  EXPECT_NE(refusal({"server", "--stack", "grpc", "--listen", "127.0.0.1:0", "--tls", "off", "--payload",
+                     "dated"})
+                .find("unknown argument --payload for server"),
+            std::string::npos);
+}

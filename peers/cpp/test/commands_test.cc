@@ -72,13 +72,14 @@ TEST(Commands, TheFirstRejectionIsKept) {
   EXPECT_EQ(counters.to_json()["rejected"], "1");
 }
 
-// Revision 1.3, no allocation counters declared, pingpong served (not driven) on the stacks with
-// streams; tls, not_offered and conformance_faults as docs/stacks.md says for grpc, quic and zmq.
-TEST(Commands, CapabilitiesDeclareRevision13) {
+// Revision 1.4, no allocation counters declared, pingpong served (not driven) on the stacks with
+// streams; tls, not_offered and conformance_faults as docs/stacks.md says for grpc, quic and zmq;
+// no `dated` payload and no client_modes (official only) on any stack.
+TEST(Commands, CapabilitiesDeclareRevision14) {
   testing::internal::CaptureStdout();
   ASSERT_EQ(run_capabilities(), 0);
   Json caps = Json::parse(testing::internal::GetCapturedStdout());
-  EXPECT_EQ(caps["revision"], "1.3");
+  EXPECT_EQ(caps["revision"], "1.4");
   EXPECT_FALSE(caps.contains("allocations"));
   auto has = [](const Json& list, const char* what) {
     return std::find(list.begin(), list.end(), Json(what)) != list.end();
@@ -119,5 +120,9 @@ TEST(Commands, CapabilitiesDeclareRevision13) {
     EXPECT_EQ(cq["settings"]["max_message_bytes"], grpc["settings"]["max_message_bytes"]);
     EXPECT_NE(cq["settings"]["runtime"], grpc["settings"]["runtime"]);
     EXPECT_EQ(cq["load_models"].size(), server ? 0u : 5u);
+    for (const Json& entry : caps["roles"][role]) {
+      EXPECT_EQ(entry["payloads"], Json::array({"zeros", "structured"})) << entry["stack"];
+      EXPECT_FALSE(entry.contains("client_modes")) << entry["stack"];
+    }
   }
 }

@@ -136,6 +136,8 @@ fn payload_len(kind: Payload, request: &pb::Request) -> Result<u64, String> {
             check_structured("body", request.body.as_ref(), request.seq, size).map_err(|e| e.0)?;
             Ok(len as u64)
         }
+        // Payload::of_request gives only protobuf kinds.
+        Payload::Dated => Err("payload_kind dated has no protobuf form".to_string()),
     }
 }
 
@@ -198,7 +200,7 @@ mod tests {
 
     #[test]
     fn well_formed_calls_of_every_shape_and_kind_pass() {
-        for kind in Payload::ALL {
+        for kind in Payload::PROTOBUF {
             let stream: Vec<_> = (0..5).map(|i| request(kind, i, 64, 300, 0)).collect();
             assert_eq!(checked(Shape::ClientStream, &stream), Ok(()));
             assert_eq!(checked(Shape::Bidi, &stream), Ok(()));

@@ -1,14 +1,17 @@
-// Command rpcarena-peer-go is the Go peer of rpcarena (docs/peer-protocol.md, revision 1.2):
+// Command rpcarena-peer-go is the Go peer of rpcarena (docs/peer-protocol.md, revision 1.4):
 //
 //	rpcarena-peer-go capabilities
-//	rpcarena-peer-go server --stack S --listen HOST:PORT --cert FILE --key FILE
+//	rpcarena-peer-go server --stack S --listen HOST:PORT [--tls on] --cert FILE --key FILE
+//	rpcarena-peer-go server --stack S --listen HOST:PORT --tls off
 //
 // where S is grpc, quic, tcp, grpc-servehttp, netrpc-gob, netrpc-proto, http1-proto or
 // http2-proto, and:
 //
-//	rpcarena-peer-go client --stack S --server HOST:PORT --server-name NAME --ca FILE --shape SHAPE
-//	    --concurrency N --request-size B --response-size B --messages-per-stream N --load MODEL
-//	    [MODEL ARGUMENTS] [--payload zeros|structured] --warmup-ms MS --window-ms MS --drain-ms MS
+//	rpcarena-peer-go client --stack S --server HOST:PORT [--tls on] --server-name NAME --ca FILE
+//	    (or --tls off, without --server-name and --ca) --shape SHAPE --concurrency N
+//	    --request-size B --response-size B --messages-per-stream N --load MODEL
+//	    [MODEL ARGUMENTS] [--payload zeros|structured] [--client-mode official]
+//	    --warmup-ms MS --window-ms MS --drain-ms MS
 //
 // stdout carries only events; every failure ends as one `error` event and a non-zero exit.
 package main

@@ -250,6 +250,43 @@ func (r *reader) secured(plaintext bool, names ...string) []string {
 	return values
 }
 
+// payload reads the optional --payload (default zeros). dated (1.4) is the JSON stacks'
+// procedure, which no stack of this peer carries: refused naming why and what to give instead.
+func (r *reader) payload(s Stack) workload.Kind {
+	text, given := r.take("--payload")
+	if !given || r.err != nil {
+		return workload.Zeros
+	}
+	if text == "dated" {
+		r.fail("--payload dated: no stack of this peer carries it, --stack %s included: dated (1.4) is the JSON "+
+			"stacks' procedure (nested.procedure_1, whose response carries a date; docs/peer-protocol.md \"Payload "+
+			"kinds\") and this peer's stacks carry protobuf messages only; give --payload zeros or structured", s)
+		return workload.Zeros
+	}
+	kind, err := workload.ParseKind(text)
+	if err != nil {
+		r.fail("--payload: %v", err)
+	}
+	return kind
+}
+
+// clientMode reads the optional --client-mode (1.4; default official). Every client of this
+// peer is the library's own and takes official only; replay (a lean client resending the
+// official client's captured request) and unknown values are refused naming what to give.
+func (r *reader) clientMode(s Stack) {
+	text, given := r.take("--client-mode")
+	switch {
+	case !given || r.err != nil || text == "official":
+	case text == "replay":
+		r.fail("--client-mode replay: the %s client of this peer takes official only (its capabilities list no "+
+			"client_modes): replay (1.4) resends a JSON library client's captured HTTP or WebSocket request with a "+
+			"lean client, and no stack of this peer has one; leave --client-mode out or give official", s)
+	default:
+		r.fail("--client-mode %q is not a client mode (official or replay, docs/peer-protocol.md \"Client modes\"); "+
+			"the %s client of this peer takes official only: leave --client-mode out or give official", text, s)
+	}
+}
+
 // rest refuses whatever was not taken.
 func (r *reader) rest(command string) {
 	for name := range r.values {
@@ -306,13 +343,8 @@ func parseClient(values map[string]string) (*Client, error) {
 	c.Workload.ResponseSize = uint32(r.requiredNumber("--response-size", 0, workload.MaxPayload))
 	c.Workload.Messages = uint32(r.requiredNumber("--messages-per-stream", 1, workload.MaxMessages))
 	c.Load = Load(r.oneOf("--load", r.required("--load"), "closed", "window", "backpressure", "send-saturation", "open"))
-	if text, ok := r.take("--payload"); ok {
-		if kind, err := workload.ParseKind(text); err == nil {
-			c.Workload.Kind = kind
-		} else if r.err == nil {
-			r.fail("--payload: %v", err)
-		}
-	}
+	c.Workload.Kind = r.payload(c.Stack)
+	r.clientMode(c.Stack)
 	c.WarmupMs = r.requiredNumber("--warmup-ms", 0, maxMillis)
 	c.WindowMs = r.requiredNumber("--window-ms", 1, maxMillis)
 	c.DrainMs = r.requiredNumber("--drain-ms", 0, maxMillis)

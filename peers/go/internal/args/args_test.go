@@ -192,3 +192,46 @@ func TestSendIgnoresTheResponseSizeAndRunsEveryModelOnGRPC(t *testing.T) {
 		}
 	}
 }
+
+// 1.4: no stack of this peer carries the payload kind dated or takes --client-mode replay; each
+// is refused naming the argument, the stack and what to give instead. official, the default, is
+// accepted and changes nothing.
+func TestDatedAndReplayAreRefusedAndOfficialIsTheDefault(t *testing.T) {
+	for _, s := range Stacks {
+		line := replace(replace(client("--load", "closed"), "--stack", string(s)), "--shape", "unary")
+		cases := map[string]struct {
+			argv []string
+			want []string
+		}{
+			"dated":         {append(line, "--payload", "dated"), []string{"--payload dated: no stack of this peer carries it, --stack " + string(s), "give --payload zeros or structured"}},
+			"dated sizes 0": {append(replace(line, "--request-size", "0"), "--payload", "dated"), []string{"--payload dated", "JSON"}},
+			"replay":        {append(line, "--client-mode", "replay"), []string{"--client-mode replay: the " + string(s) + " client of this peer takes official only", "leave --client-mode out or give official"}},
+			"unknown mode":  {append(line, "--client-mode", "lean"), []string{`--client-mode "lean" is not a client mode (official or replay`, "the " + string(s) + " client"}},
+			"empty mode":    {append(line, "--client-mode", ""), []string{`--client-mode "" is not a client mode`}},
+			"repeated":      {append(line, "--client-mode", "official", "--client-mode", "official"), []string{"--client-mode is given more than once"}},
+		}
+		for name, c := range cases {
+			_, err := Parse(c.argv)
+			for _, want := range c.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("%s %s: got %v, want an error naming %q", s, name, err, want)
+				}
+			}
+		}
+		plain, err := Parse(line)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		official, err := Parse(append(line, "--client-mode", "official"))
+		if err != nil || *official.Client != *plain.Client {
+			t.Errorf("%s --client-mode official: %v %+v, want %+v", s, err, official.Client, plain.Client)
+		}
+	}
+	// a server takes neither (it learns the payload kind from each request)
+	for _, extra := range [][]string{{"--payload", "dated"}, {"--client-mode", "official"}} {
+		argv := append([]string{"server", "--stack", "grpc", "--listen", "127.0.0.1:0", "--cert", "c", "--key", "k"}, extra...)
+		if _, err := Parse(argv); err == nil || !strings.Contains(err.Error(), "unknown argument "+extra[0]+" for server") {
+			t.Errorf("server %v: %v", extra, err)
+		}
+	}
+}

@@ -283,7 +283,7 @@ func TestCapabilitiesDeclareEveryStackAndItsSettings(t *testing.T) {
 		Allocations protocol.AllocationSource
 		Roles       struct{ Client, Server []protocol.StackOffer }
 	}
-	if err := json.Unmarshal(line, &capabilities); err != nil || capabilities.Revision != "1.3" {
+	if err := json.Unmarshal(line, &capabilities); err != nil || capabilities.Revision != "1.4" {
 		t.Fatal(err, capabilities.Revision)
 	}
 	if capabilities.Allocations != protocol.GoAllocations || !capabilities.Allocations.Counts || !capabilities.Allocations.Bytes {
@@ -313,7 +313,14 @@ func TestCapabilitiesDeclareEveryStackAndItsSettings(t *testing.T) {
 			if strings.Join(o.TLS, " ") != wantTLS || slices.Contains(o.Shapes, "send") != grpc || (o.NotOffered["send"] == "") != grpc {
 				t.Errorf("%s: tls %v, shapes %v, not_offered %v", o.Stack, o.TLS, o.Shapes, o.NotOffered)
 			}
+			if strings.Join(o.Payloads, " ") != "zeros structured" {
+				t.Errorf("%s: payloads %v", o.Stack, o.Payloads)
+			}
 		}
+	}
+	// 1.4: no stack carries dated, and no client lists client_modes (absent: official only)
+	if strings.Contains(string(line), "dated") || strings.Contains(string(line), "client_modes") {
+		t.Errorf("dated or client_modes declared: %s", line)
 	}
 	if !strings.Contains(string(line), `"stack":"http2-proto","shapes":["unary"],"load_models":["closed","window","open"]`) {
 		t.Errorf("http2-proto's offer: %s", line)

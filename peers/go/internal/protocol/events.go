@@ -17,7 +17,7 @@ import (
 const Version = 1
 
 // Revision is the revision of docs/peer-protocol.md this peer follows.
-const Revision = "1.3"
+const Revision = "1.4"
 
 // Error codes (docs/peer-protocol.md, "Error codes").
 const (

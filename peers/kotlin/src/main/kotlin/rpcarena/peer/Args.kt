@@ -36,6 +36,20 @@ fun serverShapes(stack: String): List<String> = if (stack in SEND_NOT_OFFERED) S
 fun tlsValues(stack: String): List<String> = if (stack == "quic") listOf("on") else listOf("on", "off")
 val LOAD_MODELS = listOf("closed", "window", "backpressure", "send-saturation", "open")
 val PAYLOADS = listOf("zeros", "structured")
+
+/**
+ * Why no stack of this peer carries `--payload dated` (revision 1.4): it is the JSON stacks'
+ * procedure, so `capabilities` leaves it out of `payloads` and the client refuses it.
+ */
+const val DATED_REFUSED = "dated is the JSON stacks' procedure (the oRPC benchmarks' nested.procedure_1, revision 1.4) " +
+    "and no stack of the kotlin peer carries JSON: grpc carries protobuf messages, quic the native framing"
+
+/** The one `--client-mode` (revision 1.4) this peer's clients take; `capabilities` lists no `client_modes`. */
+const val OFFICIAL = "official"
+
+/** Why no client of this peer takes `--client-mode replay` (revision 1.4). */
+const val REPLAY_REFUSED = "replay stands a lean client in for a library's official client, and the grpc-kotlin " +
+    "stubs and the native quic client are the only clients this peer's stacks have"
 const val MAX_PAYLOAD = 16_777_216
 const val MAX_MESSAGES = 1_000_000
 const val MAX_STREAMS = 1000
@@ -120,6 +134,19 @@ private fun clientShape(name: String, text: String, stack: String): String {
     return oneOf(name, text, shapes)
 }
 
+/** `--payload`, default zeros; `dated` (revision 1.4) is refused with the reason. */
+private fun payload(name: String, text: String?, stack: String): String {
+    if (text == "dated") throw ArgError("$name dated is not offered on --stack $stack: $DATED_REFUSED; use zeros or structured")
+    return oneOf(name, text ?: "zeros", PAYLOADS)
+}
+
+/** `--client-mode` (revision 1.4), default official: replay and unknown values are refused, saying what to give. */
+private fun clientMode(name: String, text: String?, stack: String): String = when (text) {
+    null, OFFICIAL -> OFFICIAL
+    "replay" -> throw ArgError("$name replay is not offered on --stack $stack: $REPLAY_REFUSED; leave $name out or give official")
+    else -> throw ArgError("$name \"$text\": expected official or replay, and the kotlin peer takes official only; leave $name out or give official")
+}
+
 private fun rate(name: String, text: String): Double {
     val v = if (Regex("^[0-9]+(\\.[0-9]+)?$").matches(text)) text.toDouble() else Double.NaN
     if (!(v > 0 && v <= 10_000_000)) {
@@ -168,6 +195,7 @@ private val SPEC = linkedMapOf(
     "--messages-per-stream" to Spec(setOf("client")),
     "--load" to Spec(setOf("client")),
     "--payload" to Spec(setOf("client"), optional = true),
+    "--client-mode" to Spec(setOf("client"), optional = true),
     "--warmup-ms" to Spec(setOf("client")),
     "--window-ms" to Spec(setOf("client")),
     "--drain-ms" to Spec(setOf("client")),
@@ -240,6 +268,7 @@ fun parseClient(argv: List<String>): ClientConfig {
     fun ms(n: String, min: Long = 0) = integer(n, v[n]!!, min, MAX_MS)
     val load = oneOf("--load", v["--load"]!!, LOAD_MODELS)
     val stack = stackFor(v)
+    clientMode("--client-mode", v["--client-mode"], stack)
     val c = ClientConfig(
         stack = stack,
         server = hostPort("--server", v["--server"]!!, 1),
@@ -252,7 +281,7 @@ fun parseClient(argv: List<String>): ClientConfig {
         responseSize = integer("--response-size", v["--response-size"]!!, 0, MAX_PAYLOAD.toLong()).toInt(),
         messagesPerStream = integer("--messages-per-stream", v["--messages-per-stream"]!!, 1, MAX_MESSAGES.toLong()).toInt(),
         load = load,
-        payload = v["--payload"]?.let { oneOf("--payload", it, PAYLOADS) } ?: "zeros",
+        payload = payload("--payload", v["--payload"], stack),
         warmupMs = ms("--warmup-ms"),
         windowMs = ms("--window-ms", 1),
         drainMs = ms("--drain-ms"),

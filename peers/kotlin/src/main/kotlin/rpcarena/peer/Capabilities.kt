@@ -78,7 +78,11 @@ object Capabilities {
         )
     }
 
-    /** One role's entry for a stack; `tls` and `not_offered` are revision 1.3's. */
+    /**
+     * One role's entry for a stack; `tls` and `not_offered` are revision 1.3's. Revision 1.4's
+     * `dated` payload and `client_modes` are left out: no stack here carries `dated`
+     * ([DATED_REFUSED]), and an absent `client_modes` means official only ([REPLAY_REFUSED]).
+     */
     internal fun entry(stack: String, client: Boolean): Map<String, Any> = linkedMapOf<String, Any>(
         "stack" to stack,
         "shapes" to if (client) clientShapes(stack) else serverShapes(stack),
@@ -102,7 +106,7 @@ object Capabilities {
             "peer" to "rpcarena-peer-kotlin",
             "language" to "kotlin",
             "version" to v("version"),
-            "revision" to "1.3",
+            "revision" to "1.4",
             "build" to linkedMapOf(
                 "toolchain" to "kotlin ${v("kotlin")} (kotlin-maven-plugin), JVM target 17",
                 "runtime" to "${System.getProperty("java.vm.name")} ${System.getProperty("java.runtime.version")}",

@@ -151,8 +151,7 @@ class PlaintextSendTest {
     }
 
     @Test
-    fun capabilitiesSayRevision13WhichTlsValuesEachStackTakesAndWhyQuicHasNoSend() {
-        assertEquals("1.3", Capabilities.fields()["revision"])
+    fun capabilitiesSayWhichTlsValuesEachStackTakesAndWhyQuicHasNoSend() {
         val grpc = Capabilities.entry("grpc", client = false)
         assertEquals(listOf("on", "off"), grpc["tls"])
         assertEquals(SERVER_SHAPES + "send", grpc["shapes"])
