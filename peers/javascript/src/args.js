@@ -181,11 +181,10 @@ function checkClientOffer(config) {
   if (config.payload !== undefined && !payloadsOf(config.stack).includes(config.payload)) {
     throw new ArgError(`--payload ${config.payload} does not apply to --stack ${config.stack}: the dated payload is carried only by the JSON stacks (${JSON_STACKS.join(', ')})`);
   }
-  if (config.clientMode !== undefined && !(clientModesOf(config.stack) ?? []).includes(config.clientMode)) {
-    const modes = clientModesOf(config.stack);
-    throw new ArgError(modes === undefined
-      ? `--client-mode does not apply to --stack ${config.stack}: its client is the library's official one only (client modes: ${JSON_STACKS.join(', ')})`
-      : `--client-mode ${config.clientMode} does not apply to --stack ${config.stack}: its client takes ${modes.join(', ')}`);
+  // Every client takes `official` (the default; a stack without client_modes offers it alone).
+  const modes = clientModesOf(config.stack) ?? ['official'];
+  if (config.clientMode !== undefined && !modes.includes(config.clientMode)) {
+    throw new ArgError(`--client-mode ${config.clientMode} does not apply to --stack ${config.stack}: its client takes ${modes.join(', ')} (replay: ${JSON_STACKS.join(', ')})`);
   }
   if (config.clientMode === 'replay' && config.shape !== 'unary') {
     throw new ArgError(`--shape ${config.shape} does not apply to --client-mode replay: replay repeats one captured unary call (a server stream takes --client-mode official)`);

@@ -139,13 +139,14 @@ test('1.4: --payload dated only on the JSON stacks, unary, sizes 0; each refusal
   assert.equal(parseArgs('client', dated('orpc-openapi', { '--conformance-fault': 'corrupt-structured' })).conformanceFault, 'corrupt-structured');
 });
 
-test('1.4: --client-mode official|replay on the JSON stacks\' clients only', () => {
+test('1.4: --client-mode official on every client, replay on the JSON stacks\' only', () => {
   const mode = (stack, value) => [...withArg('--stack', stack), '--client-mode', value];
   assert.equal(parseArgs('client', mode('trpc-ws', 'replay')).clientMode, 'replay');
   assert.equal(parseArgs('client', mode('hono-rest', 'official')).clientMode, 'official');
   assert.equal(parseArgs('client', withArg('--stack', 'orpc-http')).clientMode, undefined);
-  refused(mode('grpc', 'official'), /--client-mode does not apply to --stack grpc/);
-  refused(mode('quic', 'replay'), /--client-mode does not apply to --stack quic/);
+  // official, the default, on every stack (protocol 1.4: absent client_modes means official).
+  for (const stack of ['grpc', 'quic', 'tcp', 'connect']) assert.equal(parseArgs('client', mode(stack, 'official')).clientMode, 'official');
+  refused(mode('quic', 'replay'), /--client-mode replay does not apply to --stack quic: its client takes official/);
   refused(mode('orpc-http', 'lean'), /--client-mode "lean": expected one of official, replay/);
   refused(['--stack', 'orpc-http', '--listen', '127.0.0.1:0', '--tls', 'off', '--client-mode', 'replay'], /unknown argument "--client-mode" for the server role/, 'server');
   refused([...mode('orpc-ws', 'replay'), '--conformance-fault', 'nonzero-byte'], /--conformance-fault does not apply to --client-mode replay/);

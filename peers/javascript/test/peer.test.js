@@ -457,5 +457,5 @@ test('1.4: a dated client refuses sizes other than 0 and stacks without dated; -
   const grpc = await expectError(client('grpc', '127.0.0.1:1', { '--payload': 'dated', '--request-size': '0', '--response-size': '0' }), 'startup', 'config', 2);
   assert.match(grpc.message, /--payload dated does not apply to --stack grpc/);
   const mode = await expectError(client('tcp', '127.0.0.1:1', { '--client-mode': 'replay' }), 'startup', 'config', 2);
-  assert.match(mode.message, /--client-mode does not apply to --stack tcp/);
+  assert.match(mode.message, /--client-mode replay does not apply to --stack tcp/);
 });
