@@ -3,7 +3,7 @@
 // it. Pure: returns a configuration or throws ArgError; reading files is the caller's job.
 import net from 'node:net';
 import { MAX_MESSAGES, MAX_PAYLOAD, PAYLOADS, SERVER_SHAPES, SHAPES } from './workload.js';
-import { NOT_OFFERED, SEND, STACKS, TLS_MODES, TLS_OFF_REFUSED, shapesOf } from './offer.js';
+import { CLIENT_MODES, DATED, JSON_STACKS, NOT_OFFERED, SEND, STACKS, TLS_MODES, TLS_OFF_REFUSED, clientModesOf, payloadsOf, shapesOf } from './offer.js';
 import { CLIENT_FAULTS, FAULT_STACKS, SERVER_FAULTS, clientFaultRefusal } from './fault.js';
 
 export { STACKS };
@@ -110,7 +110,8 @@ const SPEC = {
   '--response-size': { roles: ['client'], parse: (n, t) => integer(n, t, 0, MAX_PAYLOAD) },
   '--messages-per-stream': { roles: ['client'], parse: (n, t) => integer(n, t, 1, MAX_MESSAGES) },
   '--load': { roles: ['client'], parse: (n, t) => oneOf(n, t, LOAD_MODELS) },
-  '--payload': { roles: ['client'], optional: true, parse: (n, t) => oneOf(n, t, PAYLOADS) },
+  '--payload': { roles: ['client'], optional: true, parse: (n, t) => oneOf(n, t, [...PAYLOADS, DATED]) },
+  '--client-mode': { roles: ['client'], optional: true, parse: (n, t) => oneOf(n, t, CLIENT_MODES) },
   '--warmup-ms': { roles: ['client'], parse: ms },
   '--window-ms': { roles: ['client'], parse: (n, t) => integer(n, t, 1, MAX_MS) },
   '--drain-ms': { roles: ['client'], parse: ms },
@@ -171,7 +172,29 @@ function checkStack(config) {
     const why = NOT_OFFERED[config.stack][config.shape] ?? 'not offered';
     throw new ArgError(`--shape ${config.shape} does not apply to --stack ${config.stack}: ${why}`);
   }
+  if (config.role === 'client') checkClientOffer(config);
   if (config.conformanceFault !== undefined) checkFault(config);
+}
+
+/** The payload kind (1.4: dated) and the client mode (1.4) a client asks of its stack. */
+function checkClientOffer(config) {
+  if (config.payload !== undefined && !payloadsOf(config.stack).includes(config.payload)) {
+    throw new ArgError(`--payload ${config.payload} does not apply to --stack ${config.stack}: the dated payload is carried only by the JSON stacks (${JSON_STACKS.join(', ')})`);
+  }
+  // Every client takes `official` (the default; a stack without client_modes offers it alone).
+  const modes = clientModesOf(config.stack) ?? ['official'];
+  if (config.clientMode !== undefined && !modes.includes(config.clientMode)) {
+    throw new ArgError(`--client-mode ${config.clientMode} does not apply to --stack ${config.stack}: its client takes ${modes.join(', ')} (replay: ${JSON_STACKS.join(', ')})`);
+  }
+  if (config.clientMode === 'replay' && config.shape !== 'unary') {
+    throw new ArgError(`--shape ${config.shape} does not apply to --client-mode replay: replay repeats one captured unary call (a server stream takes --client-mode official)`);
+  }
+  if (config.payload === DATED) {
+    if (config.shape !== 'unary') throw new ArgError(`--shape ${config.shape} does not apply to --payload dated: the dated procedure is unary only`);
+    for (const [flag, name] of [['--request-size', 'requestSize'], ['--response-size', 'responseSize']]) {
+      if (config[name] !== 0) throw new ArgError(`${flag} ${config[name]} does not apply to --payload dated: its input and answer are fixed, so the size must be 0`);
+    }
+  }
 }
 
 /** A conformance fault mode: only on FAULT_STACKS, a mode of the role, a shape it applies to. */
@@ -186,6 +209,9 @@ function checkFault(config) {
   }
   const refusal = config.role === 'client' ? clientFaultRefusal(mode, config.shape, config.payload ?? 'zeros') : undefined;
   if (refusal !== undefined) throw new ArgError(refusal);
+  if (config.clientMode === 'replay') {
+    throw new ArgError('--conformance-fault does not apply to --client-mode replay: the fault client sends its malformed call through the official client');
+  }
 }
 
 function clientDefaults(config) {

@@ -7,9 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { REVISION } from './protocol.js';
 import { DESCRIPTOR } from './proto.js';
 import { LOAD_MODELS } from './args.js';
-import { NOT_OFFERED, STACKS, TLS_MODES, shapesOf } from './offer.js';
-import { MAX_MESSAGE_BYTES, PAYLOADS } from './workload.js';
-import { JSON_STACKS } from './offer.js';
+import { JSON_STACKS, NOT_OFFERED, REST_STACKS, STACKS, TLS_MODES, clientModesOf, payloadsOf, shapesOf } from './offer.js';
+import { MAX_MESSAGE_BYTES } from './workload.js';
 import { FAULT_STACKS } from './fault.js';
 
 /** Largest JSON message of the oRPC and tRPC stacks (transports.js MAX_JSON_BYTES). */
@@ -48,12 +47,36 @@ function jsonSettings(stack, common) {
     keep_alive: true,
     websocket: webSocket,
     websocket_compression: webSocket ? 'none (permessage-deflate off)' : undefined,
-    encoding: 'JSON; payload bytes as a base64 string, structured bodies as JSON objects',
+    encoding: REST_STACKS.includes(stack)
+      ? 'JSON bodies (REST: POST /unary, GET /nested/procedure_1?who=...); payload bytes as a base64 string, structured bodies as JSON objects, dates as ISO 8601 strings'
+      : 'JSON; payload bytes as a base64 string, structured bodies as JSON objects; the dated payload through the library\'s serializer (oRPC RPC meta, superjson)',
     http_batching: stack === 'trpc-http' ? false : undefined,
     tcp_nodelay: true,
     congestion_control: 'host default',
     connections: '1 per lane',
     plaintext: `${webSocket ? 'WebSocket (ws://) on ' : ''}HTTP/1.1 straight on TCP; the tls_* and alpn settings apply only with --tls on`,
+  };
+}
+
+/** The settings of the connect stack: the Connect protocol on node:http2, one connection. */
+function connectSettings(common) {
+  return {
+    ...common,
+    tls_groups: ['x25519'],
+    tls_ciphers: NODE_CIPHERS,
+    alpn: 'h2',
+    protocol: 'Connect (binary protobuf: application/proto for unary, application/connect+proto for streams)',
+    stream_window: MIB16,
+    connection_window: MIB16,
+    bdp_probing: false,
+    max_concurrent_streams: 10_000,
+    max_frame_size: 16384,
+    keep_alive_pings: false,
+    http2_max_session_memory_mb: 1024,
+    tcp_nodelay: true,
+    congestion_control: 'host default',
+    connections: 1,
+    plaintext: 'h2c with prior knowledge; the tls_* and alpn settings apply only with --tls on',
   };
 }
 
@@ -66,6 +89,7 @@ function settings(stack) {
     runtime: RUNTIME,
   };
   if (JSON_STACKS.includes(stack)) return JSON.parse(JSON.stringify(jsonSettings(stack, common)));
+  if (stack === 'connect') return connectSettings(common);
   if (stack === 'grpc') {
     return {
       ...common,
@@ -122,7 +146,7 @@ function deviations(stack) {
       'MTU: quinn probes path MTU up to 1452 bytes; quiche (through @matrixai/quic) sends UDP payloads of at most 1350 bytes, without path MTU discovery',
     ];
   }
-  if (stack === 'grpc') return [CONGESTION, NODE_TICKETS];
+  if (stack === 'grpc' || stack === 'connect') return [CONGESTION, NODE_TICKETS];
   if (JSON_STACKS.includes(stack)) {
     return [
       CONGESTION,
@@ -139,11 +163,24 @@ function deviations(stack) {
 function libraries(stack) {
   const protobuf = { protobufjs: version('protobufjs') };
   if (JSON_STACKS.includes(stack)) {
-    const lib = stack.startsWith('orpc')
+    const lib = {
+      'orpc-openapi': { '@orpc/openapi': version('@orpc/openapi'), '@orpc/openapi-client': version('@orpc/openapi-client'), '@orpc/server': version('@orpc/server'), '@orpc/contract': version('@orpc/contract') },
+      'hono-rest': { hono: version('hono'), '@hono/node-server': version('@hono/node-server') },
+    }[stack] ?? (stack.startsWith('orpc')
       ? { '@orpc/server': version('@orpc/server'), '@orpc/client': version('@orpc/client') }
-      : { '@trpc/server': version('@trpc/server'), '@trpc/client': version('@trpc/client') };
+      : { '@trpc/server': version('@trpc/server'), '@trpc/client': version('@trpc/client'), superjson: version('superjson') });
     const transport = stack.endsWith('-ws') ? { ws: version('ws') } : { 'undici (client Agent)': version('undici'), 'node:http (llhttp)': process.versions.llhttp };
     return { ...lib, ...transport, 'node:tls (OpenSSL)': process.versions.openssl };
+  }
+  if (stack === 'connect') {
+    return {
+      '@connectrpc/connect': version('@connectrpc/connect'),
+      '@connectrpc/connect-node': version('@connectrpc/connect-node'),
+      '@bufbuild/protobuf': version('@bufbuild/protobuf'),
+      'protobufjs (descriptors only)': version('protobufjs'),
+      'node:http2 (nghttp2)': process.versions.nghttp2,
+      'node:tls (OpenSSL)': process.versions.openssl,
+    };
   }
   if (stack === 'grpc') {
     return {
@@ -177,7 +214,7 @@ function entry(stack, role) {
     stack,
     shapes: shapesOf(stack, role),
     load_models: role === 'client' ? [...LOAD_MODELS] : [],
-    payloads: [...PAYLOADS],
+    payloads: payloadsOf(stack),
     tls: [...TLS_MODES[stack]],
     libraries: libraries(stack),
     settings: settings(stack),
@@ -185,6 +222,8 @@ function entry(stack, role) {
   };
   if (Object.keys(NOT_OFFERED[stack]).length > 0) offered.not_offered = notOffered(stack, role);
   if (FAULT_STACKS.includes(stack)) offered.conformance_faults = true;
+  const modes = role === 'client' ? clientModesOf(stack) : undefined;
+  if (modes !== undefined) offered.client_modes = modes;
   return offered;
 }
 

@@ -20,7 +20,10 @@ const MS = 1_000_000;
 async function createDriver(config, options) {
   if (config.stack === 'grpc') return new (await import('./stacks/grpc.js')).GrpcClient(options);
   if (config.stack === 'quic') return new (await import('./stacks/quic.js')).QuicClient(options);
+  if (config.stack === 'connect') return new (await import('./stacks/connect-client.js')).ConnectClient(options);
   const webSocket = config.stack.endsWith('-ws');
+  if (config.stack === 'orpc-openapi') return new (await import('./stacks/openapi.js')).OpenApiClient(options);
+  if (config.stack === 'hono-rest') return new (await import('./stacks/hono.js')).HonoClient(options);
   if (config.stack.startsWith('orpc-')) return new (await import('./stacks/orpc.js')).OrpcClient(options, webSocket);
   if (config.stack.startsWith('trpc-')) return new (await import('./stacks/trpc.js')).TrpcClient(options, webSocket);
   return new (await import('./stacks/tcp.js')).TcpClient(options);
@@ -84,8 +87,10 @@ function driverOptions(config) {
     requestSize: config.requestSize,
     responseSize: config.responseSize,
     messages: config.messagesPerStream,
+    dated: config.payload === 'dated',
   };
-  return { server: config.server, plaintext, serverName: config.serverName, caPem, work, lanes: lanesOf(config) };
+  const clientMode = config.clientMode ?? 'official';
+  return { server: config.server, plaintext, serverName: config.serverName, caPem, work, clientMode, lanes: lanesOf(config) };
 }
 
 /** A promise that never settles: the flow that awaits it is abandoned (stopping, or sampled). */

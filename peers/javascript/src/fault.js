@@ -1,20 +1,23 @@
 // Conformance faults (docs/stacks.md "Conformance faults"; the modes, names and expected codes of
 // crates/peer/src/fault.rs) for the stacks no other peer offers, so that `rpcarena conformance`
-// can pair this peer with itself there: orpc-http, orpc-ws, trpc-http, trpc-ws (FAULT_STACKS),
-// whose only shape is unary. `--conformance-fault MODE` is taken only on the command line, is not
-// in `capabilities` and is refused on every other stack; a peer running one says so on stderr.
-// Never measure with it. Pure: which answer a server mode gives, which request a client mode
-// sends, and how a client mode judges the server's answer.
+// can pair this peer with itself there (FAULT_STACKS): the JSON stacks (orpc-http, orpc-ws,
+// trpc-http, trpc-ws, orpc-openapi, hono-rest) and connect. This module maps the modes onto one
+// reply per call (unary); streams follow fault-streams.js's plans; the dated payload's answers
+// under each mode are stacks/dated.js's. `--conformance-fault MODE` is taken only on the command
+// line, is not in `capabilities` and is refused on every other stack; a peer running one says so
+// on stderr. Never measure with it. Pure: which answer a server mode gives, which request a
+// client mode sends, and how a client mode judges the server's answer.
 import { MAX_PAYLOAD, responseTo, structured } from './workload.js';
+import { JSON_STACKS } from './offer.js';
 
-export const FAULT_STACKS = Object.freeze(['orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws']);
+export const FAULT_STACKS = Object.freeze([...JSON_STACKS, 'connect']);
 
 export const SERVER_FAULTS = Object.freeze([
   'wrong-seq', 'short-payload', 'nonzero-byte', 'wrong-summary', 'missing-message', 'extra-message',
   'early-status', 'error-status', 'corrupt-structured', 'skip-validation',
 ]);
 
-/** Client modes and the shapes they apply to (unary is the only shape of FAULT_STACKS). */
+/** Client modes and what each sends (STREAM_ONLY: the shapes a stream mode applies to). */
 export const CLIENT_FAULTS = Object.freeze({
   'nonzero-byte': 'a payload byte 0x01 in every request',
   'corrupt-structured': 'a structured body with one field changed in every request',
@@ -34,11 +37,11 @@ const STREAM_ONLY = Object.freeze({
 
 /** Why a client mode cannot run with this shape and payload (undefined when it can). */
 export function clientFaultRefusal(mode, shape, payload) {
-  if (STREAM_ONLY[mode] !== undefined && shape === 'unary') {
-    return `--conformance-fault ${mode} applies to --shape ${STREAM_ONLY[mode]}, not unary`;
+  if (STREAM_ONLY[mode] !== undefined && !STREAM_ONLY[mode].split(', ').includes(shape)) {
+    return `--conformance-fault ${mode} applies to --shape ${STREAM_ONLY[mode]}, not ${shape}`;
   }
-  if (mode === 'corrupt-structured' && payload !== 'structured') {
-    return '--conformance-fault corrupt-structured needs --payload structured';
+  if (mode === 'corrupt-structured' && payload !== 'structured' && payload !== 'dated') {
+    return '--conformance-fault corrupt-structured needs --payload structured (or dated, where it sends a wrong input)';
   }
   return undefined;
 }
@@ -53,7 +56,7 @@ export function corruptStructured(body, seq) {
 }
 
 /** A copy of `response` changed as `mode` says (modes that change a payload or its seq). */
-function corrupted(mode, response) {
+export function corrupted(mode, response) {
   const { seq } = response;
   const out = { ...response };
   if (mode === 'wrong-seq') out.seq = seq + 1;

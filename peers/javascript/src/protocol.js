@@ -2,7 +2,7 @@
 // and the Failure that ends a peer with an `error` event.
 
 export const PROTOCOL = 1;
-export const REVISION = '1.3';
+export const REVISION = '1.4';
 
 export const phase = Object.freeze({
   STARTUP: 'startup',

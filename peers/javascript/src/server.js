@@ -12,7 +12,10 @@ import { readPem } from './tls.js';
 async function start(stack, options) {
   if (stack === 'grpc') return (await import('./stacks/grpc.js')).startGrpcServer(options);
   if (stack === 'quic') return (await import('./stacks/quic.js')).startQuicServer(options);
+  if (stack === 'connect') return (await import('./stacks/connect-server.js')).startConnectServer(options);
   const webSocket = stack.endsWith('-ws');
+  if (stack === 'orpc-openapi') return (await import('./stacks/openapi.js')).startOpenApiServer(options);
+  if (stack === 'hono-rest') return (await import('./stacks/hono.js')).startHonoServer(options);
   if (stack.startsWith('orpc-')) return (await import('./stacks/orpc.js')).startOrpcServer({ ...options, webSocket });
   if (stack.startsWith('trpc-')) return (await import('./stacks/trpc.js')).startTrpcServer({ ...options, webSocket });
   return (await import('./stacks/tcp.js')).startTcpServer(options);

@@ -116,3 +116,38 @@ test('--shape send: grpc only, with every load model; its response size is ignor
   assert.equal(parseArgs('client', [...withArg('--shape', 'send').map((v, i, a) => (a[i - 1] === '--response-size' ? '1' : v)), '--payload', 'structured']).responseSize, 0);
   refused([...send.map((v, i, a) => (a[i - 1] === '--request-size' ? '2' : v)), '--payload', 'structured'], /--request-size 2 cannot be built/);
 });
+
+test('1.4: --payload dated only on the JSON stacks, unary, sizes 0; each refusal names the argument', () => {
+  const dated = (stack, extra = {}) => {
+    let argv = withArg('--stack', stack);
+    for (const [name, value] of Object.entries({ '--payload': 'dated', '--request-size': '0', '--response-size': '0', ...extra })) {
+      const i = argv.indexOf(name);
+      argv = i >= 0 ? argv.map((v, k) => (k === i + 1 ? value : v)) : [...argv, name, value];
+    }
+    return argv;
+  };
+  for (const stack of ['orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws', 'orpc-openapi', 'hono-rest']) {
+    assert.equal(parseArgs('client', dated(stack)).payload, 'dated');
+  }
+  refused(dated('grpc'), /--payload dated does not apply to --stack grpc/);
+  refused(dated('tcp'), /--payload dated does not apply to --stack tcp/);
+  refused(dated('orpc-http', { '--request-size': '8' }), /^--request-size 8 does not apply to --payload dated/);
+  refused(dated('trpc-ws', { '--response-size': '1' }), /^--response-size 1 does not apply to --payload dated/);
+  refused(dated('hono-rest', { '--shape': 'bidi' }), /--shape bidi does not apply to --stack hono-rest/);
+  refused(withArg('--payload', 'dates'), /--payload "dates": expected one of zeros, structured, dated/);
+  // The conformance fault client sends a wrong input with dated (corrupt-structured included).
+  assert.equal(parseArgs('client', dated('orpc-openapi', { '--conformance-fault': 'corrupt-structured' })).conformanceFault, 'corrupt-structured');
+});
+
+test('1.4: --client-mode official on every client, replay on the JSON stacks\' only', () => {
+  const mode = (stack, value) => [...withArg('--stack', stack), '--client-mode', value];
+  assert.equal(parseArgs('client', mode('trpc-ws', 'replay')).clientMode, 'replay');
+  assert.equal(parseArgs('client', mode('hono-rest', 'official')).clientMode, 'official');
+  assert.equal(parseArgs('client', withArg('--stack', 'orpc-http')).clientMode, undefined);
+  // official, the default, on every stack (protocol 1.4: absent client_modes means official).
+  for (const stack of ['grpc', 'quic', 'tcp', 'connect']) assert.equal(parseArgs('client', mode(stack, 'official')).clientMode, 'official');
+  refused(mode('quic', 'replay'), /--client-mode replay does not apply to --stack quic: its client takes official/);
+  refused(mode('orpc-http', 'lean'), /--client-mode "lean": expected one of official, replay/);
+  refused(['--stack', 'orpc-http', '--listen', '127.0.0.1:0', '--tls', 'off', '--client-mode', 'replay'], /unknown argument "--client-mode" for the server role/, 'server');
+  refused([...mode('orpc-ws', 'replay'), '--conformance-fault', 'nonzero-byte'], /--conformance-fault does not apply to --client-mode replay/);
+});

@@ -1,4 +1,5 @@
-// The oRPC and tRPC stacks in process, each over HTTP and WebSocket, with TLS and without: calls
+// The oRPC and tRPC stacks in process, each over HTTP and WebSocket, and the REST stacks
+// (orpc-openapi, hono-rest), with TLS and without: calls
 // of both payload kinds, the server's validation duty (a malformed request is refused with
 // BAD_REQUEST and counted, and the server serves on), the client's (every server conformance fault
 // fails the call with the code fault.rs gives), the conformance fault client's judgement, and the
@@ -8,6 +9,8 @@ import fs from 'node:fs';
 import { test } from 'node:test';
 import { OrpcClient, startOrpcServer } from '../src/stacks/orpc.js';
 import { TrpcClient, startTrpcServer } from '../src/stacks/trpc.js';
+import { OpenApiClient, startOpenApiServer } from '../src/stacks/openapi.js';
+import { HonoClient, startHonoServer } from '../src/stacks/hono.js';
 import { ServerCounters } from '../src/stacks/native.js';
 import { requestFromJson, requestToJson, responseFromJson } from '../src/stacks/json.js';
 import { KIND, request, structured } from '../src/workload.js';
@@ -21,6 +24,8 @@ const STACKS = {
   'orpc-ws': { start: (o) => startOrpcServer({ ...o, webSocket: true }), Client: OrpcClient, webSocket: true },
   'trpc-http': { start: (o) => startTrpcServer(o), Client: TrpcClient, webSocket: false },
   'trpc-ws': { start: (o) => startTrpcServer({ ...o, webSocket: true }), Client: TrpcClient, webSocket: true },
+  'orpc-openapi': { start: (o) => startOpenApiServer(o), Client: OpenApiClient, webSocket: false },
+  'hono-rest': { start: (o) => startHonoServer(o), Client: HonoClient, webSocket: false },
 };
 
 const WORK = { shape: 'unary', kind: KIND.zeros, requestSize: 64, responseSize: 64, messages: 1 };

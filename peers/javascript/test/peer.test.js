@@ -89,26 +89,31 @@ async function expectError(peer, phase, code, exit) {
   return event;
 }
 
-test('capabilities: one line, revision 1.3, every stack declared in both roles', async () => {
+test('capabilities: one line, revision 1.4, every stack declared in both roles', async () => {
   const peer = new Peer(['capabilities']);
   const caps = await peer.next();
   assert.equal(await peer.exited, 0);
   assert.equal(caps.event, 'capabilities');
-  assert.equal(caps.revision, '1.3');
+  assert.equal(caps.revision, '1.4');
   assert.equal(caps.language, 'javascript');
   assert.equal(caps.allocations, undefined, 'V8 counts no allocations');
-  const json = ['orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws'];
+  const json = ['orpc-http', 'orpc-ws', 'trpc-http', 'trpc-ws', 'orpc-openapi', 'hono-rest'];
   for (const role of ['client', 'server']) {
-    assert.deepEqual(caps.roles[role].map((e) => e.stack), ['grpc', 'quic', 'tcp', ...json]);
+    assert.deepEqual(caps.roles[role].map((e) => e.stack), ['grpc', 'quic', 'tcp', ...json, 'connect']);
     for (const entry of caps.roles[role]) {
-      assert.deepEqual(entry.payloads, ['zeros', 'structured']);
+      const isJson = json.includes(entry.stack);
+      // 1.4: the dated payload and the client modes on the JSON stacks only.
+      assert.deepEqual(entry.payloads, isJson ? ['zeros', 'structured', 'dated'] : ['zeros', 'structured']);
+      assert.deepEqual(entry.client_modes, isJson && role === 'client' ? ['official', 'replay'] : undefined);
       assert.ok(Array.isArray(entry.deviations) && typeof entry.settings.runtime === 'string');
       assert.equal(entry.load_models.length, role === 'client' ? 5 : 0);
       assert.deepEqual(entry.tls, entry.stack === 'quic' ? ['on'] : ['on', 'off']);
-      if (json.includes(entry.stack)) {
-        // oRPC and tRPC: unary only so far, every other shape with its reason; conformance faults.
-        assert.deepEqual(entry.shapes, ['unary']);
-        const others = role === 'client' ? ['client_stream', 'server_stream', 'bidi', 'send'] : ['client_stream', 'server_stream', 'bidi', 'pingpong', 'send'];
+      if (isJson) {
+        // oRPC and tRPC: unary and server streams; REST: unary only; every other shape with its
+        // reason; conformance faults.
+        const rest = ['orpc-openapi', 'hono-rest'].includes(entry.stack);
+        assert.deepEqual(entry.shapes, rest ? ['unary'] : ['unary', 'server_stream']);
+        const others = [...(rest ? ['server_stream'] : []), 'client_stream', 'bidi', ...(role === 'client' ? [] : ['pingpong']), 'send'];
         assert.deepEqual(Object.keys(entry.not_offered).sort(), others.sort());
         assert.equal(entry.conformance_faults, true);
         assert.equal(entry.settings.connections, '1 per lane');
@@ -116,6 +121,14 @@ test('capabilities: one line, revision 1.3, every stack declared in both roles',
       }
       const shapes = ['unary', 'client_stream', 'server_stream', 'bidi'];
       const own = role === 'client' ? shapes : [...shapes, 'pingpong'];
+      if (entry.stack === 'connect') {
+        // Connect: every shape and send, one HTTP/2 connection, conformance faults.
+        assert.deepEqual(entry.shapes, [...own, 'send']);
+        assert.equal(entry.not_offered, undefined);
+        assert.equal(entry.conformance_faults, true);
+        assert.equal(entry.settings.connections, 1);
+        continue;
+      }
       // send (1.3) on grpc only; quic and tcp say why not, and quic takes only --tls on.
       assert.deepEqual(entry.shapes, entry.stack === 'grpc' ? [...own, 'send'] : own);
       assert.equal(entry.conformance_faults, undefined);
@@ -415,4 +428,34 @@ test('grpc send: closed and send-saturation samples, counted by the server as co
   assert.equal(stopped.first_rejection, undefined);
   assert.ok(Number(stopped.counters.commands) >= completed + Number(sample.completed));
   assert.equal(await s.exited, 0);
+});
+
+// 1.4: the dated payload in both client modes, and the REST stacks, as processes.
+for (const [stack, mode, tls] of [['trpc-ws', 'replay', true], ['orpc-http', 'replay', false], ['hono-rest', 'official', false], ['orpc-openapi', 'replay', true]]) {
+  test(`${stack} --payload dated --client-mode ${mode}${tls ? '' : ' --tls off'}: a sample, its calls counted by the server`, async () => {
+    const s = tls ? server(stack) : plainServer(stack);
+    const ready = await s.next();
+    const c = client(stack, ready.address, {
+      ...(tls ? {} : PLAIN), '--payload': 'dated', '--client-mode': mode, '--request-size': '0', '--response-size': '0',
+    });
+    const { armed, sample, served } = await windowedSample(s, c);
+    assert.equal(armed.connections, 2);
+    assert.equal(sample.failed, '0', sample.first_failure);
+    const completed = Number(sample.completed);
+    assert.ok(completed > 0);
+    assert.deepEqual([sample.requests, sample.responses, sample.request_bytes, sample.response_bytes], [String(completed), String(completed), '0', '0']);
+    assert.ok(served.rpcs >= completed && served.rejected === 0, JSON.stringify(served));
+    s.send('SHUTDOWN');
+    assert.equal((await s.next()).counters.rejected, '0');
+    assert.equal(await s.exited, 0);
+  });
+}
+
+test('1.4: a dated client refuses sizes other than 0 and stacks without dated; --client-mode only where offered', async () => {
+  const sizes = await expectError(client('trpc-http', '127.0.0.1:1', { '--payload': 'dated', '--request-size': '0' }), 'startup', 'config', 2);
+  assert.match(sizes.message, /^--response-size 64 does not apply to --payload dated/);
+  const grpc = await expectError(client('grpc', '127.0.0.1:1', { '--payload': 'dated', '--request-size': '0', '--response-size': '0' }), 'startup', 'config', 2);
+  assert.match(grpc.message, /--payload dated does not apply to --stack grpc/);
+  const mode = await expectError(client('tcp', '127.0.0.1:1', { '--client-mode': 'replay' }), 'startup', 'config', 2);
+  assert.match(mode.message, /--client-mode replay does not apply to --stack tcp/);
 });

@@ -85,6 +85,37 @@ export function openWebSocket({ url, plaintext, caPem, serverName }) {
   });
 }
 
+/** What a server stream over WebSocket lets wait in its socket's send buffer before it pauses. */
+export const PACE_BYTES = 1024 * 1024;
+
+/** A turn of the event loop (its I/O polled: a cancel read, the other connections served). */
+export const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * The pace of a server stream over the `ws` WebSocket `socket`, awaited after each message: a
+ * turn of the event loop (the libraries send each message at once, and a socket that takes every
+ * write would otherwise keep the loop to the stream until its end, the client's cancel unread),
+ * then, while more than PACE_BYTES wait to be written, the drain of the socket under it (`ws`
+ * buffers without bound and has no drain event of its own).
+ */
+export function webSocketPace(socket) {
+  return async () => {
+    await turn();
+    while (socket.readyState === WebSocket.OPEN && socket.bufferedAmount > PACE_BYTES) {
+      await new Promise((resolve) => {
+        const raw = socket._socket;
+        const done = () => {
+          raw.off('drain', done);
+          socket.off('close', done);
+          resolve();
+        };
+        raw.once('drain', done);
+        socket.once('close', done);
+      });
+    }
+  };
+}
+
 /**
  * A `ws` WebSocket class that connects with the peer's TLS settings (for libraries that construct
  * the socket themselves from a URL: tRPC's createWSClient).
@@ -99,12 +130,32 @@ export function webSocketClass({ plaintext, caPem, serverName }) {
 }
 
 /**
- * Starts an HTTP/1.1 server (HTTPS with the peer's TLS settings, or plaintext) calling
- * `listener(req, res)`, with a WebSocketServer on it when `onSocket` is given; resolves to
- * {address, wss, close()}.
+ * WebSocketServers on `server`'s upgrades: `wssAt[path]` for each of `paths` (matched on the
+ * request's path, query ignored), `wss` for every other path.
  */
-export async function startHttpServer({ listen, plaintext, certPem, keyPem, listener, webSocket = false }) {
+function webSocketServers(server, paths) {
+  const options = { noServer: true, perMessageDeflate: false, maxPayload: MAX_JSON_BYTES };
+  const wss = new WebSocketServer(options);
+  const wssAt = Object.fromEntries(paths.map((p) => [p, new WebSocketServer(options)]));
+  server.on('upgrade', (req, socket, head) => {
+    const path = req.url.split('?')[0];
+    const target = Object.hasOwn(wssAt, path) ? wssAt[path] : wss;
+    target.handleUpgrade(req, socket, head, (ws) => target.emit('connection', ws, req));
+  });
+  return { wss, wssAt, all: [wss, ...Object.values(wssAt)] };
+}
+
+/**
+ * Starts an HTTP/1.1 server (HTTPS with the peer's TLS settings, or plaintext) calling
+ * `listener(req, res)`, with WebSocketServers on its upgrades when `webSocket` is true (`wss` for
+ * every path but `webSocketPaths`, each of which gets its own in `wssAt`); resolves to
+ * {address, wss, wssAt, close()}.
+ */
+export async function startHttpServer({ listen, plaintext, certPem, keyPem, listener, webSocket = false, webSocketPaths = [], maxHeaderSize }) {
   const options = { noDelay: true, keepAlive: true, keepAliveTimeout: 600_000, headersTimeout: 0, requestTimeout: 0 };
+  // A request whose input travels in its URL (tRPC's subscriptions over SSE) needs more than
+  // node:http's 16 KiB of request line and headers.
+  if (maxHeaderSize !== undefined) options.maxHeaderSize = maxHeaderSize;
   const server = plaintext
     ? http.createServer(options, listener)
     : https.createServer({ ...options, ...serverContextOptions(certPem, keyPem), ALPNProtocols: [HTTP_ALPN] }, listener);
@@ -115,7 +166,7 @@ export async function startHttpServer({ listen, plaintext, certPem, keyPem, list
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
-  const wss = webSocket ? new WebSocketServer({ server, perMessageDeflate: false, maxPayload: MAX_JSON_BYTES }) : undefined;
+  const webSockets = webSocket ? webSocketServers(server, webSocketPaths) : { wss: undefined, wssAt: {}, all: [] };
   await new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(listen.port, listen.host, () => {
@@ -127,11 +178,14 @@ export async function startHttpServer({ listen, plaintext, certPem, keyPem, list
   const host = listen.host.includes(':') ? `[${listen.host}]` : listen.host;
   return {
     address: `${host}:${port}`,
-    wss,
+    wss: webSockets.wss,
+    wssAt: webSockets.wssAt,
     close: () =>
       new Promise((resolve) => {
-        for (const client of wss?.clients ?? []) client.terminate();
-        wss?.close();
+        for (const wss of webSockets.all) {
+          for (const client of wss.clients) client.terminate();
+          wss.close();
+        }
         server.close(() => resolve());
         for (const socket of sockets) socket.destroy();
       }),
