@@ -51,6 +51,10 @@ pub(crate) struct ConformanceArgs {
     /// The peers/ folder (default: the nearest peers/ above the current directory).
     #[arg(long, value_name = "DIR")]
     peers: Option<PathBuf>,
+    /// Check this many stacks at once (default 1). Only without the `sample` group, whose
+    /// timed samples need the CPUs alone; CI checks the other groups with 2 on its 2 CPUs.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    jobs: usize,
 }
 
 /// The peers/ folders to search: `explicit`, or peers/ in the current directory and above.
@@ -222,6 +226,7 @@ pub(crate) fn conformance(args: ConformanceArgs) -> Result<ExitCode> {
                 .out
                 .as_ref()
                 .map(|o| o.join(name.replace(['/', ' '], "_"))),
+            jobs: args.jobs,
         };
         let outcome = rpcarena_conformance::run(&options, &mut |line| tell!("{name}: {line}"))?;
         let counts = rpcarena_conformance::Counts::of(&outcome.rows);

@@ -12,6 +12,14 @@ pub enum Error {
         /// What its capabilities query said.
         reason: String,
     },
+    /// `--jobs` above 1 with the `sample` group, whose timed samples need the CPUs alone.
+    #[error(
+        "--jobs {jobs} checks several stacks at once, which the sample group's timed samples cannot share the CPUs with: run the sample group with --jobs 1, or name the other groups with --group"
+    )]
+    Jobs {
+        /// The jobs asked for.
+        jobs: usize,
+    },
     /// The runner failed beneath the kit (certificates, a peer process, a sample run's
     /// artifacts), or the kit's own files could not be written (`runner::Error::File`).
     #[error(transparent)]

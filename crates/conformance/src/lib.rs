@@ -60,6 +60,12 @@ pub struct Options {
     /// Where the raw output goes (kept); default: a temporary directory, removed when every
     /// check passed.
     pub out: Option<PathBuf>,
+    /// How many stacks are checked at once (0 or 1: one after another). More than one only
+    /// without the `sample` group: its short samples pin the peers to CPUs and time their
+    /// windows, which checks running beside them would disturb. The other groups judge what a
+    /// peer prints and how it exits, with timeouts of seconds, so two stacks at once on two
+    /// CPUs change only how long the kit takes.
+    pub jobs: usize,
 }
 
 impl Options {
@@ -81,6 +87,7 @@ const CAPABILITIES_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Runs the checks.
 pub fn run(options: &Options, log: &mut dyn FnMut(&str)) -> Result<Outcome> {
+    check_jobs(options)?;
     let (dir, temp) = output_dir(options.out.as_deref())?;
     let mut rows = Vec::new();
     let caps = match rpcarena_runner::query_capabilities(
@@ -123,10 +130,23 @@ pub fn run(options: &Options, log: &mut dyn FnMut(&str)) -> Result<Outcome> {
             rows.extend(kit::client_arguments_1_4(&kit.bench, &kit.peer.caps));
         }
     }
-    for stack in stacks(&kit.peer.caps, &options.stacks) {
-        rows.extend(kit.stack(&dir, &stack, log)?);
+    let stacks = stacks(&kit.peer.caps, &options.stacks);
+    if options.jobs > 1 {
+        rows.extend(kit.stacks_at_once(&dir, &stacks, log)?);
+    } else {
+        for stack in &stacks {
+            rows.extend(kit.stack(&dir, stack, log)?);
+        }
     }
     Ok(finish(rows, dir, temp))
+}
+
+/// Refuses `jobs` above 1 with the `sample` group (see [`Options::jobs`]).
+fn check_jobs(options: &Options) -> Result<()> {
+    if options.jobs > 1 && options.wants("sample") {
+        return Err(Error::Jobs { jobs: options.jobs });
+    }
+    Ok(())
 }
 
 /// The stacks the peer runs only without TLS (a stack entry whose `tls` lacks `on`, in either
@@ -247,6 +267,45 @@ impl Kit<'_> {
                 )
             },
         )
+    }
+
+    /// The groups of every stack in `stacks`, `options.jobs` stacks at a time; the rows in the
+    /// order of `stacks`, each worker's log lines passed on as they come.
+    fn stacks_at_once(
+        &self,
+        dir: &Path,
+        stacks: &[String],
+        log: &mut dyn FnMut(&str),
+    ) -> Result<Vec<CheckResult>> {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let done = std::sync::Mutex::new((0..stacks.len()).map(|_| None).collect::<Vec<_>>());
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::scope(|scope| {
+            for _ in 0..self.options.jobs.min(stacks.len()) {
+                let tx = tx.clone();
+                let (next, done) = (&next, &done);
+                scope.spawn(move || {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(stack) = stacks.get(i) else { break };
+                        let rows = self.stack(dir, stack, &mut |line| {
+                            let _ = tx.send(line.to_string());
+                        });
+                        done.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(rows);
+                    }
+                });
+            }
+            drop(tx);
+            for line in rx {
+                log(&line);
+            }
+        });
+        let done = done.into_inner().unwrap_or_else(|e| e.into_inner());
+        let mut rows = Vec::new();
+        for stack_rows in done.into_iter().flatten() {
+            rows.extend(stack_rows?);
+        }
+        Ok(rows)
     }
 
     /// The groups of one stack, in order.

@@ -112,7 +112,7 @@ pub(crate) struct Bench {
     /// Stacks the peer under test runs only in plaintext (`zmq`, revision 1.3): every check of
     /// them passes `--tls off` and no certificate or CA.
     pub plaintext: std::collections::BTreeSet<String>,
-    counter: std::cell::Cell<u32>,
+    counter: std::sync::atomic::AtomicU32,
 }
 
 /// The server name the certificate carries.
@@ -140,14 +140,15 @@ impl Bench {
             cert: id.cert,
             key: id.key,
             plaintext: Default::default(),
-            counter: std::cell::Cell::new(0),
+            counter: std::sync::atomic::AtomicU32::new(0),
         })
     }
 
     /// A fresh raw directory for one check.
     pub fn raw(&self, what: &str) -> PathBuf {
-        let n = self.counter.get() + 1;
-        self.counter.set(n);
+        let n = 1 + self
+            .counter
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let slug: String = what
             .chars()
             .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })

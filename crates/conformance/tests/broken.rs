@@ -57,6 +57,7 @@ fn check_stack(peer: Vec<String>, stack: &str, groups: &[&str]) -> Vec<CheckResu
         stacks: vec![stack.to_string()],
         groups: groups.iter().map(|g| g.to_string()).collect(),
         out: None,
+        jobs: 1,
     };
     let outcome = run(&options, &mut |line| eprintln!("{line}")).unwrap();
     eprintln!("{}", rpcarena_conformance::check::table(&outcome.rows));
@@ -232,4 +233,56 @@ fn a_server_that_ignores_the_window_commands_fails_the_window_rows() {
     // everything else is the Rust peer's and passes
     let failed = rows.iter().filter(|r| !r.passed()).count();
     assert_eq!(failed, 2, "{rows:#?}");
+}
+
+/// The Rust peer checked against itself: `groups` on every stack, `jobs` stacks at once.
+fn rust_options(groups: &[&str], jobs: usize) -> Options {
+    let rust = vec![rust_peer().display().to_string()];
+    Options {
+        peer: PeerCommand {
+            id: "under-test".to_string(),
+            command: rust.clone(),
+        },
+        partners: vec![PeerCommand {
+            id: "rust".to_string(),
+            command: rust,
+        }],
+        stacks: Vec::new(),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+        out: None,
+        jobs,
+    }
+}
+
+fn lifecycle_rows(jobs: usize) -> Vec<(String, Status)> {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let outcome = run(&rust_options(&["lifecycle"], jobs), &mut |line| {
+        eprintln!("{line}")
+    })
+    .unwrap();
+    outcome
+        .rows
+        .into_iter()
+        .map(|r| (r.name, r.status))
+        .collect()
+}
+
+#[test]
+fn two_jobs_give_the_rows_of_one_in_the_same_order() {
+    let one = lifecycle_rows(1);
+    let two = lifecycle_rows(2);
+    assert!(one.len() > 3, "{one:?}");
+    assert!(one.iter().all(|(_, s)| *s == Status::Passed), "{one:?}");
+    assert_eq!(one, two);
+}
+
+#[test]
+fn two_jobs_with_the_sample_group_are_refused() {
+    let error = run(&rust_options(&[], 2), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("--jobs 2") && error.contains("--group"),
+        "{error}"
+    );
 }
