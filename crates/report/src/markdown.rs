@@ -626,6 +626,9 @@ fn flag_meaning(flag: &str) -> &'static str {
         "generator-behind" => {
             "open-loop operations could not start on schedule: the generator lagged, or every one of the `concurrency` slots was busy; the offered load was lower than the target"
         }
+        "start-late" => {
+            "open-loop operations started over 50 us after their intended start at p99 (the pacing's target on a quiet machine): latencies, measured from the intended start, include the generator's own lag; the sample's warning gives the steal and the client's CPU beside it"
+        }
         _ => "",
     }
 }

@@ -134,6 +134,9 @@ pub struct Observed {
     pub per_second: Vec<f64>,
     /// The open model's generator fell behind.
     pub generator_behind: bool,
+    /// The open model's start error (actual minus intended start) at p99, microseconds
+    /// (`send_lag_histogram`); `None` for the other models.
+    pub start_error_p99_us: Option<f64>,
     /// The load gate timed out.
     pub gate_timed_out: bool,
     /// The peers talk through an emulated link, so the latency has a network floor.
@@ -173,6 +176,10 @@ pub const MIN_DRIFT_SECONDS: usize = 4;
 pub const CPU_IN_LATENCY: f64 = 0.05;
 /// Steal above this percentage is flagged.
 pub const STEAL_PCT: f64 = 2.0;
+/// The open model's start error p99 above this is flagged (docs/methodology.md, "Load models":
+/// the generator hands each start to its lane early and the lane waits for the exact moment, so
+/// a quiet machine keeps p99 under it at up to 1,000 ops/s).
+pub const START_ERROR_P99_US: f64 = 50.0;
 
 /// Whether the halves' operation counts differ by more than three standard deviations of their
 /// difference under a steady rate (counts are near-Poisson: variance about the count). At 17
@@ -277,8 +284,30 @@ pub fn flags(o: &Observed, plan: &PinPlan, drift_threshold: f64, noise: &mut Noi
             "open-loop operations could not start on schedule (the generator lagged, or every in-flight slot was busy): the offered load was lower than the target".to_string(),
         );
     }
+    if let Some(warning) = start_late(o) {
+        flag("start-late", warning);
+    }
     noise.placement_notes = plan.warnings.clone();
     reading_rules(o, noise);
+}
+
+/// Why open-loop starts were late, if their p99 passed [`START_ERROR_P99_US`]: the figure with
+/// what else the window showed (steal, the client's CPU, the load gate), so the row's other flags
+/// can be read as the cause.
+fn start_late(o: &Observed) -> Option<String> {
+    let p99 = o.start_error_p99_us.filter(|&us| us > START_ERROR_P99_US)?;
+    Some(format!(
+        "open-loop operations started late: start error p99 {p99:.1} us (target {START_ERROR_P99_US:.0} us); during the window steal was {:.1}%, the client used {:.2} cores (busiest thread {:.2}) of {}{}",
+        o.steal_pct,
+        o.client_cores,
+        o.client_busiest_thread_cores,
+        o.client_cpu_count,
+        if o.gate_timed_out {
+            ", and the load gate had timed out before the sample"
+        } else {
+            ""
+        }
+    ))
 }
 
 /// The reference's reading rules (seed 004, revision 1.3): a warmup still rising at its end,
@@ -447,6 +476,7 @@ mod tests {
             // four full seconds, and a 10% drop far beyond counting noise at 1000 ops/s
             per_second: vec![1000.0, 1000.0, 900.0, 900.0],
             generator_behind: true,
+            start_error_p99_us: Some(67.5),
             gate_timed_out: false,
             ..Observed::default()
         };
@@ -454,8 +484,31 @@ mod tests {
         flags(&o, &PinPlan::default(), 0.03, &mut noise);
         assert_eq!(
             noise.flags,
-            ["client-bound", "drift", "steal", "generator-behind"]
+            [
+                "client-bound",
+                "drift",
+                "steal",
+                "generator-behind",
+                "start-late"
+            ]
         );
+        let late = noise.warnings.last().unwrap();
+        assert!(
+            late.contains("p99 67.5 us (target 50 us)") && late.contains("steal was 5.0%"),
+            "{late}"
+        );
+        // At the target, or without an open model, no flag.
+        for p99 in [Some(50.0), None] {
+            let mut quiet = Noise::default();
+            let o = Observed {
+                start_error_p99_us: p99,
+                client_cpu_count: 1,
+                server_cpu_count: 1,
+                ..Observed::default()
+            };
+            flags(&o, &PinPlan::default(), 0.03, &mut quiet);
+            assert!(quiet.flags.is_empty(), "{:?}", quiet.flags);
+        }
         assert!((noise.drift.unwrap() + 0.1).abs() < 1e-9);
         // The same 10% drop at 10 ops/s is within counting noise: recorded, not flagged.
         let slow = Observed {

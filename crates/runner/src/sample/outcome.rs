@@ -6,7 +6,7 @@ use crate::checks::{Asked, check_report};
 use crate::noise::{self, Observed, PinPlan};
 use crate::procstat::{self, GroupUsage, WindowUsage};
 use rpcarena_model::metrics::{self, Detail, measure};
-use rpcarena_model::record::{ClientResult, ProcessStats, SampleRecord};
+use rpcarena_model::record::{ClientResult, Metrics, ProcessStats, SampleRecord};
 use rpcarena_protocol::event::{Armed, SampleReport, TransportStats};
 use std::time::Duration;
 
@@ -84,8 +84,7 @@ pub(crate) fn apply(
         record.server_process = Some(process_stats(server, result.completed));
     }
     if let Some(noise) = record.noise.as_mut() {
-        let p50_ns = record.metrics.as_ref().map(|m| m.p50_ns);
-        let observed = observe(&usage, &result, p50_ns, context);
+        let observed = observe(&usage, &result, record.metrics.as_ref(), context);
         noise.steal_pct = observed.steal_pct;
         noise.client_cores = observed.client_cores;
         noise.server_cores = observed.server_cores;
@@ -111,7 +110,7 @@ fn process_stats(usage: GroupUsage, completed: u64) -> ProcessStats {
 fn observe(
     usage: &WindowUsage,
     result: &ClientResult,
-    p50_ns: Option<u64>,
+    metrics: Option<&Metrics>,
     context: &Context<'_>,
 ) -> Observed {
     let elapsed_us = (usage.elapsed_s * 1e6).max(1.0);
@@ -152,7 +151,10 @@ fn observe(
         gate_timed_out: context.gate_timed_out,
         emulated: context.emulated,
         cpu_per_op_floor_us: cpu_per_op_floor(usage, result.completed, procstat::tick_us()),
-        p50_us: p50_ns.map(|ns| ns as f64 / 1e3),
+        p50_us: metrics.map(|m| m.p50_ns as f64 / 1e3),
+        start_error_p99_us: metrics
+            .and_then(|m| m.send_lag_p99_ns)
+            .map(|ns| ns as f64 / 1e3),
         submit_cores: result
             .submit_cpu_ns
             .filter(|_| result.window_ns > 0)
