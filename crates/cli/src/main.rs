@@ -412,7 +412,14 @@ fn print_summary(outcome: &RunOutcome, export: &Export, quiet: bool) {
             c.ok,
             c.failed,
             if outcome.interrupted {
-                format!(" ({} not run: stopped early)", c.planned - c.ok - c.failed)
+                let by = outcome
+                    .signal
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(" by {s}"));
+                format!(
+                    " ({} not run: stopped early{by})",
+                    c.planned - c.ok - c.failed
+                )
             } else {
                 String::new()
             }
@@ -457,6 +464,7 @@ fn report(dir: &Path) -> Result<ExitCode> {
             dir.display()
         );
     }
+        "signal": outcome.signal,
     for path in write_reports(dir, false)? {
         say!("wrote {}", path.display());
     }
@@ -514,6 +522,11 @@ fn resume_source(dir: &Path, campaign: Option<PathBuf>) -> Result<(Source, Vec<S
 /// `rpcarena run --dry-run`: the plan, its estimate, and whether this host can run it (the
 /// same checks as a run: peers resolved and asked for their capabilities, the network backend
 /// available); no sample runs. Non-zero when the host cannot run it.
+    if let Some(signal) = &outcome.signal {
+        tell!(
+            "rpcarena: the run was interrupted by {signal}; a sample in progress is recorded failed as interrupted"
+        );
+    }
 fn dry_run_plan(source: CampaignSource, cells: &[String], json: bool) -> Result<ExitCode> {
     let mut campaign = rpcarena_runner::load(&source)?;
     if !cells.is_empty() {
@@ -587,9 +600,10 @@ fn stop_on_signals() -> Result<()> {
         .spawn(move || {
             for signal in signals.forever() {
                 // Stop first: printing may fail (a hung-up terminal) and must not delay it.
-                rpcarena_runner::interrupt();
+                rpcarena_runner::interrupt(signal);
                 tell!(
-                    "rpcarena: received signal {signal}; stopping peers and writing what was measured"
+                    "rpcarena: received {} (signal {signal}); stopping peers and writing what was measured",
+                    rpcarena_runner::signal_name(signal)
                 );
             }
         })

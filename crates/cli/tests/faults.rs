@@ -134,17 +134,7 @@ fn sighup_with_a_hung_up_stderr_stops_the_sample_in_progress() {
         .spawn()
         .unwrap();
     // Wait until the client measures (its stdout copy exists), then hang up.
-    let started = wait_until(Duration::from_secs(90), || {
-        std::fs::read_dir(dir.join("raw"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|d| {
-                std::fs::read_to_string(d.path().join("client.stdout"))
-                    .is_ok_and(|s| s.contains("\"armed\""))
-            })
-    });
-    assert!(started, "the sample never started");
+    assert!(measuring(&dir), "the sample never started");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGHUP,
@@ -158,6 +148,68 @@ fn sighup_with_a_hung_up_stderr_stops_the_sample_in_progress() {
     assert_eq!(records[0].status, SampleStatus::Failed);
     let reason = records[0].reason.as_deref().unwrap_or("");
     assert!(reason.contains("interrupted"), "{reason}");
+    assert!(survivors(tmp.path()).is_empty());
+}
+
+/// Waits (90 s at most) until a client of the run in `dir` is armed: the sample measures.
+fn measuring(dir: &Path) -> bool {
+    wait_until(Duration::from_secs(90), || {
+        std::fs::read_dir(dir.join("raw"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|d| {
+                std::fs::read_to_string(d.path().join("client.stdout"))
+                    .is_ok_and(|s| s.contains("\"armed\""))
+            })
+    })
+}
+
+#[test]
+fn sigterm_to_the_controller_is_the_reason_of_the_sample_in_progress_not_the_peers() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let text = campaign(&rust_peer(), 2, "").replace("window = \"300ms\"", "window = \"4s\"");
+    let file = write(tmp.path(), "c.toml", &text);
+    let dir = tmp.path().join("run");
+    let child = Command::new(rpcarena())
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(measuring(&dir), "the sample never started");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_ne!(status.code(), Some(101), "the controller panicked");
+    let records = records(&dir);
+    assert_eq!(records.len(), 1);
+    // Before the fix the handler panicked before setting the flag: the sample was `ok`.
+    assert_eq!(records[0].status, SampleStatus::Failed);
+    let reason = records[0].reason.as_deref().unwrap_or("");
+    assert!(
+        reason.starts_with("interrupted: the controller received SIGTERM"),
+        "{reason}"
+    );
+    assert!(
+        !reason.contains("unexpectedly") && !reason.contains(".stderr"),
+        "the peers are blamed: {reason}"
+    );
+    assert!(
+        stdout.contains("(1 not run: stopped early by SIGTERM)"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("the run was interrupted by SIGTERM"),
+        "{stderr}"
+    );
     assert!(survivors(tmp.path()).is_empty());
 }
 

@@ -41,4 +41,4 @@ pub use process::{PeerProcess, describe_exit};
 pub use resolve::{resolve_command, resolve_peer_id};
 pub use run::{BuildInfo, Progress, RunOptions, RunOutcome, run};
 pub use sample::machine::{Line, Message};
-pub use stop::interrupt;
+pub use stop::{interrupt, signal_name, stopping_signal};
