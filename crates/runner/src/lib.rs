@@ -32,7 +32,7 @@ mod run;
 mod sample;
 mod stop;
 
-pub use artifacts::seal_manifest as seal;
+pub use artifacts::{Sealing, seal_manifest as seal};
 pub use capabilities::query as query_capabilities;
 pub use certs::{Authority, ServerIdentity};
 pub use error::{Error, FileContext, Result, chain as error_chain};

@@ -432,6 +432,7 @@ fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: u
             ..SampleCounts::default()
         },
         artifacts: BTreeMap::new(),
+        not_written: BTreeMap::new(),
     }
 }
 
