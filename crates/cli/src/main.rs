@@ -12,9 +12,10 @@ mod tools;
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use rpcarena_model::files::{REPORT_MD, SAMPLES};
+use rpcarena_model::files::{MANIFEST, REPORT_MD, SAMPLES};
 use rpcarena_netcheck::NetcheckOptions;
 use rpcarena_netem_core::EmulatorChoice;
+use rpcarena_report::NotWritten;
 use rpcarena_runner::{BuildInfo, CampaignSource, RunOptions, RunOutcome};
 use say::{say, tell};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
@@ -281,7 +282,7 @@ fn run(args: &RunArgs) -> Result<ExitCode> {
     } else {
         print_summary(&outcome, &export, args.quiet);
     }
-    Ok(exit_code(&outcome))
+    Ok(exit_code(&outcome, &export))
 }
 
 /// What `rpcarena run` runs: the campaign, where it writes and which cells (with `--resume`,
@@ -359,33 +360,95 @@ fn execute(
 struct Export {
     /// The reports written.
     reports: Vec<PathBuf>,
-    /// SHA-256 of the sealed manifest, when it could be read back.
+    /// What could not be written (none of it is left); the manifest lists it.
+    not_written: Vec<NotWritten>,
+    /// SHA-256 of the manifest, when it was sealed.
     manifest_sha256: Option<String>,
 }
 
-/// Writes the reports and seals the manifest. After a run that stopped early (a full disk) each
-/// is written where it fits and a failure is only warned about.
+impl Export {
+    /// Whether every artifact was written and the manifest sealed.
+    fn complete(&self) -> bool {
+        self.not_written.is_empty() && self.manifest_sha256.is_some()
+    }
+}
+
+/// Writes the reports and interval logs and seals the manifest: it hashes what was written and
+/// lists what was not. A file that could not be written is named once, with its error; then the
+/// run says what it kept.
 fn export(outcome: &RunOutcome, quiet: bool) -> Result<Export> {
-    let reports = match (write_reports(&outcome.dir, quiet), &outcome.stopped_by) {
+    let written = match (write_reports(&outcome.dir, quiet), &outcome.stopped_by) {
         (Ok(written), _) => written,
         (Err(e), Some(_)) => {
             tell!("rpcarena: {e:#}");
-            Vec::new()
+            Written::default()
         }
         (Err(e), None) => return Err(e),
     };
-    if let Err(e) = rpcarena_runner::seal(&outcome.dir, None) {
-        match &outcome.stopped_by {
-            Some(_) => tell!("rpcarena: sealing the manifest: {}", e.chain()),
-            None => return Err(e.into()),
+    let relative = |path: &Path| {
+        path.strip_prefix(&outcome.dir)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    };
+    let sealing = rpcarena_runner::Sealing {
+        written: written.logs.iter().map(|p| relative(p)).collect(),
+        not_written: written
+            .not_written
+            .iter()
+            .map(|n| (relative(&n.path), n.error.clone()))
+            .collect(),
+    };
+    let manifest_sha256 = match rpcarena_runner::seal(&outcome.dir, None, &sealing) {
+        Ok(_) => rpcarena_report::sha256_file(&outcome.dir.join(MANIFEST)).ok(),
+        Err(e) => {
+            tell!(
+                "rpcarena: sealing the manifest: {}; {MANIFEST} holds no hashes of this run's artifacts: it is not complete",
+                e.chain()
+            );
+            None
         }
-    }
-    let manifest_sha256 =
-        rpcarena_report::sha256_file(&outcome.dir.join(rpcarena_model::files::MANIFEST)).ok();
-    Ok(Export {
-        reports,
+    };
+    let export = Export {
+        reports: written.reports,
+        not_written: written.not_written,
         manifest_sha256,
-    })
+    };
+    if !export.complete() {
+        tell_kept(outcome, &export, written.logs.len());
+    }
+    Ok(export)
+}
+
+/// After a write failed: what of the run is on disk.
+fn tell_kept(outcome: &RunOutcome, export: &Export, logs: usize) {
+    let mut kept = vec![format!(
+        "{SAMPLES} ({} records)",
+        outcome.counts.ok + outcome.counts.failed
+    )];
+    kept.extend(
+        export
+            .reports
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())),
+    );
+    kept.push(format!(
+        "{logs} interval logs ({})",
+        rpcarena_report::hlog::HLOG
+    ));
+    let sealed = match &export.manifest_sha256 {
+        Some(_) => format!(
+            "{MANIFEST}, sealed with the hashes of these and listing the {} files not written (`rpcarena verify` fails until they are: free some space and run `rpcarena report {}`)",
+            export.not_written.len(),
+            outcome.dir.display()
+        ),
+        None => format!("{MANIFEST}, not sealed"),
+    };
+    tell!(
+        "rpcarena: kept in {}: {}; {sealed}",
+        outcome.dir.display(),
+        kept.join(", ")
+    );
 }
 
 /// `--json`: the outcome as one JSON object on stdout.
@@ -394,8 +457,14 @@ fn print_json_summary(outcome: &RunOutcome, export: &Export) -> Result<()> {
         "dir": outcome.dir,
         "samples": outcome.counts,
         "interrupted": outcome.interrupted,
+        "signal": outcome.signal,
         "stopped_by": outcome.stopped_by,
         "reports": export.reports,
+        "not_written": export
+            .not_written
+            .iter()
+            .map(|n| serde_json::json!({"path": n.path, "error": n.error}))
+            .collect::<Vec<_>>(),
         "manifest_sha256": export.manifest_sha256,
     });
     say!("{}", serde_json::to_string_pretty(&summary)?);
@@ -412,7 +481,14 @@ fn print_summary(outcome: &RunOutcome, export: &Export, quiet: bool) {
             c.ok,
             c.failed,
             if outcome.interrupted {
-                format!(" ({} not run: stopped early)", c.planned - c.ok - c.failed)
+                let by = outcome
+                    .signal
+                    .as_ref()
+                    .map_or(String::new(), |s| format!(" by {s}"));
+                format!(
+                    " ({} not run: stopped early{by})",
+                    c.planned - c.ok - c.failed
+                )
             } else {
                 String::new()
             }
@@ -420,9 +496,17 @@ fn print_summary(outcome: &RunOutcome, export: &Export, quiet: bool) {
         for path in &export.reports {
             say!("wrote {}", path.display());
         }
-        say!("report: {}", outcome.dir.join(REPORT_MD).display());
+        let report = outcome.dir.join(REPORT_MD);
+        if export.reports.contains(&report) {
+            say!("report: {}", report.display());
+        }
     }
-    if let Some(sha) = &export.manifest_sha256 {
+    // Only a complete, sealed run is one to publish.
+    if let Some(sha) = export
+        .manifest_sha256
+        .as_ref()
+        .filter(|_| export.complete())
+    {
         say!(
             "manifest.json SHA-256 {sha} (publish it beside the report; `rpcarena verify {}` checks every hash it lists)",
             outcome.dir.display()
@@ -430,12 +514,18 @@ fn print_summary(outcome: &RunOutcome, export: &Export, quiet: bool) {
     }
 }
 
-/// Failure when the run stopped early, was interrupted or had a failed sample, saying which.
-fn exit_code(outcome: &RunOutcome) -> ExitCode {
+/// Failure when the run stopped early, was interrupted, had a failed sample or could not write
+/// or seal an artifact, saying which.
+fn exit_code(outcome: &RunOutcome, export: &Export) -> ExitCode {
     let c = outcome.counts;
     if let Some(why) = &outcome.stopped_by {
         tell!("rpcarena: the run stopped early: {why}");
         return ExitCode::FAILURE;
+    }
+    if let Some(signal) = &outcome.signal {
+        tell!(
+            "rpcarena: the run was interrupted by {signal}; a sample in progress is recorded failed as interrupted"
+        );
     }
     if c.failed > 0 {
         tell!(
@@ -443,7 +533,7 @@ fn exit_code(outcome: &RunOutcome) -> ExitCode {
             c.failed
         );
     }
-    if c.failed > 0 || outcome.interrupted {
+    if c.failed > 0 || outcome.interrupted || !export.complete() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
@@ -457,15 +547,31 @@ fn report(dir: &Path) -> Result<ExitCode> {
             dir.display()
         );
     }
-    for path in write_reports(dir, false)? {
+    let written = write_reports(dir, false)?;
+    for path in &written.reports {
         say!("wrote {}", path.display());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if written.not_written.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
-/// (Re)writes a run directory's reports; what they note about degraded inputs is also printed
-/// as a warning.
-fn write_reports(dir: &Path, quiet: bool) -> Result<Vec<PathBuf>> {
+/// What [`write_reports`] wrote and could not write.
+#[derive(Default)]
+struct Written {
+    /// `aggregate.csv`, `report.md`, `report.html`: those written.
+    reports: Vec<PathBuf>,
+    /// The interval logs written.
+    logs: Vec<PathBuf>,
+    /// What could not be written, each named once here as it is found.
+    not_written: Vec<NotWritten>,
+}
+
+/// (Re)writes a run directory's reports and interval logs; what they note about degraded inputs
+/// is also printed as a warning, and every file that could not be written is named with why.
+fn write_reports(dir: &Path, quiet: bool) -> Result<Written> {
     let regenerated = rpcarena_report::regenerate(dir)
         .with_context(|| format!("writing reports in {}", dir.display()))?;
     for note in &regenerated.notes {
@@ -473,14 +579,27 @@ fn write_reports(dir: &Path, quiet: bool) -> Result<Vec<PathBuf>> {
     }
     let logs = rpcarena_report::hlog::write_interval_logs(dir)
         .with_context(|| format!("writing interval logs in {}", dir.display()))?;
-    if !logs.is_empty() && !quiet {
+    if !logs.written.is_empty() && !quiet {
         tell!(
             "rpcarena: wrote {} HdrHistogram interval logs (raw/<sample>/{})",
-            logs.len(),
+            logs.written.len(),
             rpcarena_report::hlog::HLOG
         );
     }
-    Ok(regenerated.written)
+    let mut not_written = regenerated.not_written;
+    not_written.extend(logs.not_written);
+    for failed in &not_written {
+        tell!(
+            "rpcarena: {} was not written: {}",
+            failed.path.display(),
+            failed.error
+        );
+    }
+    Ok(Written {
+        reports: regenerated.written,
+        logs: logs.written,
+        not_written,
+    })
 }
 
 /// Where a run's campaign comes from.
@@ -587,9 +706,10 @@ fn stop_on_signals() -> Result<()> {
         .spawn(move || {
             for signal in signals.forever() {
                 // Stop first: printing may fail (a hung-up terminal) and must not delay it.
-                rpcarena_runner::interrupt();
+                rpcarena_runner::interrupt(signal);
                 tell!(
-                    "rpcarena: received signal {signal}; stopping peers and writing what was measured"
+                    "rpcarena: received {} (signal {signal}); stopping peers and writing what was measured",
+                    rpcarena_runner::signal_name(signal)
                 );
             }
         })

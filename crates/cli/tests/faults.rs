@@ -134,17 +134,7 @@ fn sighup_with_a_hung_up_stderr_stops_the_sample_in_progress() {
         .spawn()
         .unwrap();
     // Wait until the client measures (its stdout copy exists), then hang up.
-    let started = wait_until(Duration::from_secs(90), || {
-        std::fs::read_dir(dir.join("raw"))
-            .into_iter()
-            .flatten()
-            .flatten()
-            .any(|d| {
-                std::fs::read_to_string(d.path().join("client.stdout"))
-                    .is_ok_and(|s| s.contains("\"armed\""))
-            })
-    });
-    assert!(started, "the sample never started");
+    assert!(measuring(&dir), "the sample never started");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGHUP,
@@ -158,6 +148,71 @@ fn sighup_with_a_hung_up_stderr_stops_the_sample_in_progress() {
     assert_eq!(records[0].status, SampleStatus::Failed);
     let reason = records[0].reason.as_deref().unwrap_or("");
     assert!(reason.contains("interrupted"), "{reason}");
+    assert!(survivors(tmp.path()).is_empty());
+}
+
+/// Waits (90 s at most) until a client of the run in `dir` is armed: the sample measures.
+fn measuring(dir: &Path) -> bool {
+    wait_until(Duration::from_secs(90), || {
+        std::fs::read_dir(dir.join("raw"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|d| {
+                std::fs::read_to_string(d.path().join("client.stdout"))
+                    .is_ok_and(|s| s.contains("\"armed\""))
+            })
+    })
+}
+
+#[test]
+fn sigterm_to_the_controller_is_the_reason_of_the_sample_in_progress_not_the_peers() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let text = campaign(&rust_peer(), 2, "").replace("window = \"300ms\"", "window = \"4s\"");
+    let file = write(tmp.path(), "c.toml", &text);
+    let dir = tmp.path().join("run");
+    let child = Command::new(rpcarena())
+        .arg("run")
+        .arg(&file)
+        .arg("--out")
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(measuring(&dir), "the sample never started");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    let records = records(&dir);
+    assert_eq!(records.len(), 1, "{stderr}");
+    assert_eq!(records[0].status, SampleStatus::Failed);
+    // Before the fix: "interrupted by a signal; the run stopped; client exited unexpectedly
+    // during measure (killed by signal 9 (SIGKILL)); see client.stderr" (or the server's).
+    let reason = records[0].reason.as_deref().unwrap_or("");
+    assert!(
+        reason.starts_with("interrupted: the controller received SIGTERM"),
+        "{reason}"
+    );
+    assert!(
+        !reason.contains("unexpectedly") && !reason.contains(".stderr"),
+        "the peers are blamed: {reason}"
+    );
+    assert!(
+        stdout.contains("(1 not run: stopped early by SIGTERM)"),
+        "{stdout}"
+    );
+    assert!(
+        stderr.contains("the run was interrupted by SIGTERM"),
+        "{stderr}"
+    );
     assert!(survivors(tmp.path()).is_empty());
 }
 
@@ -289,12 +344,17 @@ struct Tmpfs(PathBuf);
 
 impl Tmpfs {
     fn mount(dir: &Path, kib: u64) -> Option<Tmpfs> {
+        Tmpfs::mount_with(dir, &format!("size={kib}k"))
+    }
+
+    /// With mount `options` (`size=...`, `nr_inodes=...`).
+    fn mount_with(dir: &Path, options: &str) -> Option<Tmpfs> {
         if !nix::unistd::geteuid().is_root() {
             return None;
         }
         std::fs::create_dir_all(dir).unwrap();
         let ok = Command::new("mount")
-            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
             .arg(dir)
             .status()
             .is_ok_and(|s| s.success());
@@ -350,4 +410,151 @@ fn a_full_disk_stops_the_run_with_every_record_whole() {
     assert!(report.contains("6 planned"), "{report}");
     drop(disk);
     assert!(survivors(tmp.path()).is_empty());
+}
+
+/// Inodes in use on the file system of `path`.
+fn inodes_used(path: &Path) -> u64 {
+    let stat = nix::sys::statvfs::statvfs(path).unwrap();
+    (stat.files() - stat.files_free()) as u64
+}
+
+/// Runs `file` (two samples) into `run/` on a tmpfs of `inodes` inodes; returns the run's
+/// directory, exit status, stdout and stderr, and the mount (unmounted when dropped).
+fn run_on_inodes(
+    tmp: &Path,
+    name: &str,
+    file: &Path,
+    inodes: u64,
+) -> (PathBuf, std::process::Output, Tmpfs) {
+    let disk = Tmpfs::mount_with(&tmp.join(name), &format!("size=64m,nr_inodes={inodes}"))
+        .expect("mounting a tmpfs");
+    let dir = disk.0.join("run");
+    let out = Command::new(rpcarena())
+        .arg("run")
+        .arg(file)
+        .arg("--out")
+        .arg(&dir)
+        .output()
+        .unwrap();
+    (dir, out, disk)
+}
+
+#[test]
+fn a_disk_that_fills_while_the_reports_and_interval_logs_are_written_is_told_not_sealed() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    if !nix::unistd::geteuid().is_root() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI runs as root: mounting a tmpfs must work"
+        );
+        println!("SKIP: mounting a tmpfs needs root");
+        return;
+    }
+    // A tmpfs whose inodes run out fills at a chosen file, whatever the files' sizes: a first
+    // run counts the inodes a whole run takes, the next ones have fewer.
+    let file = write(tmp.path(), "c.toml", &campaign(&rust_peer(), 2, ""));
+    let (dir, out, disk) = run_on_inodes(tmp.path(), "whole", &file, 10_000);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let whole = inodes_used(&dir);
+    let logs = records(&dir).len() as u64;
+    assert_eq!(logs, 2);
+    full_disk_report(tmp.path(), &dir);
+    drop(disk);
+    // Before the end: all but the three reports and the two interval logs.
+    let before_end = whole - 3 - logs;
+
+    // Room for the reports and one interval log: the second log and the seal fail.
+    let (dir, out, disk) = run_on_inodes(tmp.path(), "logs", &file, before_end + 4);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    // Before the fix: "writing interval logs in ...: ...: No space left on device (os error 28):
+    // No space left on device (os error 28)", nothing on stdout, the manifest complete.
+    let enospc = "No space left on device (os error 28)";
+    let failed: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("was not written"))
+        .collect();
+    assert_eq!(failed.len(), 1, "{stderr}");
+    assert!(
+        failed[0].contains("latency.hlog was not written"),
+        "{stderr}"
+    );
+    assert_eq!(failed[0].matches(enospc).count(), 1, "{stderr}");
+    assert!(stderr.contains("sealing the manifest"), "{stderr}");
+    assert!(stderr.contains("kept in"), "{stderr}");
+    assert!(stdout.contains("report: "), "{stdout}");
+    assert!(
+        !stdout.contains("SHA-256"),
+        "a manifest to publish: {stdout}"
+    );
+    let hlogs: Vec<u64> = std::fs::read_dir(dir.join("raw"))
+        .unwrap()
+        .flatten()
+        .filter_map(|d| std::fs::metadata(d.path().join("latency.hlog")).ok())
+        .map(|m| m.len())
+        .collect();
+    assert_eq!(hlogs.len(), 1, "{hlogs:?}");
+    assert!(hlogs[0] > 0, "an empty interval log");
+    drop(disk);
+
+    // Room for one report only: report.md is not written and not announced.
+    let (dir, out, disk) = run_on_inodes(tmp.path(), "reports", &file, before_end + 1);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    assert!(!dir.join("report.md").exists());
+    assert!(
+        stderr.contains(&format!("report.md was not written: {enospc}")),
+        "{stderr}"
+    );
+    assert!(!stdout.contains("report: "), "{stdout}");
+    assert!(!stdout.contains("report.md"), "{stdout}");
+    assert!(!stdout.contains("SHA-256"), "{stdout}");
+    assert_eq!(records(&dir).len(), 2, "the samples are kept");
+    drop(disk);
+    assert!(survivors(tmp.path()).is_empty());
+}
+
+/// `rpcarena report` of the run in `dir`, copied to a tmpfs then filled up: the reports' files
+/// are created, their bytes do not fit; nothing of them is left and nothing says "wrote".
+fn full_disk_report(tmp: &Path, dir: &Path) {
+    let disk = Tmpfs::mount_with(&tmp.join("full"), "size=1m").expect("mounting a tmpfs");
+    let copy = disk.0.join("run");
+    std::fs::create_dir(&copy).unwrap();
+    for name in ["manifest.json", "samples.jsonl"] {
+        std::fs::copy(dir.join(name), copy.join(name)).unwrap();
+    }
+    let mut filler = std::fs::File::create(disk.0.join("filler")).unwrap();
+    let block = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut filler, &block).is_ok() {}
+    drop(filler);
+    let out = Command::new(rpcarena())
+        .arg("report")
+        .arg(&copy)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(!out.status.success(), "{stdout}\n{stderr}");
+    // Before the fix: an empty aggregate.csv stayed behind.
+    for name in ["aggregate.csv", "report.md", "report.html"] {
+        assert!(!copy.join(name).exists(), "{name} left behind");
+        assert!(
+            stderr.contains(&format!("{name} was not written: No space left on device")),
+            "{stderr}"
+        );
+    }
+    assert!(!stdout.contains("wrote"), "{stdout}");
 }

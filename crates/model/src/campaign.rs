@@ -142,10 +142,10 @@ pub struct Peer {
     pub id: String,
     /// Argument vector; the role and its arguments are appended. A bare program name is looked
     /// up next to the `rpcarena` executable first, then on `PATH`; a relative path is relative to
-    /// the campaign file. Empty (absent): the peer of `peers/<id>/peer.toml`, or the Rust peer
-    /// for id `rust` (see [`crate::peerdir`]).
-    #[serde(default)]
-    pub command: Vec<String>,
+    /// the campaign file. Absent: the peer of `peers/<id>/peer.toml`, or the Rust peer for id
+    /// `rust` (see [`crate::peerdir`]); an explicit empty vector is refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
 }
 
 /// One compared implementation: who is client, who is server, over which stack.
@@ -629,11 +629,19 @@ impl Campaign {
                     format!("duplicate peer id {:?}", peer.id),
                 );
             }
-            if peer.command.first().is_some_and(|c| c.trim().is_empty()) {
-                problems.add(
+            match peer.command.as_deref() {
+                Some([]) => problems.add(
+                    format!("peers[{i}].command"),
+                    format!(
+                        "peer {:?} has command = [], an empty argument vector: give the program and its arguments, e.g. [\"rpcarena-peer-rust\"], or leave command out to run the peer of peers/{}/",
+                        peer.id, peer.id
+                    ),
+                ),
+                Some([first, ..]) if first.trim().is_empty() => problems.add(
                     format!("peers[{i}].command"),
                     "expected a non-empty first element, e.g. [\"rpcarena-peer-rust\"] (or no command: the peer of peers/<id>/)",
-                );
+                ),
+                _ => {}
             }
         }
     }
@@ -1196,6 +1204,28 @@ mod tests {
         assert_eq!(
             paths,
             ["workload.request_size[1]", "workload.response_size[0]"]
+        );
+    }
+
+    #[test]
+    fn an_explicit_empty_peer_command_is_refused_an_absent_one_is_the_peer_folder() {
+        // Before the fix `command = []` read as an absent command and `validate` said "valid".
+        let line = "command = [\"rpcarena-peer-rust\"]\n";
+        assert!(GOOD.contains(line), "{}", *GOOD);
+        let err = Campaign::parse(&GOOD.replace(line, "command = []\n"), "c.toml").unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("c.toml") && text.contains("peers[0].command"),
+            "{text}"
+        );
+        assert!(text.contains("peer \"rust\" has command = []"), "{text}");
+        assert!(text.contains("leave command out"), "{text}");
+        let absent = Campaign::parse(&GOOD.replace(line, ""), "c.toml").unwrap();
+        assert_eq!(absent.peers[0].command, None);
+        let given = Campaign::parse(&GOOD, "c.toml").unwrap();
+        assert_eq!(
+            given.peers[0].command.as_deref(),
+            Some(&["rpcarena-peer-rust".to_string()][..])
         );
     }
 

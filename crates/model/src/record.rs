@@ -268,9 +268,15 @@ pub struct Manifest {
     pub only_cells: Vec<String>,
     /// Sample counts.
     pub samples: SampleCounts,
-    /// SHA-256 of each artifact written at the end, by file name.
+    /// SHA-256 of each artifact written at the end, by path relative to the run directory
+    /// (the reports, `samples.jsonl` and every `raw/<sample>/latency.hlog`).
     #[serde(default)]
     pub artifacts: BTreeMap<String, String>,
+    /// The artifacts the run meant to write at the end and could not (a full disk), by path,
+    /// with why; none of them is left on disk. A manifest listing any is not complete:
+    /// `rpcarena verify` fails on each.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_written: BTreeMap<String, String>,
 }
 
 /// The campaign text and its hash.

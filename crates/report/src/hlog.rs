@@ -8,7 +8,7 @@
 //! the interval's maximum in milliseconds, and the histogram (V2, DEFLATE-compressed, base64).
 //! [`write_interval_logs`] writes `raw/<sample>/latency.hlog` for every sample with intervals.
 
-use crate::ReportError;
+use crate::{NotWritten, ReportError};
 use hdrhistogram::serialization::V2DeflateSerializer;
 use hdrhistogram::serialization::interval_log::IntervalLogWriterBuilder;
 use rpcarena_model::files::raw_dir;
@@ -84,40 +84,45 @@ fn dedup_divisor(text: &str) -> String {
     out
 }
 
-/// Writes `raw/<sample>/latency.hlog` for every sample of `dir/samples.jsonl` with intervals;
-/// returns the files written.
-pub fn write_interval_logs(dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
-    let mut written = Vec::new();
-    let mut first_error = None;
+/// What [`write_interval_logs`] wrote and could not write.
+#[derive(Debug, Default)]
+pub struct IntervalLogs {
+    /// The logs written.
+    pub written: Vec<PathBuf>,
+    /// The logs not written (a full disk, or a histogram that does not decode), with why;
+    /// nothing of them is left.
+    pub not_written: Vec<NotWritten>,
+}
+
+/// Writes `raw/<sample>/latency.hlog` for every sample of `dir/samples.jsonl` with intervals.
+/// A log that cannot be made or written is removed and listed, and the others are still tried;
+/// only reading `samples.jsonl` is an error.
+pub fn write_interval_logs(dir: &Path) -> Result<IntervalLogs, ReportError> {
+    let mut logs = IntervalLogs::default();
     crate::read_samples(dir, |line| {
         let rpcarena_model::command::Line::Sample(record) = line else {
             return; // a command run has no intervals
         };
-        match interval_log(&record) {
-            Ok(Some(text)) => {
-                let raw = dir.join(raw_dir(&record.sample));
-                let path = raw.join(HLOG);
-                let result =
-                    std::fs::create_dir_all(&raw).and_then(|()| std::fs::write(&path, text));
-                match result {
-                    Ok(()) => written.push(path),
-                    Err(source) => {
-                        first_error.get_or_insert(ReportError::Io { path, source });
-                    }
-                }
+        let raw = dir.join(raw_dir(&record.sample));
+        let path = raw.join(HLOG);
+        let text = match interval_log(&record) {
+            Ok(Some(text)) => text,
+            Ok(None) => return,
+            Err(error) => {
+                logs.not_written.push(NotWritten { path, error });
+                return;
             }
-            Ok(None) => {}
-            Err(message) => {
-                first_error.get_or_insert(ReportError::Parse {
-                    path: dir.join(rpcarena_model::files::SAMPLES),
-                    line: 0,
-                    message,
-                });
-            }
+        };
+        let written = std::fs::create_dir_all(&raw)
+            .map_err(|e| NotWritten {
+                path: raw.clone(),
+                error: e.to_string(),
+            })
+            .and_then(|()| crate::write_or_remove(&path, text.as_bytes()));
+        match written {
+            Ok(()) => logs.written.push(path),
+            Err(failed) => logs.not_written.push(failed),
         }
     })?;
-    match first_error {
-        Some(e) => Err(e),
-        None => Ok(written),
-    }
+    Ok(logs)
 }

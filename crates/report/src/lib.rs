@@ -44,13 +44,15 @@ use std::path::{Path, PathBuf};
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// An artifact could not be read or written.
-    #[error("{path}: {source}")]
+    /// An artifact could not be read or written. (`error` is in the message, so it is not a
+    /// `source` too: `{:#}` printed it twice, "No space left on device (os error 28): No space
+    /// left on device (os error 28)".)
+    #[error("{path}: {error}")]
     Io {
         /// The file.
         path: PathBuf,
         /// The error.
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// An artifact is not what rpcarena writes.
     #[error("{path}:{line}: {message}")]
@@ -246,9 +248,9 @@ pub fn render(artifacts: &Artifacts) -> Rendered {
 /// Reads a run's `manifest.json`.
 pub fn read_manifest(dir: &Path) -> Result<Manifest, ReportError> {
     let path = dir.join(MANIFEST);
-    let text = std::fs::read_to_string(&path).map_err(|source| ReportError::Io {
+    let text = std::fs::read_to_string(&path).map_err(|error| ReportError::Io {
         path: path.clone(),
-        source,
+        error,
     })?;
     serde_json::from_str(&text).map_err(|e| ReportError::Parse {
         path,
@@ -270,9 +272,9 @@ pub struct SamplesRead {
 /// and reported in the result, not a reason to refuse the records before it.
 pub fn read_samples(dir: &Path, mut each: impl FnMut(Line)) -> Result<SamplesRead, ReportError> {
     let path = dir.join(SAMPLES);
-    let io = |source| ReportError::Io {
+    let io = |error| ReportError::Io {
         path: path.clone(),
-        source,
+        error,
     };
     let mut reader = std::io::BufReader::new(std::fs::File::open(&path).map_err(io)?);
     let mut line = Vec::new();
@@ -307,9 +309,9 @@ pub fn read_samples(dir: &Path, mut each: impl FnMut(Line)) -> Result<SamplesRea
 /// SHA-256 of a file, read in chunks.
 pub fn sha256_file(path: &Path) -> Result<String, ReportError> {
     use sha2::Digest;
-    let io = |source| ReportError::Io {
+    let io = |error| ReportError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     };
     let mut file = std::fs::File::open(path).map_err(io)?;
     let mut hasher = sha2::Sha256::new();
@@ -326,13 +328,37 @@ pub fn load(dir: &Path) -> Result<(Manifest, Aggregates), ReportError> {
 
 /// What [`regenerate`] wrote and noted.
 pub struct Regenerated {
-    /// `aggregate.csv` and `report.md`.
+    /// `aggregate.csv`, `report.md` and `report.html`, those written.
     pub written: Vec<PathBuf>,
+    /// Those that could not be written (a full disk), with the error; nothing of them is left.
+    pub not_written: Vec<NotWritten>,
     /// The notes of `report.md`, for warnings.
     pub notes: Vec<String>,
 }
 
-/// Reads a run directory and (re)writes `aggregate.csv` and `report.md`.
+/// An artifact that could not be written, and why (the error alone: the path is beside it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotWritten {
+    /// The file.
+    pub path: PathBuf,
+    /// Why, e.g. "No space left on device (os error 28)".
+    pub error: String,
+}
+
+/// Writes `text` to `path`; when that fails, removes what was written of it (an empty or cut
+/// file is no artifact) and says why.
+pub fn write_or_remove(path: &Path, text: &[u8]) -> Result<(), NotWritten> {
+    std::fs::write(path, text).map_err(|error| {
+        let _ = std::fs::remove_file(path);
+        NotWritten {
+            path: path.to_path_buf(),
+            error: error.to_string(),
+        }
+    })
+}
+
+/// Reads a run directory and (re)writes `aggregate.csv`, `report.md` and `report.html`. A
+/// report that cannot be written is removed and listed, and the others are still tried.
 pub fn regenerate(dir: &Path) -> Result<Regenerated, ReportError> {
     let mut report = Report::new(read_manifest(dir)?);
     let read = read_samples(dir, |line| report.add_line(&line))?;
@@ -340,20 +366,21 @@ pub fn regenerate(dir: &Path) -> Result<Regenerated, ReportError> {
     report.samples_sha256(sha256_file(&dir.join(SAMPLES))?);
     let rendered = report.finish();
     let mut written = Vec::new();
+    let mut not_written = Vec::new();
     for (name, text) in [
         (AGGREGATE, &rendered.aggregate_csv),
         (REPORT_MD, &rendered.report_md),
         (REPORT_HTML, &rendered.report_html),
     ] {
         let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|source| ReportError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        written.push(path);
+        match write_or_remove(&path, text.as_bytes()) {
+            Ok(()) => written.push(path),
+            Err(failed) => not_written.push(failed),
+        }
     }
     Ok(Regenerated {
         written,
+        not_written,
         notes: rendered.notes,
     })
 }

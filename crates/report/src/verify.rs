@@ -73,6 +73,16 @@ pub fn plan(manifest: &Manifest, dir: &Path) -> Vec<(Listed, Option<PathBuf>)> {
             Some(dir.join(name)),
         ));
     }
+    for name in manifest.not_written.keys() {
+        out.push((
+            Listed {
+                kind: "not written",
+                name: name.clone(),
+                expected: String::new(),
+            },
+            Some(dir.join(name)),
+        ));
+    }
     for peer in &manifest.peers {
         let Some(path) = peer.command.first() else {
             continue;
@@ -99,6 +109,14 @@ pub fn check(
         .into_iter()
         .map(|(listed, path)| {
             let actual = match path {
+                // The run could not write it: nothing to compare, and the run is not complete.
+                Some(_) if listed.kind == "not written" => Err(format!(
+                    "the run could not write it: {}",
+                    manifest
+                        .not_written
+                        .get(&listed.name)
+                        .map_or("", String::as_str)
+                )),
                 Some(path) => hash(&path),
                 None => Ok(crate::sha256_hex(manifest.campaign.text.as_bytes())),
             };
@@ -112,7 +130,7 @@ pub fn verify(dir: &Path) -> Result<Verification, ReportError> {
     let manifest = read_manifest(dir)?;
     let checked = check(&manifest, dir, |path| {
         sha256_file(path).map_err(|e| match e {
-            ReportError::Io { source, .. } => format!("cannot read {}: {source}", path.display()),
+            ReportError::Io { error, .. } => format!("cannot read {}: {error}", path.display()),
             other => other.to_string(),
         })
     });
@@ -120,4 +138,32 @@ pub fn verify(dir: &Path) -> Result<Verification, ReportError> {
         checked,
         manifest_sha256: sha256_file(&dir.join(MANIFEST))?,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_artifact_the_run_could_not_write_fails_verify() {
+        let mut manifest = Manifest::default();
+        manifest.campaign.sha256 = crate::sha256_hex(b"");
+        manifest
+            .artifacts
+            .insert("samples.jsonl".into(), "aa".into());
+        manifest.not_written.insert(
+            "raw/s2/latency.hlog".into(),
+            "No space left on device (os error 28)".into(),
+        );
+        let checked = check(&manifest, Path::new("/run"), |_| Ok("aa".to_string()));
+        let failed: Vec<&Checked> = checked.iter().filter(|c| !c.ok()).collect();
+        // Before the fix an unwritten artifact was nowhere in the manifest: verify passed.
+        assert_eq!(failed.len(), 1, "{checked:?}");
+        assert_eq!(failed[0].listed.kind, "not written");
+        assert_eq!(failed[0].listed.name, "raw/s2/latency.hlog");
+        assert_eq!(
+            failed[0].actual,
+            Err("the run could not write it: No space left on device (os error 28)".to_string())
+        );
+    }
 }

@@ -166,6 +166,7 @@ fn artifacts() -> Artifacts {
                 failed: 1,
             },
             artifacts: Default::default(),
+            not_written: Default::default(),
         },
         records,
     }
@@ -843,7 +844,9 @@ fn interval_logs_are_hdrhistogram_logs_of_every_interval() {
             .unwrap()
     );
     let dir = sealed_run(&artifacts);
-    let written = rpcarena_report::hlog::write_interval_logs(dir.path()).unwrap();
+    let logs = rpcarena_report::hlog::write_interval_logs(dir.path()).unwrap();
+    assert!(logs.not_written.is_empty(), "{:?}", logs.not_written);
+    let written = logs.written;
     assert_eq!(
         written.len(),
         25,

@@ -6,6 +6,7 @@ use crate::host::sha256_file;
 use rpcarena_model::command::CommandRecord;
 use rpcarena_model::files::{self, CERTIFICATES, MANIFEST, PRIVATE, RAW, SAMPLES, SEALED};
 use rpcarena_model::record::{Manifest, SampleRecord};
+use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -198,18 +199,33 @@ fn read_manifest(root: &Path) -> Result<Manifest> {
     serde_json::from_str(&text).json(|| format!("parsing {}", path.display()))
 }
 
-/// Records the SHA-256 of every artifact present and the end time in the manifest.
-pub fn seal_manifest(root: &Path, finished_at: Option<String>) -> Result<Manifest> {
+/// What the end of a run wrote besides the fixed artifacts, and what it could not write.
+#[derive(Debug, Default, Clone)]
+pub struct Sealing {
+    /// Further artifacts written, relative to the run directory (`raw/<sample>/latency.hlog`).
+    pub written: Vec<String>,
+    /// Artifacts that could not be written, relative to the run directory, with why.
+    pub not_written: BTreeMap<String, String>,
+}
+
+/// Records the SHA-256 of every artifact present and the end time in the manifest, with what
+/// `sealing` adds: the further artifacts hashed, and those not written listed (not hashed, even
+/// if something of them is left).
+pub fn seal_manifest(
+    root: &Path,
+    finished_at: Option<String>,
+    sealing: &Sealing,
+) -> Result<Manifest> {
     let mut manifest = read_manifest(root)?;
     manifest.artifacts.clear();
-    for name in SEALED {
-        let path = root.join(name);
-        if path.exists() {
-            manifest
-                .artifacts
-                .insert(name.to_string(), sha256_file(&path)?);
+    let names = SEALED.iter().map(|s| s.to_string());
+    for name in names.chain(sealing.written.iter().cloned()) {
+        let path = root.join(&name);
+        if path.exists() && !sealing.not_written.contains_key(&name) {
+            manifest.artifacts.insert(name, sha256_file(&path)?);
         }
     }
+    manifest.not_written.clone_from(&sealing.not_written);
     if finished_at.is_some() {
         manifest.finished_at = finished_at;
     }
@@ -234,9 +250,38 @@ mod tests {
         );
         write_manifest(&dir.root, &Manifest::default()).unwrap();
         fs::write(dir.root.join(SAMPLES), "{}\n").unwrap();
-        let sealed = seal_manifest(&dir.root, Some("t".into())).unwrap();
+        let sealed = seal_manifest(&dir.root, Some("t".into()), &Sealing::default()).unwrap();
         assert_eq!(sealed.finished_at.as_deref(), Some("t"));
         assert_eq!(sealed.artifacts[SAMPLES], crate::host::sha256_hex(b"{}\n"));
+    }
+
+    #[test]
+    fn a_seal_hashes_the_interval_logs_and_lists_what_was_not_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = RunDir::create(&tmp.path().join("run")).unwrap();
+        write_manifest(&dir.root, &Manifest::default()).unwrap();
+        fs::write(dir.root.join(SAMPLES), "{}\n").unwrap();
+        fs::create_dir_all(dir.root.join("raw/s1")).unwrap();
+        fs::write(dir.root.join("raw/s1/latency.hlog"), "h").unwrap();
+        // A report cut short that is still there: listed, never hashed.
+        fs::write(dir.root.join(files::REPORT_MD), "").unwrap();
+        let sealing = Sealing {
+            written: vec!["raw/s1/latency.hlog".into()],
+            not_written: BTreeMap::from([
+                (files::REPORT_MD.to_string(), "No space left".to_string()),
+                (
+                    "raw/s2/latency.hlog".to_string(),
+                    "No space left".to_string(),
+                ),
+            ]),
+        };
+        // Before the fix the .hlog files were not hashed and a failed write was not recorded.
+        let sealed = seal_manifest(&dir.root, None, &sealing).unwrap();
+        let hashed: Vec<&str> = sealed.artifacts.keys().map(String::as_str).collect();
+        assert_eq!(hashed, ["raw/s1/latency.hlog", SAMPLES]);
+        assert_eq!(sealed.not_written, sealing.not_written);
+        let text = fs::read_to_string(dir.root.join(MANIFEST)).unwrap();
+        assert!(text.contains("\"not_written\""), "{text}");
     }
 
     #[test]

@@ -32,7 +32,7 @@ mod run;
 mod sample;
 mod stop;
 
-pub use artifacts::seal_manifest as seal;
+pub use artifacts::{Sealing, seal_manifest as seal};
 pub use capabilities::query as query_capabilities;
 pub use certs::{Authority, ServerIdentity};
 pub use error::{Error, FileContext, Result, chain as error_chain};
@@ -41,4 +41,4 @@ pub use process::{PeerProcess, describe_exit};
 pub use resolve::{resolve_command, resolve_peer_id};
 pub use run::{BuildInfo, Progress, RunOptions, RunOutcome, run};
 pub use sample::machine::{Line, Message};
-pub use stop::interrupt;
+pub use stop::{interrupt, signal_name, stopping_signal};

@@ -166,13 +166,12 @@ fn ready_peers(
         if !used {
             continue;
         }
-        let resolved = if peer.command.is_empty() {
+        let resolved = if let Some(command) = &peer.command {
+            resolve::resolve_command(command, &source.dir, exe_dir.as_deref()).map(|c| (c, None))
+        } else {
             let canonical = source.dir.canonicalize().unwrap_or(source.dir.clone());
             let roots = peerdir::search_roots(source.peers_dir.as_deref(), &canonical);
             resolve::resolve_peer_id(&peer.id, &roots, exe_dir.as_deref())
-        } else {
-            resolve::resolve_command(&peer.command, &source.dir, exe_dir.as_deref())
-                .map(|c| (c, None))
         };
         let (command, folder) = match resolved {
             Ok(c) => c,

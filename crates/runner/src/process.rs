@@ -413,6 +413,12 @@ fn classify(bytes: &[u8]) -> Line {
             ),
         };
     }
+    // The line terminator (`\n`, `\r\n`) is no part of the line, whether it is UTF-8 or not.
+    let end = bytes
+        .iter()
+        .rposition(|&b| b != b'\n' && b != b'\r')
+        .map_or(0, |i| i + 1);
+    let bytes = &bytes[..end];
     let text = match std::str::from_utf8(bytes) {
         Ok(text) => text,
         Err(e) => {
@@ -425,7 +431,6 @@ fn classify(bytes: &[u8]) -> Line {
             };
         }
     };
-    let text = text.trim_end_matches(['\n', '\r']);
     match parse_event(text) {
         Ok(event) => Line::Event(event),
         Err(e) => Line::Malformed {
@@ -577,6 +582,27 @@ mod tests {
         // Before the fix a lossy conversion made this a valid `ready` at address "x\u{fffd}:1".
         match classify(&line) {
             Line::Malformed { error, .. } => assert!(error.contains("not UTF-8"), "{error}"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_non_utf8_line_is_quoted_without_its_terminator() {
+        // Before the fix the quote kept the `\n` (or `\r\n`) the UTF-8 path strips.
+        for ending in [&b"\n"[..], b"\r\n", b""] {
+            let mut line = b"junk \xff here".to_vec();
+            line.extend_from_slice(ending);
+            match classify(&line) {
+                Line::Malformed { text, error } => {
+                    assert_eq!(text, "junk \u{fffd} here", "ending {ending:?}");
+                    assert!(error.contains("offset 5"), "{error}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        // The UTF-8 path, for comparison.
+        match classify(b"junk here\r\n") {
+            Line::Malformed { text, .. } => assert_eq!(text, "junk here"),
             other => panic!("{other:?}"),
         }
     }

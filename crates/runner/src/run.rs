@@ -64,6 +64,8 @@ pub struct RunOutcome {
     pub counts: SampleCounts,
     /// Stopped early by a signal or `--fail-fast`.
     pub interrupted: bool,
+    /// The signal that stopped the run ("SIGTERM"), if one did.
+    pub signal: Option<String>,
     /// Stopped early because an artifact could not be written (a full disk): what happened.
     /// The records before it are whole; the caller still writes the reports where they fit.
     pub stopped_by: Option<String>,
@@ -399,6 +401,7 @@ fn finish(
         dir: dir.root,
         counts: manifest.samples,
         interrupted,
+        signal: stop::stopping_signal(),
         stopped_by: end.stopped_by,
     })
 }
@@ -429,6 +432,7 @@ fn manifest(prepared: &Prepared, build: &BuildInfo, net: &RunNetwork, planned: u
             ..SampleCounts::default()
         },
         artifacts: BTreeMap::new(),
+        not_written: BTreeMap::new(),
     }
 }
 

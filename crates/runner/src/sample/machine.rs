@@ -28,6 +28,7 @@ use crate::launcher::Launcher;
 use crate::noise::PinPlan;
 use crate::process::describe_exit;
 use crate::procstat::WindowUsage;
+use nix::sys::signal::Signal;
 use rpcarena_model::campaign::{Timeouts, Timing};
 use rpcarena_model::duration;
 use rpcarena_model::invocation::{self, ServerTarget};
@@ -38,6 +39,7 @@ use rpcarena_model::schedule::Slot;
 use rpcarena_netem_core::LinkStats;
 use rpcarena_protocol::event::{Armed, Command, Edge, Event, Role, SampleReport};
 use std::collections::{BTreeMap, VecDeque};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::time::Duration;
@@ -306,7 +308,8 @@ pub(crate) struct SampleMachine {
     link_at_start: Option<LinkStats>,
     /// The server's `window` answers (revision 1.2), and its figures over the window.
     window: window::Answers,
-    interrupted: bool,
+    /// The signal that stopped the run, once the shell said so.
+    interrupted: Option<String>,
     /// Problems past [`MAX_PROBLEMS`], counted, not kept.
     untold: usize,
 }
@@ -356,7 +359,7 @@ impl SampleMachine {
             sampler_running: false,
             link_at_start: None,
             window: window::Answers::default(),
-            interrupted: false,
+            interrupted: None,
             untold: 0,
         }
     }
@@ -424,7 +427,7 @@ impl SampleMachine {
     /// Something happened at `now`.
     pub fn handle(&mut self, now: Nanos, input: Input) {
         match input {
-            Input::Interrupted => self.on_interrupt(now),
+            Input::Interrupted(signal) => self.on_interrupt(now, signal),
             Input::Spawned(role) => self.on_spawned(now, role),
             Input::SpawnFailed { role, error } => {
                 if self.stage == Stage::Spawning(role) {
@@ -461,11 +464,15 @@ impl SampleMachine {
         }
     }
 
-    /// A stop signal: the handler killed the peers that were alive then; a sample still starting
-    /// or running stops waiting now (the record says why), and the teardown kills the rest.
-    fn on_interrupt(&mut self, now: Nanos) {
-        self.interrupted = true;
-        if matches!(self.stage, Stage::Spawning(_) | Stage::Waiting(_)) {
+    /// A stop signal: the handler killed the peers that were alive then; a sample still starting,
+    /// running or waiting for an exit stops waiting now (the record says why: the controller's
+    /// stop, not the peers' deaths it caused), and the teardown kills the rest.
+    fn on_interrupt(&mut self, now: Nanos, signal: String) {
+        self.interrupted = Some(signal);
+        if matches!(
+            self.stage,
+            Stage::Spawning(_) | Stage::Waiting(_) | Stage::Exiting(_) | Stage::UnexpectedExit(..)
+        ) {
             self.stop_sampler();
             self.stage = Stage::Aftermath;
             self.deadline = Some(now.saturating_add(nanos(AFTERMATH)));
@@ -733,6 +740,14 @@ impl SampleMachine {
                 };
                 self.fail(now, reason);
             }
+            // After a stop signal the controller killed the peers itself: no news.
+            Stage::AftermathExit(exited)
+                if exited == role
+                    && self.interrupted.is_some()
+                    && status.is_some_and(|s| s.signal() == Some(Signal::SIGKILL as i32)) =>
+            {
+                self.stage = Stage::Aftermath;
+            }
             Stage::AftermathExit(exited) if exited == role => {
                 self.note(match status {
                     Some(status) => format!("{role} then exited ({})", describe_exit(status)),
@@ -777,9 +792,14 @@ impl SampleMachine {
     }
 
     fn finish(&mut self, now: Nanos) {
-        if self.interrupted {
-            self.problems
-                .insert(0, "interrupted by a signal; the run stopped".to_string());
+        if let Some(signal) = &self.interrupted {
+            self.problems.insert(
+                0,
+                format!(
+                    "interrupted: the controller received {signal} and stopped the run, \
+                     killing the peers (not a failure of theirs)"
+                ),
+            );
         }
         let mut record = self.record.clone();
         record.status = if self.problems.is_empty() {

@@ -84,32 +84,57 @@ fn drive(
     shell: &mut Shell<'_>,
     rx: &Receiver<machine::Message>,
 ) -> SampleRecord {
-    let mut told_stop = false;
+    let mut stop = StopNotice::default();
     loop {
         while let Some(action) = machine.poll_action() {
             if let Action::Record(record) = action {
                 return *record;
             }
             if let Some(input) = shell.execute(action) {
+                stop.check(machine, shell.now());
                 machine.handle(shell.now(), input);
             }
         }
-        if stop::interrupted() && !told_stop {
-            told_stop = true;
-            machine.handle(shell.now(), Input::Interrupted);
+        if stop.check(machine, shell.now()) {
             continue;
         }
         let now = shell.now();
         let wait = machine.deadline().map_or(STOP_POLL, |deadline| {
             Duration::from_nanos(deadline.saturating_sub(now)).min(STOP_POLL)
         });
-        match rx.recv_timeout(wait) {
+        let received = rx.recv_timeout(wait);
+        stop.check(machine, shell.now());
+        match received {
             Ok(message) => machine.handle(shell.now(), Input::Line(message)),
             // The shell holds a sender, so the channel never disconnects.
             Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
                 machine.handle_timeout(shell.now());
             }
         }
+    }
+}
+
+/// Tells the machine about a stop signal once. It is checked before every input: the signal
+/// handler sets the flag before it kills the peers, so a peer's death (its output closing, its
+/// exit status) that the stop caused always reaches the machine after the stop itself, and is
+/// not mistaken for the peer's own failure.
+#[derive(Default)]
+struct StopNotice {
+    told: bool,
+}
+
+impl StopNotice {
+    /// Whether the machine was told just now.
+    fn check(&mut self, machine: &mut SampleMachine, now: Nanos) -> bool {
+        if self.told {
+            return false;
+        }
+        let Some(signal) = stop::stopping_signal() else {
+            return false;
+        };
+        self.told = true;
+        machine.handle(now, Input::Interrupted(signal));
+        true
     }
 }
 

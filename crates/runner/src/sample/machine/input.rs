@@ -76,6 +76,6 @@ pub(crate) enum Input {
     TornDown(Vec<String>),
     /// The answer to [`Action::CheckNetwork`]: the counters, or why the sample is invalid.
     Network(Result<Option<SampleCheck>, String>),
-    /// A stop signal arrived (the peers are being killed).
-    Interrupted,
+    /// A stop signal arrived, named ("SIGTERM"): the controller is killing the peers.
+    Interrupted(String),
 }

@@ -793,23 +793,70 @@ fn survivors_a_failed_network_check_and_a_signal_fail_a_good_sample() {
         Some(check)
     );
 
-    // A signal: the machine stops waiting, hears the peers die, tears down and says why.
+    // A signal: the machine stops waiting, hears the peers die (its own kill: no news), tears
+    // down and says why.
     let mut run = Run::new();
     run.armed().actions();
-    run.at(3 * S).feed(Input::Interrupted);
+    run.at(3 * S).feed(Input::Interrupted("SIGTERM".into()));
     assert_eq!(run.said(), ["stop sampler"]);
     assert_eq!(run.machine.deadline(), Some(3 * S + 300 * MS));
     run.ended(Role::Client, killed());
-    assert_eq!(
-        run.reason(),
-        "interrupted by a signal; the run stopped; client then exited (killed by signal 9 (SIGKILL))"
-    );
+    assert_eq!(run.reason(), INTERRUPTED_BY_SIGTERM);
     // before anything started: no peer is left to run its course
     let mut run = Run::new();
     run.actions();
-    run.feed(Input::Interrupted)
+    run.feed(Input::Interrupted("SIGINT".into()))
         .feed(Input::Spawned(Role::Server));
-    assert_eq!(run.reason(), "interrupted by a signal; the run stopped");
+    assert_eq!(
+        run.reason(),
+        INTERRUPTED_BY_SIGTERM.replace("SIGTERM", "SIGINT")
+    );
+}
+
+const INTERRUPTED_BY_SIGTERM: &str = "interrupted: the controller received SIGTERM and stopped the run, killing the peers (not a failure of theirs)";
+
+#[test]
+fn a_signal_while_a_peer_exit_is_awaited_is_the_reason_not_the_exit() {
+    // Before the fix the shell fed the peer's death (which the stop caused) before the stop:
+    // "server exited unexpectedly during measure (killed by signal 9 (SIGKILL)); see
+    // server.stderr". The shell now tells the stop first; whatever stage the machine is in.
+    let mut run = Run::new();
+    run.armed().actions();
+    run.line(Role::Server, Line::Closed);
+    assert_eq!(run.said(), ["await exit server 1s"]);
+    run.feed(Input::Interrupted("SIGTERM".into()))
+        .feed(Input::Exit {
+            role: Role::Server,
+            status: killed(),
+        })
+        .ended(Role::Client, killed());
+    assert_eq!(run.reason(), INTERRUPTED_BY_SIGTERM);
+    // Waiting for a peer to exit after `stopped`.
+    let mut run = Run::new();
+    run.client_stopped().actions();
+    run.line(Role::Client, Line::Closed);
+    assert!(
+        run.said()
+            .iter()
+            .any(|a| a.starts_with("await exit client"))
+    );
+    run.feed(Input::Interrupted("SIGTERM".into()))
+        .feed(Input::Exit {
+            role: Role::Client,
+            status: killed(),
+        });
+    assert_eq!(run.reason(), INTERRUPTED_BY_SIGTERM);
+    // A peer that failed on its own before the signal keeps its reason, after the stop's.
+    let mut run = Run::new();
+    run.armed().actions();
+    run.ended(Role::Server, exit(3));
+    run.feed(Input::Interrupted("SIGTERM".into()));
+    let reason = run.reason();
+    assert!(
+        reason.starts_with(INTERRUPTED_BY_SIGTERM)
+            && reason.contains("server exited unexpectedly during measure (exit status 3)"),
+        "{reason}"
+    );
 }
 
 #[test]
