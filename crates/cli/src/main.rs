@@ -6,6 +6,7 @@
 
 mod peers_cmd;
 mod plan;
+mod profile_cmd;
 mod progress;
 mod say;
 mod tools;
@@ -63,6 +64,9 @@ enum Cmd {
     /// Check peers against docs/peer-protocol.md: a pass/fail table per check; non-zero exit
     /// when any check fails.
     Conformance(peers_cmd::ConformanceArgs),
+    /// Profile the peers of one configuration with Linux perf under the same load as a sample:
+    /// flame graphs and summaries (docs/profiling.md); nothing enters a samples.jsonl.
+    Profile(profile_cmd::ProfileArgs),
     /// Regenerate aggregate.csv and report.md of a run directory from its samples.jsonl.
     Report {
         /// Run directory.
@@ -183,6 +187,7 @@ fn real_main() -> Result<ExitCode> {
         Cmd::Run(args) => run(&args),
         Cmd::Peers { action } => peers_cmd::peers(action),
         Cmd::Conformance(args) => peers_cmd::conformance(args),
+        Cmd::Profile(args) => profile_cmd::profile(&args),
         Cmd::Report { dir } => report(&dir),
         Cmd::Verify { dir, json, quiet } => tools::verify(&dir, json, quiet),
         Cmd::Compare {

@@ -2,7 +2,8 @@
 //! printed and how it exited) is judged. No process is started here.
 
 use rpcarena_protocol::event::{
-    AllocationCounters, Capabilities, Edge, Event, StackCapability, WindowReport, code, load,
+    AllocationCounters, Capabilities, Edge, Event, PROFILERS, StackCapability, WindowReport, code,
+    load,
 };
 use rpcarena_protocol::workload::{ClientMode, Payload, Shape};
 use serde::Serialize;
@@ -317,9 +318,9 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
     };
     rows.push(row(
         "revision",
-        "\"1.4\"",
+        "\"1.5\" (or \"1.4\": 1.5 only adds the optional `profiler`)",
         match caps.revision.as_deref() {
-            Some(REVISION) => Ok(format!("{REVISION:?}")),
+            Some(r @ (REVISION | "1.4")) => Ok(format!("{r:?}")),
             Some(other) => Err(format!("{other:?}")),
             None => Err("absent (1.0)".into()),
         },
@@ -357,6 +358,11 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
         "absent (no counters), or counts and bytes declared with a non-empty source (1.2)",
         allocations(caps.allocations.as_ref()),
     ));
+    rows.push(row(
+        "profiler",
+        "absent (none), or one the page knows: \"perf\" (1.5)",
+        profiler(caps.profiler.as_deref()),
+    ));
     for (role, list) in [
         ("client", &caps.roles.client),
         ("server", &caps.roles.server),
@@ -380,7 +386,19 @@ pub fn capabilities(caps: &Capabilities) -> Vec<CheckResult> {
 }
 
 /// The revision of docs/peer-protocol.md the kit checks.
-pub const REVISION: &str = "1.4";
+pub const REVISION: &str = "1.5";
+
+/// (1.5) The declared profiler: absent, or a name of [`PROFILERS`].
+fn profiler(declared: Option<&str>) -> Result<String, String> {
+    match declared {
+        None => Ok("none declared".to_string()),
+        Some(p) if PROFILERS.contains(&p) => Ok(format!("{p:?}")),
+        Some(p) => Err(format!(
+            "{p:?}, which docs/peer-protocol.md does not know (known: {})",
+            PROFILERS.join(", ")
+        )),
+    }
+}
 
 /// Whether the peer follows revision 1.2 or later (window commands, allocation counters).
 pub fn follows_1_2(caps: &Capabilities) -> bool {
@@ -1006,6 +1024,17 @@ mod tests {
         );
         caps.allocations = None;
         assert_eq!(verdict(&caps, "allocations").received, "none declared");
+        // 1.5: the profiler, absent or one the page knows
+        assert_eq!(verdict(&caps, "profiler").received, "none declared");
+        caps.profiler = Some("perf".into());
+        caps.revision = Some("1.5".into());
+        assert!(verdict(&caps, "profiler").passed() && verdict(&caps, "revision").passed());
+        caps.profiler = Some("dtrace".into());
+        let unknown = verdict(&caps, "profiler");
+        assert!(
+            !unknown.passed() && unknown.received.contains("known: perf"),
+            "{unknown:?}"
+        );
         caps.revision = Some("1.3".into());
         let old = verdict(&caps, "revision");
         assert_eq!((old.passed(), old.received.as_str()), (false, "\"1.3\""));

@@ -60,7 +60,7 @@ fn libzmq() -> &'static str {
 }
 
 /// The revision of docs/peer-protocol.md this peer follows.
-pub const REVISION: &str = "1.4";
+pub const REVISION: &str = "1.5";
 
 /// How this binary was built (recorded by build.rs) and what runs it.
 pub fn build() -> BTreeMap<String, String> {
@@ -212,6 +212,8 @@ pub fn event() -> Event {
         build: build(),
         files: files(),
         allocations: Some(allocations::declared()),
+        // 1.5: native code, profiled from outside by `rpcarena profile` with Linux perf
+        profiler: Some("perf".to_string()),
         roles: Roles {
             client: Stack::ALL
                 .iter()
@@ -293,7 +295,8 @@ mod tests {
         let Ok(Event::Capabilities(caps)) = parse_event(&line) else {
             panic!("capabilities must round-trip");
         };
-        assert_eq!(caps.revision.as_deref(), Some("1.4"));
+        assert_eq!(caps.revision.as_deref(), Some("1.5"));
+        assert_eq!(caps.profiler.as_deref(), Some("perf"));
         let counted = caps.allocations.as_ref().expect("allocations declared");
         assert!(counted.counts && counted.bytes, "{counted:?}");
         assert!(counted.source.contains("allocator"), "{counted:?}");

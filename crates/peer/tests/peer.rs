@@ -208,7 +208,7 @@ fn capabilities_lists_every_stack_and_exits_0() {
     assert_eq!(caps.peer, "rpcarena-peer-rust");
     assert_eq!(caps.roles.client.len(), 4);
     assert_eq!(caps.roles.server.len(), 4);
-    assert_eq!(caps.revision.as_deref(), Some("1.4"));
+    assert_eq!(caps.revision.as_deref(), Some("1.5"));
     assert!(caps.build["toolchain"].starts_with("rustc "), "{caps:?}");
     let counted = caps
         .allocations

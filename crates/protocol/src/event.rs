@@ -101,9 +101,16 @@ pub struct Capabilities {
     /// counts nor bytes, and then no event carries `allocations` or `allocated_bytes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allocations: Option<AllocationCounters>,
+    /// Revision 1.5: the profiler `rpcarena profile` may use on this peer (`"perf"`: Linux perf
+    /// attached from outside, for native code); absent means none, and the peer is not profiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profiler: Option<String>,
     /// Stacks offered when acting as a client and as a server.
     pub roles: Roles,
 }
+
+/// Revision 1.5: the profilers a peer may declare in `capabilities` (`profiler`).
+pub const PROFILERS: [&str; 1] = ["perf"];
 
 /// Revision 1.2: the heap allocation counters a peer reports (capabilities `allocations`).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
@@ -889,6 +896,7 @@ mod tests {
             build: BTreeMap::from([("toolchain".into(), "rustc 1.95.0".into())]),
             files: vec!["/usr/local/bin/p".into()],
             allocations: None,
+            profiler: None,
             roles: Roles {
                 client: vec![],
                 server: vec![entry],

@@ -33,6 +33,9 @@ pub enum Error {
     /// `--resume` is refused: what changed or is missing, and what to do instead.
     #[error("{0}")]
     Resume(String),
+    /// `rpcarena profile` cannot run what was asked (no such configuration, several to choose).
+    #[error("{0}")]
+    Probe(String),
     /// A file or directory could not be read, written, created, moved or removed.
     #[error("{action} {}", path.display())]
     File {

@@ -269,7 +269,12 @@ fn run_samples(
             id: id.clone(),
             raw_rel,
         };
-        let spec = sample_spec(context, config, place, net, gate);
+        let parts = SpecParts {
+            prepared: context.prepared,
+            ca_cert: context.ca_cert,
+            pins: context.pins,
+        };
+        let spec = sample_spec(&parts, config, place, net, gate);
         progress.sample_started(index, &spec.id, config);
         let record = sample::run_sample(
             spec,
@@ -277,6 +282,7 @@ fn run_samples(
                 raw_dir,
                 network: net,
                 warn: &mut |text| progress.warning(text),
+                observer: None,
             },
         );
         if let Err(e) = writer.append(&record) {
@@ -471,23 +477,30 @@ fn declared_files(peer: &crate::ReadyPeer) -> Vec<String> {
 }
 
 /// A sample's place in the run: its slot, its index in the schedule, its id and raw directory.
-struct Place {
-    slot: Slot,
-    index: usize,
-    id: String,
-    raw_rel: String,
+pub(crate) struct Place {
+    pub slot: Slot,
+    pub index: usize,
+    pub id: String,
+    pub raw_rel: String,
+}
+
+/// What every sample's spec is made of besides its configuration: the peers, the CA, the CPUs.
+pub(crate) struct SpecParts<'a> {
+    pub prepared: &'a Prepared,
+    pub ca_cert: &'a Path,
+    pub pins: &'a PinPlan,
 }
 
 /// Everything the sample of `config` at `place` needs: its peers, where they run, and the load
 /// gate's verdict.
-fn sample_spec(
-    context: &Context,
+pub(crate) fn sample_spec(
+    parts: &SpecParts,
     config: &SampleConfig,
     place: Place,
     net: &RunNetwork,
     gate: sample::Gate,
 ) -> SampleSpec {
-    let (prepared, pins) = (context.prepared, context.pins);
+    let (prepared, pins) = (parts.prepared, parts.pins);
     let campaign = &prepared.campaign;
     let cpus = noise::allowed_cpus().len();
     let client = &prepared.peers[&config.client];
@@ -523,7 +536,7 @@ fn sample_spec(
             launcher: placement.client.with_cpus(&pins.client),
             command: client.command.clone(),
             server_name: placement.identity.name.clone(),
-            ca: context.ca_cert.to_path_buf(),
+            ca: parts.ca_cert.to_path_buf(),
             seed: campaign.seed ^ ((place.index as u64) << 20),
         },
         server_window: follows_revision(server.capabilities.revision.as_deref(), (1, 2)),

@@ -216,7 +216,9 @@ char *capabilities_event(const char *exe, unsigned cpus) {
     json_str(&j, "peer", "rpcarena-peer-c");
     json_str(&j, "language", "c");
     json_str(&j, "version", PEER_VERSION);
-    json_str(&j, "revision", "1.4");
+    json_str(&j, "revision", "1.5");
+    /* 1.5: native code, profiled from outside by `rpcarena profile` with Linux perf */
+    json_str(&j, "profiler", "perf");
     json_open_obj(&j, "build");
     json_str(&j, "toolchain", PEER_COMPILER);
     json_str(&j, "flags", PEER_BUILD_FLAGS);

@@ -102,11 +102,12 @@ static const char *entry(const char *line, const char *role, const char *stack) 
 /* Revision 1.4, no allocation counters declared, pingpong served on grpc and quic, not driven;
  * per stack the --tls values, send and not_offered, zmq's conformance faults; (1.4) no stack
  * lists the payload kind dated or client_modes (absent: the official client only). */
-static void capabilities_declare_revision_1_4(void) {
+static void capabilities_declare_revision_1_5(void) {
     char *line = capabilities_event("/x/rpcarena-peer-c", 2);
     CHECK(line != NULL);
     if (!line) return;
-    CHECK(strstr(line, "\"revision\":\"1.4\"") != NULL);
+    CHECK(strstr(line, "\"revision\":\"1.5\"") != NULL);
+    CHECK(strstr(line, "\"profiler\":\"perf\"") != NULL);
     CHECK(strstr(line, "allocations") == NULL);
     CHECK(strstr(line, "\"dated\"") == NULL && strstr(line, "client_modes") == NULL);
     int payloads = 0;
@@ -145,6 +146,6 @@ int main(void) {
     RUN(window_events_carry_the_edge_and_the_counters);
     RUN(stopped_carries_the_same_counters);
     RUN(dropped_and_first_rejection);
-    RUN(capabilities_declare_revision_1_4);
+    RUN(capabilities_declare_revision_1_5);
     DONE();
 }

@@ -200,7 +200,9 @@ int run_capabilities() {
   fields["peer"] = "rpcarena-peer-cpp";
   fields["language"] = "cpp";
   fields["version"] = PEER_VERSION;
-  fields["revision"] = "1.4";
+  fields["revision"] = "1.5";
+  // 1.5: native code, profiled from outside by `rpcarena profile` with Linux perf
+  fields["profiler"] = "perf";
   fields["build"] = build;
   fields["files"] = Json::array({executable_path()});
   fields["roles"] = Json{{"client", Json::array({grpc_entry(true), quic_entry(true), zmq_entry(true), grpc_cq_entry(true)})},

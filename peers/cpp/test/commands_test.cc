@@ -72,14 +72,15 @@ TEST(Commands, TheFirstRejectionIsKept) {
   EXPECT_EQ(counters.to_json()["rejected"], "1");
 }
 
-// Revision 1.4, no allocation counters declared, pingpong served (not driven) on the stacks with
+// Revision 1.5 (perf as the profiler), no allocation counters declared, pingpong served (not driven) on the stacks with
 // streams; tls, not_offered and conformance_faults as docs/stacks.md says for grpc, quic and zmq;
 // no `dated` payload and no client_modes (official only) on any stack.
-TEST(Commands, CapabilitiesDeclareRevision14) {
+TEST(Commands, CapabilitiesDeclareRevision15) {
   testing::internal::CaptureStdout();
   ASSERT_EQ(run_capabilities(), 0);
   Json caps = Json::parse(testing::internal::GetCapturedStdout());
-  EXPECT_EQ(caps["revision"], "1.4");
+  EXPECT_EQ(caps["revision"], "1.5");
+  EXPECT_EQ(caps["profiler"], "perf");
   EXPECT_FALSE(caps.contains("allocations"));
   auto has = [](const Json& list, const char* what) {
     return std::find(list.begin(), list.end(), Json(what)) != list.end();

@@ -36,6 +36,29 @@ pub(crate) struct SampleIo<'a> {
     pub network: &'a mut RunNetwork,
     /// Where warnings go (stderr, through the progress display).
     pub warn: &'a mut dyn FnMut(&str),
+    /// Told at the window's edges: `rpcarena profile`'s profiler; `None` in measured runs,
+    /// which never carry one.
+    pub observer: Option<&'a mut dyn WindowObserver>,
+}
+
+/// The peers' process ids (each its group's leader) as the window opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowPeers {
+    /// The client's.
+    pub client: u32,
+    /// The server's.
+    pub server: u32,
+}
+
+/// Told at the client's window edges, from the sample's own shell: the window opens right
+/// after [`WindowObserver::opening`] returns (the client's `START` is the next write), and is
+/// over (the client's `sample` arrived, its drain included) when [`WindowObserver::closed`] is
+/// called. A sample that fails before its window ends may never call `closed`.
+pub trait WindowObserver {
+    /// The window is about to open.
+    fn opening(&mut self, peers: WindowPeers);
+    /// The window is over.
+    fn closed(&mut self);
 }
 
 /// The shell's half: the peers, the sampler and the clock.
@@ -178,6 +201,13 @@ impl Shell<'_> {
                 Some(Input::Exit { role, status })
             }
             Action::StartSampler => {
+                if let Some(observer) = self.io.observer.as_mut() {
+                    let pid = |p: &Option<PeerProcess>| p.as_ref().map_or(0, |p| p.pid);
+                    observer.opening(WindowPeers {
+                        client: pid(&self.client),
+                        server: pid(&self.server),
+                    });
+                }
                 let pid = |p: &Option<PeerProcess>| p.as_ref().map_or(0, |p| p.pid as i32);
                 let groups = vec![pid(&self.client), pid(&self.server)];
                 self.sampler = Some(Sampler::start(groups, SAMPLER_INTERVAL));
@@ -185,10 +215,7 @@ impl Shell<'_> {
             }
             Action::StopSampler => Some(Input::Readings {
                 link: self.io.network.link_stats(),
-                usage: match self.sampler.take() {
-                    Some(sampler) => sampler.stop(),
-                    None => Err("the /proc sampler was not running".to_string()),
-                },
+                usage: self.stop_sampler(),
             }),
             Action::KillGroups => Some(Input::TornDown(self.teardown())),
             Action::CheckNetwork => Some(Input::Network(self.io.network.after_sample())),
@@ -197,6 +224,17 @@ impl Shell<'_> {
                 None
             }
             Action::Record(_) => None,
+        }
+    }
+
+    /// Tells the observer the window is over, then stops the /proc sampler.
+    fn stop_sampler(&mut self) -> Result<crate::procstat::WindowUsage, String> {
+        if let Some(observer) = self.io.observer.as_mut() {
+            observer.closed();
+        }
+        match self.sampler.take() {
+            Some(sampler) => sampler.stop(),
+            None => Err("the /proc sampler was not running".to_string()),
         }
     }
 
